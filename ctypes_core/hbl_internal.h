@@ -1,0 +1,133 @@
+/*
+ * Internals of the agent core shared by the simulator and the policies.
+ * Nothing here crosses into Python; see hbl_api.h for that.
+ */
+#ifndef HBL_INTERNAL_H
+#define HBL_INTERNAL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "hbl_api.h"
+
+#define HBL_NONE UINT32_MAX   /* no slot */
+#define HBL_UNPLACED (-1)     /* page seen but holding no data yet */
+#define HBL_NEVER UINT64_MAX  /* "no such time" for last migration, next use */
+
+/* Page table: page number -> dense slot, and per-slot state (structure of arrays). */
+struct hbl_pagetable {
+    uint64_t *keys;      /* open addressing, page number + 1, 0 = empty */
+    uint32_t *vals;
+    uint64_t mask;       /* hash capacity - 1 */
+    uint32_t n, cap;     /* slots used / allocated */
+    uint64_t *page;      /* slot -> page number */
+    int8_t *dev;         /* current device or HBL_UNPLACED */
+    uint32_t *count;     /* accesses */
+    uint64_t *last;      /* request index of the last access */
+    uint64_t *last_mig;  /* request index of the last migration, HBL_NEVER if none */
+    uint32_t *prev, *next; /* per-device LRU list links */
+    uint64_t *aux64;     /* scratch owned by the active policy */
+    uint32_t *aux32;
+};
+
+int hbl_pt_init(struct hbl_pagetable *pt, uint32_t cap);
+void hbl_pt_free(struct hbl_pagetable *pt);
+/* Slot of a page, creating it (device HBL_UNPLACED) when new; HBL_NONE on allocation failure. */
+uint32_t hbl_pt_get(struct hbl_pagetable *pt, uint64_t page);
+/* Slot of a page or HBL_NONE, never creating. */
+uint32_t hbl_pt_find(const struct hbl_pagetable *pt, uint64_t page);
+
+static inline uint64_t hbl_hash64(uint64_t x)
+{
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Log-linear latency histogram: about 1.5% resolution from 1 ns to hours. */
+#define HBL_HIST_SUB 64
+#define HBL_HIST_BUCKETS (58 * HBL_HIST_SUB + 2 * HBL_HIST_SUB)
+struct hbl_hist { uint64_t n; uint64_t b[HBL_HIST_BUCKETS]; };
+void hbl_hist_add(struct hbl_hist *h, uint64_t v);
+double hbl_hist_percentile(const struct hbl_hist *h, double q);
+
+/* Named parameter lookup with a default. */
+double hbl_param(const struct hbl_params *p, const char *key, double dflt);
+/* 0 when every key of p is in the NULL-terminated list `known`, else -1 and a message. */
+int hbl_params_check(const struct hbl_params *p, const char *const *known, char *err, int errlen);
+
+struct hbl_sim;
+
+/*
+ * One interface for every policy.  A policy is one file that fills this table;
+ * registry.c maps its name to it.  Callbacks left NULL fall back to defaults.
+ */
+struct hbl_policy_ops {
+    const char *name;
+    const char *doc;
+    const char *const *params;   /* NULL-terminated names of accepted parameters */
+    int (*init)(struct hbl_sim *s, void **state, const struct hbl_params *p, char *err, int errlen);
+    void (*free)(void *state);
+    /* Before a request is served: fill targets[i] with the device wanted for page
+     * slots[i], or leave -1 for "where it is" (for unplaced pages: the default). */
+    void (*place)(void *st, struct hbl_sim *s, const struct hbl_request *r,
+                  const uint32_t *slots, int n, int8_t *targets);
+    /* After a request is served, with its latency. */
+    void (*observe)(void *st, struct hbl_sim *s, const struct hbl_request *r,
+                    const uint32_t *slots, int n, double latency_ns);
+    /* Every migrate_every requests: up to max moves (slot, target device). */
+    int (*migrate)(void *st, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max);
+    /* A page changed device (placement, migration or eviction); from may be HBL_UNPLACED. */
+    void (*on_move)(void *st, struct hbl_sim *s, uint32_t slot, int from, int to);
+    /* Device dev is full: which page leaves it.  NULL = least recently used. */
+    uint32_t (*victim)(void *st, struct hbl_sim *s, int dev);
+    /* Future knowledge (Oracle). */
+    int (*set_future)(void *st, struct hbl_sim *s, const struct hbl_request *reqs, uint64_t n);
+};
+
+const struct hbl_policy_ops *hbl_policy_find(const char *name);
+
+
+struct hbl_sim {
+    struct hbl_sim_config cfg;
+    struct hbl_pagetable pt;
+    const struct hbl_policy_ops *ops;
+    void *pstate;
+    void *plugin;
+    int initial_dev;            /* where pre-existing (first read) data lives */
+    /* device model */
+    double free_at[4][64];
+    uint64_t seq_next[4];       /* page after the last I/O, for HDD sequential detection */
+    uint32_t lru_head[4], lru_tail[4]; /* head = most recent */
+    int64_t used[4];
+    /* replay */
+    uint64_t nreq;              /* requests processed (served + skipped) */
+    uint64_t t0_ns; int have_t0;
+    double last_arrival;
+    double *inflight; int ninflight; /* closed loop: min-heap of completion times */
+    /* scratch for one request */
+    uint32_t *slots; int8_t *targets; uint32_t scratch_cap;
+    uint32_t *mslots; int8_t *mtargets;
+    /* metrics */
+    struct hbl_sim_stats st;
+    struct hbl_hist hist;
+    uint64_t win_req, win_pages, win_hits; double win_lat;
+    struct hbl_timeline_row *tl; uint64_t ntl, tlcap;
+};
+
+/* Helpers policies may use. */
+static inline int64_t hbl_free_pages(const struct hbl_sim *s, int d)
+{
+    int64_t cap = s->cfg.dev[d].capacity_pages;
+    return cap < 0 ? INT64_MAX : cap - s->used[d];
+}
+static inline int hbl_slowest(const struct hbl_sim *s) { return s->cfg.ndev - 1; }
+/* Pages of a request: 0 when the request is not simulated (flush, discard, empty). */
+static inline uint32_t hbl_req_pages(const struct hbl_request *r, uint32_t ps, uint64_t *first)
+{
+    if ((r->op != HBL_OP_READ && r->op != HBL_OP_WRITE) || r->length == 0)
+        return 0;
+    *first = r->offset / ps;
+    return (uint32_t)((r->offset + r->length - 1) / ps - *first + 1);
+}
+
+#endif

@@ -1,0 +1,161 @@
+/* Oracle: knows the future (Belady's MIN, per device tier).
+ *
+ * Given the whole trace in advance, it knows for every page access when the
+ * data it leaves behind is next read: the next access if that is a read,
+ * never if the page is overwritten (or not touched) first.  Each device keeps
+ * a max-heap of its pages by next read; when a device is full, the page read
+ * farthest in the future leaves (instead of the shared LRU fallback: that
+ * choice is what makes it an oracle).  An accessed page goes to the fastest
+ * device when there is room or when it is read again sooner than the farthest
+ * page there; otherwise it stays where it is (reads) or is written to the
+ * slowest device (writes), so dead data never costs a copy.  This maximizes
+ * read hits on the fast device; it ignores queueing, so it bounds placement
+ * quality, not every latency figure. */
+#include <stdlib.h>
+#include "../hbl_internal.h"
+
+struct state {
+    uint64_t *next_use; uint64_t n, cursor;  /* per page access, in trace order */
+    uint32_t *heap[HBL_MAX_DEVICES];         /* slots; position kept in pt.aux32 */
+    uint64_t hn[HBL_MAX_DEVICES], hcap[HBL_MAX_DEVICES];
+};
+
+static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
+{
+    (void)s; (void)p; (void)err; (void)errlen;
+    struct state *st = calloc(1, sizeof(*st));
+    if (!st) return -1;
+    *out = st;
+    return 0;
+}
+
+static void destroy(void *vst)
+{
+    struct state *st = vst;
+    free(st->next_use);
+    for (int d = 0; d < HBL_MAX_DEVICES; d++) free(st->heap[d]);
+    free(st);
+}
+
+/* ---- indexed max-heap by next use (pt.aux64) ---- */
+
+static void hswap(struct state *st, struct hbl_sim *s, int d, uint64_t i, uint64_t j)
+{
+    uint32_t *h = st->heap[d], a = h[i];
+    h[i] = h[j]; h[j] = a;
+    s->pt.aux32[h[i]] = (uint32_t)i;
+    s->pt.aux32[h[j]] = (uint32_t)j;
+}
+
+static void hfix(struct state *st, struct hbl_sim *s, int d, uint64_t i)
+{
+    uint32_t *h = st->heap[d];
+    const uint64_t *key = s->pt.aux64;
+    while (i > 0 && key[h[(i - 1) / 2]] < key[h[i]]) { hswap(st, s, d, i, (i - 1) / 2); i = (i - 1) / 2; }
+    for (;;) {
+        uint64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < st->hn[d] && key[h[l]] > key[h[m]]) m = l;
+        if (r < st->hn[d] && key[h[r]] > key[h[m]]) m = r;
+        if (m == i) break;
+        hswap(st, s, d, i, m);
+        i = m;
+    }
+}
+
+static void hinsert(struct state *st, struct hbl_sim *s, int d, uint32_t x)
+{
+    if (st->hn[d] == st->hcap[d]) {
+        uint64_t cap = st->hcap[d] ? st->hcap[d] * 2 : 4096;
+        uint32_t *h = realloc(st->heap[d], cap * sizeof(*h));
+        if (!h) abort();   /* the oracle cannot continue without its heap */
+        st->heap[d] = h; st->hcap[d] = cap;
+    }
+    uint64_t i = st->hn[d]++;
+    st->heap[d][i] = x;
+    s->pt.aux32[x] = (uint32_t)i;
+    hfix(st, s, d, i);
+}
+
+static void hremove(struct state *st, struct hbl_sim *s, int d, uint32_t x)
+{
+    uint64_t i = s->pt.aux32[x], last = --st->hn[d];
+    if (i != last) {
+        hswap(st, s, d, i, last);
+        hfix(st, s, d, i);
+    }
+}
+
+/* ---- future knowledge ---- */
+
+static int set_future(void *vst, struct hbl_sim *s, const struct hbl_request *reqs, uint64_t n)
+{
+    struct state *st = vst;
+    uint32_t ps = s->cfg.page_size;
+    uint64_t total = 0, first;
+    for (uint64_t i = 0; i < n; i++) total += hbl_req_pages(&reqs[i], ps, &first);
+    free(st->next_use);
+    st->next_use = malloc((total ? total : 1) * sizeof(uint64_t));
+    if (!st->next_use) return -1;
+    st->n = total; st->cursor = 0;
+    /* walk backwards; a scratch page table remembers each page's next read
+     * (HBL_NEVER once a write comes first: the data read now is dead by then) */
+    struct hbl_pagetable pt;
+    if (hbl_pt_init(&pt, 1 << 16)) return -1;
+    uint64_t k = total;
+    for (uint64_t i = n; i-- > 0;) {
+        uint32_t np = hbl_req_pages(&reqs[i], ps, &first);
+        for (uint32_t j = np; j-- > 0;) {
+            uint32_t before = pt.n, x = hbl_pt_get(&pt, first + j);
+            if (x == HBL_NONE) { hbl_pt_free(&pt); return -1; }
+            k--;
+            st->next_use[k] = pt.n != before ? HBL_NEVER : pt.aux64[x];
+            pt.aux64[x] = reqs[i].op == HBL_OP_READ ? k : HBL_NEVER;
+        }
+    }
+    hbl_pt_free(&pt);
+    return 0;
+}
+
+static void place(void *vst, struct hbl_sim *s, const struct hbl_request *r,
+                  const uint32_t *slots, int n, int8_t *targets)
+{
+    struct state *st = vst;
+    int write = r->op == HBL_OP_WRITE;
+    for (int i = 0; i < n; i++) {
+        uint32_t x = slots[i];
+        uint64_t nu = st->cursor < st->n ? st->next_use[st->cursor] : HBL_NEVER;
+        st->cursor++;
+        int d = s->pt.dev[x];
+        s->pt.aux64[x] = nu;
+        if (d >= 0) hfix(st, s, d, s->pt.aux32[x]);
+        if (d == 0 || hbl_free_pages(s, 0) > 0) { targets[i] = 0; continue; }
+        uint64_t worst = st->hn[0] ? s->pt.aux64[st->heap[0][0]] : 0;
+        if (nu < worst) targets[i] = 0;
+        else if (write) targets[i] = (int8_t)hbl_slowest(s);
+    }
+}
+
+static void on_move(void *vst, struct hbl_sim *s, uint32_t x, int from, int to)
+{
+    struct state *st = vst;
+    if (from >= 0) hremove(st, s, from, x);
+    hinsert(st, s, to, x);
+}
+
+static uint32_t victim(void *vst, struct hbl_sim *s, int d)
+{
+    struct state *st = vst;
+    (void)s;
+    return st->hn[d] ? st->heap[d][0] : HBL_NONE;
+}
+
+const struct hbl_policy_ops hbl_policy_oracle = {
+    .name = "oracle",
+    .doc = "Belady-style oracle: knows each page's next use, keeps the soonest-used pages fast",
+    .init = init,
+    .free = destroy,
+    .place = place,
+    .on_move = on_move,
+    .victim = victim,
+    .set_future = set_future,
+};

@@ -1,0 +1,60 @@
+"""`hbl bench`: simulator throughput per policy on a synthetic trace, on this machine.
+
+The trace is generated once (outside the timing); each policy then runs over
+it with the same configuration, and requests/s counts only time in the
+simulator (C), as a user replaying a converted trace would see it.
+"""
+import os
+import platform
+import time
+
+from hbl import record
+from hbl.sim import Simulator, footprint_pages, policy_names
+from hbl.devices import load_hss
+from hbl.trace.synthetic import SyntheticTrace
+
+BENCH_TRACE = "synth:zipf:requests=%d,pages=262144,alpha=0.9,read=0.6,seed=42"
+
+
+def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
+    spec = BENCH_TRACE % requests
+    data = record.concat(SyntheticTrace(spec, chunk=1 << 20))
+    footprint = footprint_pages([data])
+    config = load_hss(hss)
+    caps = config.capacity_pages(footprint, 4096)
+    rates = {}
+    for p in policies or [n for n in policy_names() if n != "python"]:
+        best = 0.0
+        for _ in range(repeat):
+            sim = Simulator(config, p, caps)
+            if p == "oracle":
+                sim.set_future(data)
+            t = time.perf_counter()
+            sim.feed(data)
+            best = max(best, len(data) / (time.perf_counter() - t))
+        rates[p] = best
+    return {
+        "trace": spec, "trace_requests": len(data), "hss": hss, "footprint_pages": footprint,
+        "repeat": repeat, "sim_requests_per_second": rates,
+        "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version()},
+    }
+
+
+def _cpu():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def format_bench(b):
+    lines = ["simulator throughput, %s (%d requests, HSS %s, best of %d)" % (
+        b["trace"], b["trace_requests"], b["hss"], b["repeat"]),
+        "machine: %s, %d cores" % (b["machine"]["cpu"], b["machine"]["cores"])]
+    for p, r in b["sim_requests_per_second"].items():
+        lines.append("  %-12s %10.2f M requests/s" % (p, r / 1e6))
+    return "\n".join(lines)

@@ -1,0 +1,315 @@
+"""The `hbl` command line."""
+import argparse
+import json
+import os
+import sys
+
+from hbl import __version__
+from hbl.errors import HblError
+
+EPILOG_TRACES = """trace names: a file (format auto-detected, or --format), bundled:NAME for a
+bundled MSR Cambridge slice (hm_0, hm_1, mds_0, proj_0, rsrch_1, rsrch_2, wdev_1),
+or synth:PRESET[:key=value,...] for a seeded synthetic workload
+(presets: uniform, zipf, sequential, mixed, phases, hm, prxy, src, web, usr, proj)."""
+
+
+def _trace_args(p, many=False):
+    if many:
+        p.add_argument("--trace", action="append", metavar="TRACE",
+                       help="trace to replay (repeatable; default: bundled MSR slices + synthetic suite)")
+    p.add_argument("--format", dest="fmt", metavar="FMT",
+                   help="input format: msrc, blkparse, spc, alibaba, tencent, fio, csv, native "
+                        "(default: detected)")
+    p.add_argument("--lenient", action="store_true", help="skip malformed lines (counted) instead of failing")
+    p.add_argument("--columns", help="csv format: column mapping, e.g. time=0,offset=1,length=2,op=3")
+    p.add_argument("--delimiter", help="csv format: field separator (default ,)")
+    p.add_argument("--time-unit", choices=["ns", "us", "ms", "s"], help="csv format: unit of the time column")
+    p.add_argument("--offset-unit", choices=["bytes", "sectors", "kib", "pages"],
+                   help="csv format: unit of offset (and length) columns")
+    p.add_argument("--header", action="store_true", default=None, help="csv format: first line is a header")
+    p.add_argument("--blk-action", choices=["D", "C", "Q"],
+                   help="blkparse format: keep issue (D, default), complete (C) or queue (Q) events")
+
+
+def _reader_options(a):
+    opts = {}
+    if a.columns:
+        opts.update(columns=a.columns, delimiter=a.delimiter or ",", time_unit=a.time_unit or "ns",
+                    offset_unit=a.offset_unit or "bytes", length_unit="bytes", header=bool(a.header))
+    elif any((a.delimiter, a.time_unit, a.offset_unit, a.header)):
+        raise HblError("--delimiter, --time-unit, --offset-unit and --header go with --format csv --columns")
+    if a.blk_action:
+        opts["action"] = a.blk_action
+    return opts
+
+
+def _sim_args(p):
+    p.add_argument("--fast-capacity", metavar="CAP",
+                   help="fast-device capacity: fraction (0.1), percentage (10%%) of the trace footprint, "
+                        "or a size (512M, 2G); default 10%% as in Sibyl's evaluation")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="policy parameter (repeatable), e.g. --param promote=8 (see `hbl policies`)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--speed", type=float, help="open-loop replay speed factor (default 1: trace timing)")
+    p.add_argument("--queue-depth", type=int,
+                   help="closed-loop replay at this queue depth (trace timestamps ignored)")
+    p.add_argument("--page-size", type=int, help="bytes per page, the unit of placement (default 4096)")
+    p.add_argument("--migrate-every", type=int, help="requests between migration rounds (default 1000)")
+    p.add_argument("--migrate-max", type=int, help="moves per migration round at most (default 64)")
+
+
+def _sim_options(a):
+    opts = dict(speed=a.speed, queue_depth=a.queue_depth, page_size=a.page_size,
+                migrate_every=a.migrate_every, migrate_max=a.migrate_max)
+    if a.speed is not None and a.speed <= 0:
+        raise HblError("--speed must be > 0")
+    if a.queue_depth is not None and a.queue_depth < 1:
+        raise HblError("--queue-depth must be >= 1")
+    if a.page_size is not None and a.page_size < 512:
+        raise HblError("--page-size must be at least 512 bytes")
+    return {k: v for k, v in opts.items() if v is not None}
+
+
+def _print_json(obj):
+    json.dump(obj, sys.stdout, indent=2, default=float)
+    print()
+
+
+# ---- commands ----
+
+def cmd_simulate(a):
+    from hbl.sim import simulate
+    plugin, policy = None, a.policy
+    if policy.startswith("python:"):
+        from hbl.plugin import load_policy
+        plugin = load_policy(policy)
+    r = simulate(a.trace, hss=a.hss, policy=policy, fast_capacity=a.fast_capacity, params=a.param,
+                 plugin=plugin, seed=a.seed, fmt=a.fmt, lenient=a.lenient, reader_options=_reader_options(a),
+                 timeline=bool(a.timeline), **_sim_options(a))
+    if a.timeline:
+        with open(a.timeline, "w") as f:
+            json.dump(r["timeline"], f, indent=1)
+        if not a.json:
+            del r["timeline"]
+    if a.json:
+        _print_json(r)
+        return 0
+    print("policy %s on %s, HSS %s (%s), fast capacity %d pages of %d footprint" % (
+        r["policy"], r["trace"], r["hss"], "+".join(r["devices"]), r["capacity_pages"][0], r["footprint_pages"]))
+    print("  requests        %d (%d reads, %d writes; %d not simulated)" % (
+        r["requests"], r["reads"], r["writes"], r["skipped"]))
+    print("  avg latency     %.1f us   p50 %.1f  p95 %.1f  p99 %.1f  p99.9 %.1f us" % (
+        r["avg_latency_us"], r["p50_latency_us"], r["p95_latency_us"], r["p99_latency_us"], r["p999_latency_us"]))
+    print("  fast hit ratio  %.3f (reads %.3f)" % (r["fast_hit_ratio"], r["read_hit_ratio"]))
+    print("  migrations      %d promotions, %d evictions (%d forced by a full device), %.1f MiB moved" % (
+        r["promotions"], r["evictions"], r["fallback_evictions"], r["migrated_bytes"] / 2 ** 20))
+    print("  utilization     " + ", ".join("%s %.0f%%" % (d, 100 * u) for d, u in
+                                          zip(r["devices"], r["device_utilization"])))
+    print("  throughput      %.0f IOPS simulated; simulator ran %.2f M requests/s" % (
+        r["throughput_iops"], r["requests_per_second"] / 1e6))
+    if r.get("bad_lines_skipped"):
+        print("  skipped         %d bad lines (--lenient)" % r["bad_lines_skipped"])
+    return 0
+
+
+def cmd_compare(a):
+    from hbl import compare as cmp
+    hss = [h.strip() for h in a.hss.split(",") if h.strip()]
+    summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
+                          lenient=a.lenient, reader_options=_reader_options(a), progress=not a.quiet,
+                          synthetic_requests=a.synthetic_requests, fast_capacity=a.fast_capacity,
+                          params=a.param, seed=a.seed, **_sim_options(a))
+    if a.output:
+        with open(a.output, "w") as f:
+            json.dump(summary, f, indent=1, default=float)
+    if a.plot:
+        cmp.plot(summary, a.plot)
+    if a.json:
+        _print_json(summary)
+    else:
+        print(cmp.format_table(summary))
+        if a.plot:
+            print("plot written to %s" % a.plot)
+    return 0
+
+
+def cmd_trace_info(a):
+    from hbl.info import format_info, trace_info
+    from hbl.trace import open_trace
+    reader = open_trace(a.trace, fmt=a.fmt, lenient=a.lenient, **_reader_options(a))
+    info = trace_info(reader, page_size=a.page_size or 4096)
+    if a.json:
+        _print_json(info)
+    else:
+        print(format_info(info))
+    return 0
+
+
+def cmd_convert(a):
+    from hbl import trace as tracemod
+    reader = tracemod.open_trace(a.input, fmt=a.fmt, lenient=a.lenient, **_reader_options(a))
+    to = a.to or tracemod.format_for_path(a.output)
+    if os.path.abspath(a.output) == os.path.abspath(tracemod.resolve(a.input)):
+        raise HblError("%s: refusing to overwrite the input" % a.output)
+    opts = {"filename": a.fio_file} if to == "fio" and a.fio_file else {}
+    w = tracemod.writer(a.output + ".part", to, source=getattr(reader, "source", a.input), **opts)
+    try:
+        for chunk in reader:
+            w.write(chunk)
+        w.close()
+    except BaseException:
+        w.f.close()
+        os.unlink(a.output + ".part")
+        raise
+    os.replace(a.output + ".part", a.output)
+    msg = "%s: %d requests written (%s)" % (a.output, w.count, to)
+    if getattr(w, "dropped", 0):
+        msg += "; %d discard/flush requests have no %s spelling and were dropped" % (w.dropped, to)
+    if getattr(reader, "skipped", 0):
+        msg += "; %d bad lines skipped" % reader.skipped
+    print(msg, file=sys.stderr)
+    return 0
+
+
+def cmd_policies(a):
+    from hbl.core import ffi, lib
+    from hbl.sim import policies
+    rows = [{"name": n, "description": d} for n, d in policies()]
+    if a.json:
+        _print_json(rows)
+    else:
+        for r in rows:
+            print("%-11s %s" % (r["name"], r["description"]))
+        print("\nparameters: --param NAME=VALUE (unknown names are rejected and listed);"
+              "\nPython plugins: --policy python:FILE.py:CLASS (see hbl/plugin.py)")
+    return 0
+
+
+def cmd_devices(a):
+    import dataclasses
+    from hbl.devices import HSS_CONFIGS, PROFILES
+    if a.json:
+        _print_json({"profiles": {k: dict(dataclasses.asdict(p), channels=p.parallelism())
+                                  for k, p in PROFILES.items()},
+                     "hss": {k: {"devices": d, "capacities": c} for k, (d, c) in HSS_CONFIGS.items()}})
+        return 0
+    for k, p in PROFILES.items():
+        extra = ", seek %.1f ms (track %.1f), rotation %.2f ms" % (p.seek_ms, p.track_seek_ms, p.rotation_ms) \
+            if p.seek_ms else ""
+        print("%s  %-40s read %g us / write %g us, %g / %g MB/s, %d in parallel%s" % (
+            k, p.description, p.read_latency_us, p.write_latency_us, p.read_mb_s, p.write_mb_s,
+            p.parallelism(), extra))
+    print()
+    for k, (devs, caps) in HSS_CONFIGS.items():
+        print("%-5s %s" % (k, " + ".join("%s (%s)" % (d, "%g%% of footprint" % (c * 100) if c else "unlimited")
+                                         for d, c in zip(devs, caps))))
+    return 0
+
+
+def cmd_bench(a):
+    from hbl.bench import bench, format_bench
+    b = bench(requests=a.requests, policies=a.policies.split(",") if a.policies else None, repeat=a.repeat)
+    if a.json:
+        _print_json(b)
+    else:
+        print(format_bench(b))
+    return 0
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="hbl", description="hbl: a hybrid block layer with learned data placement and migration. "
+        "Replay block traces through a simulated hybrid storage system and compare placement and "
+        "migration policies.", epilog=EPILOG_TRACES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version="hbl " + __version__)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("simulate", help="replay one trace with one policy",
+                       description="Replay a trace through a simulated HSS with one policy and report "
+                       "latency, fast-device hits and migrations.", epilog=EPILOG_TRACES)
+    s.add_argument("--trace", default="bundled:hm_0", help="trace to replay (default bundled:hm_0)")
+    s.add_argument("--hss", default="cost", help="perf (H+M), cost (H+L), tri, quad, or a .json file "
+                   "(default cost)")
+    s.add_argument("--policy", default="smq", help="policy name (`hbl policies`) or python:FILE.py:CLASS "
+                   "(default smq)")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument("--timeline", metavar="FILE", help="write a JSON timeline (latency, hits per window)")
+    _trace_args(s)
+    _sim_args(s)
+    s.set_defaults(func=cmd_simulate)
+
+    c = sub.add_parser("compare", help="policies x workloads x HSS configs, the papers' table",
+                       description="Run every policy on every workload and HSS configuration (in parallel) "
+                       "and print average latency normalized to Fast-Only per workload and the mean, "
+                       "p99 and migrations.", epilog=EPILOG_TRACES)
+    c.add_argument("--hss", default="perf,cost", help="comma-separated HSS configs (default perf,cost)")
+    c.add_argument("--policies", default="all", help="comma-separated policies, or all (default)")
+    c.add_argument("--jobs", type=int, help="parallel simulations (default: number of cores)")
+    c.add_argument("--synthetic-requests", type=int,
+                   help="requests per synthetic workload of the default suite (default 1000000)")
+    c.add_argument("--json", action="store_true", help="print the full summary as JSON")
+    c.add_argument("--output", metavar="FILE", help="also write the full summary as JSON to FILE")
+    c.add_argument("--plot", metavar="PNG", help="write a bar chart like the papers' figures")
+    c.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _trace_args(c, many=True)
+    _sim_args(c)
+    c.set_defaults(func=cmd_compare)
+
+    t = sub.add_parser("trace-info", help="summarize a trace",
+                       description="Requests, reads/writes, bytes, footprint, sequentiality, sizes, "
+                       "inter-arrival times and reuse distances of a trace.", epilog=EPILOG_TRACES)
+    t.add_argument("trace")
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--page-size", type=int, help="page size for footprint and reuse (default 4096)")
+    _trace_args(t)
+    t.set_defaults(func=cmd_trace_info)
+
+    v = sub.add_parser("convert", help="convert a trace (or generate a synthetic one)",
+                       description="Convert between trace formats. Output format from --to or the "
+                       "file name: .csv = msrc, .iolog/.fio = fio iolog v3, anything else = native "
+                       "(memory-mapped, fastest to reload).", epilog=EPILOG_TRACES)
+    v.add_argument("input")
+    v.add_argument("output")
+    v.add_argument("--to", choices=["native", "msrc", "fio"], help="output format")
+    v.add_argument("--fio-file", help="fio format: device or file name written in the iolog")
+    _trace_args(v)
+    v.set_defaults(func=cmd_convert)
+
+    po = sub.add_parser("policies", help="list policies")
+    po.add_argument("--json", action="store_true")
+    po.set_defaults(func=cmd_policies)
+
+    d = sub.add_parser("devices", help="list device profiles and HSS configurations")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=cmd_devices)
+
+    b = sub.add_parser("bench", help="simulator throughput per policy on this machine",
+                       description="Simulator throughput (requests/s) per policy on a synthetic zipf trace.")
+    b.add_argument("--requests", type=int, default=1_000_000, help="trace length (default 1000000)")
+    b.add_argument("--policies", help="comma-separated policies (default: all)")
+    b.add_argument("--repeat", type=int, default=3, help="runs per policy, best kept (default 3)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv=None):
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    if not a.command:
+        parser.print_help()
+        return 2
+    try:
+        return a.func(a)
+    except HblError as exc:
+        print("hbl: error: %s" % exc, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hbl: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

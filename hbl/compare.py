@@ -1,0 +1,188 @@
+"""Policies x workloads x HSS configurations, in parallel, as the papers' table:
+average latency normalized to Fast-Only, per workload and the mean."""
+import math
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+
+from hbl import trace as tracemod
+from hbl.devices import load_hss
+from hbl.errors import HblError
+from hbl.sim import footprint_pages, policy_names, simulate
+from hbl.trace.synthetic import DEFAULT_SUITE
+
+BASELINE = "fast-only"
+
+
+def default_traces(synthetic_requests=None):
+    traces = ["bundled:" + n for n in tracemod.bundled_traces()]
+    for spec in DEFAULT_SUITE:
+        traces.append(spec + (":requests=%d" % synthetic_requests if synthetic_requests else ""))
+    return traces
+
+
+def expand_policies(text):
+    names = [n for n in policy_names() if n != "python"]
+    if text in (None, "", "all"):
+        return names
+    out = []
+    for p in text.split(","):
+        p = p.strip()
+        if p not in names:
+            raise HblError("unknown policy %r (have: %s)" % (p, ", ".join(names)))
+        out.append(p)
+    if BASELINE not in out:
+        out.insert(0, BASELINE)
+    return out
+
+
+def _materialize(name, path, fmt, lenient, reader_options):
+    """Read a trace once into a native file (later passes memory-map it) and its footprint."""
+    reader = tracemod.open_trace(name, fmt=fmt, lenient=lenient, **reader_options)
+    if getattr(reader, "name", "") == "native":
+        path = reader.path
+    else:
+        w = tracemod.writer(path, "native", source=name)
+        for chunk in reader:
+            w.write(chunk)
+        w.close()
+    return path, footprint_pages(tracemod.open_trace(path))
+
+
+def _label(name):
+    if name.startswith("bundled:"):
+        return name.split(":", 1)[1]
+    if name.startswith("synth:"):
+        return name.split(":")[1] + "*"
+    return os.path.splitext(os.path.basename(name))[0]
+
+
+def _run(job):
+    label, path, footprint, hss, policy, opts = job
+    r = simulate(path, hss=hss, policy=policy, footprint=footprint, fmt="native", **opts)
+    r["trace"] = label
+    return r
+
+
+def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fmt=None, lenient=False,
+            reader_options=None, progress=True, synthetic_requests=None, **sim_options):
+    traces = traces or default_traces(synthetic_requests)
+    pols = expand_policies(policies)
+    for h in hss_list:
+        load_hss(h, sim_options.get("fast_capacity"))  # fail early on a bad config
+    jobs = jobs or os.cpu_count() or 1
+    results = []
+    with tempfile.TemporaryDirectory(prefix="hbl-compare-") as work:
+        prepared, labels = [], []
+        for i, name in enumerate(traces):
+            if progress:
+                print("\r[prepare %d/%d] %s" % (i + 1, len(traces), name), end="", file=sys.stderr, flush=True)
+            path, fp = _materialize(name, os.path.join(work, "%d.hbltrace" % i), fmt if not name.startswith(("synth:", "bundled:")) else None,
+                                    lenient, reader_options or {})
+            label = _label(name)
+            while label in labels:
+                label += "'"
+            labels.append(label)
+            if fp:
+                prepared.append((label, path, fp))
+            elif progress:
+                print("\nhbl: %s has no reads or writes, left out" % name, file=sys.stderr)
+        work_items = [(label, path, fp, h, p, sim_options) for label, path, fp in prepared
+                      for h in hss_list for p in pols]
+        t0 = time.time()
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(min(jobs, max(1, len(work_items)))) as pool:
+            for k, r in enumerate(pool.imap_unordered(_run, work_items), 1):
+                results.append(r)
+                if progress:
+                    print("\r[simulate %d/%d] %-8s %-10s %-10s %5.0fs" % (
+                        k, len(work_items), r["hss"], r["policy"], r["trace"], time.time() - t0),
+                        end="", file=sys.stderr, flush=True)
+        if progress:
+            print(file=sys.stderr)
+    return summarize(results, [p[0] for p in prepared], list(hss_list), pols)
+
+
+def summarize(results, workloads, hss_list, pols):
+    by = {(r["hss"], r["trace"], r["policy"]): r for r in results}
+    norm, mean, geomean = {}, {}, {}
+    for h in hss_list:
+        norm[h] = {}
+        for w in workloads:
+            base = by[(h, w, BASELINE)]["avg_latency_us"]
+            norm[h][w] = {p: (by[(h, w, p)]["avg_latency_us"] / base if base else float("nan")) for p in pols}
+        mean[h] = {p: sum(norm[h][w][p] for w in workloads) / len(workloads) for p in pols} if workloads else {}
+        geomean[h] = {p: math.exp(sum(math.log(max(norm[h][w][p], 1e-12)) for w in workloads) / len(workloads))
+                      for p in pols} if workloads else {}
+    order = {p: i for i, p in enumerate(pols)}
+    results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["trace"]), order[r["policy"]]))
+    return {"workloads": workloads, "hss": hss_list, "policies": pols, "normalized_avg_latency": norm,
+            "mean_normalized_avg_latency": mean, "geomean_normalized_avg_latency": geomean,
+            "results": results}
+
+
+def format_table(summary):
+    """The paper-style table: avg latency / Fast-Only, per workload and mean; then p99 and migrations."""
+    pols, lines = summary["policies"], []
+    w0 = max([len(w) for w in summary["workloads"]] + [8])
+    cw = max(max(len(p) for p in pols), 7) + 1
+    by = {(r["hss"], r["trace"], r["policy"]): r for r in summary["results"]}
+    for h in summary["hss"]:
+        names = "+".join(p.name for p in load_hss(h).devices) if not h.endswith(".json") else h
+        lines.append("")
+        lines.append("HSS %s (%s): average latency normalized to Fast-Only (lower is better)" % (h, names))
+        lines.append("workload".ljust(w0) + "".join(p.rjust(cw) for p in pols))
+        for w in summary["workloads"]:
+            row = summary["normalized_avg_latency"][h][w]
+            best = min(v for p, v in row.items() if p not in ("fast-only", "oracle"))
+            lines.append(w.ljust(w0) + "".join(
+                (("%.2f" % row[p]) + ("<" if row[p] == best and p not in ("fast-only", "oracle") else " ")).rjust(cw)
+                for p in pols))
+        lines.append("mean".ljust(w0) + "".join(("%.2f " % summary["mean_normalized_avg_latency"][h][p]).rjust(cw)
+                                                for p in pols))
+        p99 = {p: sum(by[(h, w, p)]["p99_latency_us"] for w in summary["workloads"]) / len(summary["workloads"])
+               for p in pols}
+        mig = {p: sum(by[(h, w, p)]["promotions"] + by[(h, w, p)]["evictions"] for w in summary["workloads"])
+               for p in pols}
+        lines.append("p99 us".ljust(w0) + "".join(("%s " % _short(p99[p])).rjust(cw) for p in pols))
+        lines.append("migr.".ljust(w0) + "".join(("%s " % _short(mig[p])).rjust(cw) for p in pols))
+    lines.append("")
+    lines.append("< best non-oracle policy of the row; * synthetic workload; p99 us = mean over workloads;"
+                 " migr. = promotions + evictions, all workloads")
+    return "\n".join(lines)
+
+
+def _short(x):
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= div * 10:
+            return "%.0f%s" % (x / div, unit)
+    return "%.0f" % x if abs(x) >= 10 else "%.1f" % x
+
+
+def plot(summary, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise HblError("--plot needs matplotlib: pip install matplotlib "
+                       "(scripts/bootstrap.sh installs it)") from None
+    hss, pols, wl = summary["hss"], summary["policies"], summary["workloads"] + ["mean"]
+    fig, axes = plt.subplots(len(hss), 1, figsize=(max(8, len(wl) * len(pols) * 0.18), 3.2 * len(hss)),
+                             squeeze=False)
+    width = 0.8 / len(pols)
+    for ax, h in zip(axes[:, 0], hss):
+        for i, p in enumerate(pols):
+            vals = [summary["normalized_avg_latency"][h][w][p] for w in summary["workloads"]]
+            vals.append(summary["mean_normalized_avg_latency"][h][p])
+            ax.bar([x + i * width for x in range(len(wl))], vals, width, label=p)
+        ax.set_yscale("log")
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(wl))])
+        ax.set_xticklabels(wl, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("avg latency / Fast-Only")
+        ax.set_title("HSS %s" % h, fontsize=10)
+    axes[0, 0].legend(ncol=min(len(pols), 6), fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)

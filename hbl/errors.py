@@ -1,0 +1,14 @@
+"""Errors a user can cause: the CLI prints them as one line, never a traceback."""
+
+
+class HblError(Exception):
+    """Bad input or configuration; the message says what and where."""
+
+
+class TraceError(HblError):
+    """A trace file that cannot be read: names the file and, where known, the line."""
+
+    def __init__(self, path, message, line=None):
+        self.path, self.line = str(path), line
+        where = "%s:%d" % (path, line) if line is not None else str(path)
+        super().__init__("%s: %s" % (where, message))

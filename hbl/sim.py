@@ -1,0 +1,218 @@
+"""The trace-driven simulator, driven from Python in batches.
+
+    from hbl.sim import simulate
+    result = simulate("bundled:hm_0", hss="cost", policy="smq")
+
+The request loop, the page table, the device model and the policies are C
+(ctypes_core/); Python only moves chunks of requests and reads the results.
+"""
+import time
+
+import numpy as np
+
+from hbl import record
+from hbl.core import ffi, lib
+from hbl.devices import load_hss
+from hbl.errors import HblError
+from hbl.trace import open_trace
+
+DEFAULTS = dict(page_size=4096, speed=1.0, queue_depth=0, migrate_every=1000, migrate_max=64,
+                timeline_every=10_000)
+
+
+def policies():
+    """(name, description) of every registered C policy."""
+    out, i = [], 0
+    while True:
+        name = lib.hbl_policy_name(i)
+        if name == ffi.NULL:
+            return out
+        out.append((ffi.string(name).decode(), ffi.string(lib.hbl_policy_doc(i)).decode()))
+        i += 1
+
+
+def policy_names():
+    return [n for n, _ in policies()]
+
+
+def parse_params(items):
+    """['smq.promote=8', 'promote=8'] -> {'promote': 8.0}; also accepts a dict."""
+    if isinstance(items, dict):
+        return {str(k): float(v) for k, v in items.items()}
+    out = {}
+    for item in items or []:
+        for part in filter(None, item.split(",")):
+            key, eq, value = part.partition("=")
+            key = key.split(".")[-1].strip()
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise HblError("policy parameter %r: want NAME=NUMBER" % part) from None
+            if not eq or not key:
+                raise HblError("policy parameter %r: want NAME=NUMBER" % part)
+    return out
+
+
+def footprint_pages(chunks, page_size=4096):
+    """Distinct pages a trace touches (one streaming pass in C)."""
+    t = lib.hbl_tstats_new(page_size, 0)
+    if t == ffi.NULL:
+        raise MemoryError("hbl_tstats_new")
+    try:
+        for chunk in chunks:
+            ptr, keep = record.as_cdata(chunk)
+            if lib.hbl_tstats_feed(t, ptr, len(keep)):
+                raise MemoryError("hbl_tstats_feed")
+        return int(lib.hbl_tstats_pages(t))
+    finally:
+        lib.hbl_tstats_free(t)
+
+
+class Simulator:
+    """One simulation: an HSS, a policy and its parameters.  Feed chunks, then read result()."""
+
+    def __init__(self, hss, policy, capacities_pages, params=None, plugin=None, seed=1, **options):
+        opts = dict(DEFAULTS, **{k: v for k, v in options.items() if v is not None})
+        cfg = ffi.new("struct hbl_sim_config *")
+        cfg.ndev = len(hss.devices)
+        cfg.page_size = int(opts["page_size"])
+        cfg.speed = float(opts["speed"])
+        cfg.queue_depth = int(opts["queue_depth"])
+        cfg.migrate_every = int(opts["migrate_every"])
+        cfg.migrate_max = int(opts["migrate_max"])
+        cfg.timeline_every = int(opts["timeline_every"])
+        cfg.seed = int(seed)
+        for i, (profile, cap) in enumerate(zip(hss.devices, capacities_pages)):
+            profile.to_c(cfg.dev[i], cap)
+        p = ffi.new("struct hbl_params *")
+        params = parse_params(params)
+        if len(params) > 32:
+            raise HblError("at most 32 policy parameters")
+        for i, (k, v) in enumerate(params.items()):
+            if len(k) >= 32:
+                raise HblError("policy parameter name %r is too long" % k)
+            p.keys[i] = k.encode()
+            p.values[i] = v
+        p.n = len(params)
+        self.plugin = plugin
+        self.ndev = cfg.ndev
+        handle = ffi.NULL
+        if plugin is not None:
+            from hbl.plugin import attach
+            self._handle = handle = attach(plugin, self)
+            policy = "python"
+        err = ffi.new("char[512]")
+        self.sim = lib.hbl_sim_new(cfg, policy.encode(), p, handle, err, 512)
+        if self.sim == ffi.NULL:
+            raise HblError("policy %s: %s" % (policy, ffi.string(err).decode()))
+        self.policy, self.hss, self.cfg = policy, hss, cfg
+        self.capacities = capacities_pages
+        self.params = params
+        self.wall = 0.0
+
+    def __del__(self):
+        sim = getattr(self, "sim", ffi.NULL)
+        if sim != ffi.NULL:
+            lib.hbl_sim_free(sim)
+            self.sim = ffi.NULL
+
+    def set_future(self, requests):
+        ptr, keep = record.as_cdata(requests)
+        if lib.hbl_sim_set_future(self.sim, ptr, len(keep)):
+            raise HblError("policy %s does not take future knowledge (or out of memory)" % self.policy)
+
+    def feed(self, chunk):
+        ptr, keep = record.as_cdata(chunk)
+        t = time.perf_counter()
+        rc = lib.hbl_sim_feed(self.sim, ptr, len(keep))
+        self.wall += time.perf_counter() - t
+        if rc:
+            raise MemoryError("simulator out of memory")
+
+    def check(self):
+        """Raise AssertionError when an invariant of the page table is broken."""
+        err = ffi.new("char[512]")
+        if lib.hbl_sim_check(self.sim, err, 512):
+            raise AssertionError(ffi.string(err).decode())
+
+    def stats(self):
+        st = ffi.new("struct hbl_sim_stats *")
+        lib.hbl_sim_get_stats(self.sim, st)
+        return st
+
+    def timeline(self):
+        n = lib.hbl_sim_timeline(self.sim, ffi.NULL, 0)
+        rows = ffi.new("struct hbl_timeline_row[]", max(n, 1))
+        lib.hbl_sim_timeline(self.sim, rows, n)
+        return [dict(requests=r.requests, time_s=r.time_ns / 1e9, avg_latency_us=r.avg_latency_ns / 1e3,
+                     fast_hit_ratio=r.fast_hit_ratio, promotions=r.promotions, evictions=r.evictions,
+                     fast_used_pages=r.fast_used_pages) for r in (rows[i] for i in range(n))]
+
+    def result(self, timeline=False):
+        st = self.stats()
+        n = st.requests
+        span = max(st.last_completion_ns - st.first_arrival_ns, 1.0)
+        pct = lambda q: lib.hbl_sim_latency_percentile(self.sim, q) / 1e3
+        out = {
+            "policy": self.policy,
+            "hss": self.hss.name,
+            "devices": [p.name for p in self.hss.devices],
+            "capacity_pages": [lib.hbl_sim_capacity(self.sim, i) for i in range(self.ndev)],
+            "requests": n,
+            "skipped": st.skipped,
+            "reads": st.reads,
+            "writes": st.writes,
+            "avg_latency_us": (st.latency_sum_ns / n / 1e3) if n else 0.0,
+            "p50_latency_us": pct(0.5),
+            "p95_latency_us": pct(0.95),
+            "p99_latency_us": pct(0.99),
+            "p999_latency_us": pct(0.999),
+            "throughput_iops": n / (span / 1e9) if n else 0.0,
+            "fast_hit_ratio": st.fast_page_hits / st.page_accesses if st.page_accesses else 0.0,
+            "read_hit_ratio": st.fast_read_hits / st.read_page_accesses if st.read_page_accesses else 0.0,
+            "promotions": st.promotions,
+            "evictions": st.evictions,
+            "fallback_evictions": st.fallback_evictions,
+            "migrated_bytes": st.migrated_bytes,
+            "pages": st.pages,
+            "used_pages": [st.used_pages[i] for i in range(self.ndev)],
+            "device_utilization": [min(1.0, st.busy_ns[i] / span) for i in range(self.ndev)],
+            "params": self.params,
+            "requests_per_second": n / self.wall if self.wall > 0 else 0.0,
+        }
+        if timeline:
+            out["timeline"] = self.timeline()
+        return out
+
+
+def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, plugin=None, seed=1,
+             fmt=None, lenient=False, reader_options=None, footprint=None, timeline=False,
+             check=False, **options):
+    """Simulate one policy on one trace; returns the result dict (see Simulator.result)."""
+    page_size = int(options.get("page_size") or DEFAULTS["page_size"])
+    config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
+    reader_options = reader_options or {}
+    reopen = lambda: open_trace(trace, fmt=fmt, lenient=lenient, **reader_options)
+    if policy == "oracle":
+        chunks = list(reopen())
+        data = record.concat(chunks)
+        source = [data]
+    else:
+        data, source = None, None
+    if footprint is None:
+        footprint = footprint_pages(source if source else reopen(), page_size)
+    caps = config.capacity_pages(footprint, page_size)
+    sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
+    if data is not None:
+        sim.set_future(data)
+    reader = source if source else reopen()
+    for chunk in reader:
+        sim.feed(chunk)
+    if check:
+        sim.check()
+    out = sim.result(timeline=timeline)
+    out["trace"] = trace
+    out["footprint_pages"] = footprint
+    if not source and getattr(reader, "skipped", 0):
+        out["bad_lines_skipped"] = reader.skipped
+    return out

@@ -1,0 +1,146 @@
+"""Block traces: readers for every supported format, writers, synthetic workloads.
+
+    from hbl.trace import open_trace
+    for chunk in open_trace("hm_0.csv"):   # NumPy arrays of hbl.record.REQUEST
+        ...
+
+A trace name may also be `synth:PRESET[:key=value,...]` for a generated workload
+(see hbl.trace.synthetic) or `bundled:NAME` for one of the MSR slices shipped
+with hbl.
+"""
+import os
+import pathlib
+import re
+
+import numpy as np
+
+from hbl.errors import TraceError
+from hbl.trace.formats import TEXT_READERS, open_text
+from hbl.trace.native import NativeReader, is_native
+from hbl.trace.writers import WRITERS
+
+READERS = dict(TEXT_READERS, native=NativeReader)
+BUNDLED_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "traces" / "msr"
+
+
+def bundled_traces():
+    """Names of the bundled MSR Cambridge slices (bundled:NAME)."""
+    return sorted(p.stem for p in BUNDLED_DIR.glob("*.csv"))
+
+
+def resolve(name):
+    """A path for bundled:NAME, otherwise the name unchanged."""
+    if name.startswith("bundled:"):
+        stem = name.split(":", 1)[1]
+        path = BUNDLED_DIR / (stem + ".csv")
+        if not path.exists():
+            raise TraceError(name, "no bundled trace %r (have: %s)" % (stem, ", ".join(bundled_traces())))
+        return str(path)
+    return name
+
+
+def _fields(line):
+    return [f.strip() for f in line.split(",")]
+
+
+def _is_uint(s):
+    return s.isdigit()
+
+
+def _is_number(s):
+    return bool(re.fullmatch(r"\d+(\.\d*)?", s))
+
+
+def _guess_line(line):
+    """Formats a single line fits (a set)."""
+    if re.fullmatch(r"fio version \d+ iolog", line):
+        return {"fio"}
+    if re.match(r"\d+,\d+\s+\d+\s+\d+\s+\d+\.\d+\s+\d+\s+[A-Za-z]+", line):
+        return {"blkparse"}
+    f = _fields(line)
+    fits = set()
+    if len(f) == 7 and _is_uint(f[0]) and f[3].lower() in ("read", "write") and _is_uint(f[4]):
+        fits.add("msrc")
+    if len(f) == 5:
+        if _is_uint(f[0]) and f[1].upper() in ("R", "W") and _is_uint(f[2]) and _is_uint(f[3]) and _is_uint(f[4]):
+            fits.add("alibaba")
+        if _is_number(f[0]) and _is_uint(f[1]) and _is_uint(f[2]) and f[3] in ("0", "1") and _is_uint(f[4]):
+            fits.add("tencent")
+    if len(f) >= 5 and _is_uint(f[0]) and _is_uint(f[1]) and _is_uint(f[2]) and \
+            f[3].lower() in ("r", "w") and _is_number(f[4]):
+        fits.add("spc")
+    return fits
+
+
+def detect(path, lines=20):
+    """The format of a trace file, or TraceError when it is unknown or ambiguous."""
+    if is_native(path):
+        return "native"
+    fits, seen = None, 0
+    with open_text(path) as f:
+        try:
+            for line in f:
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                guess = _guess_line(line)
+                if guess in ({"fio"}, {"blkparse"}):
+                    return guess.pop()
+                fits = guess if fits is None else fits & guess
+                seen += 1
+                if seen >= lines or not fits:
+                    break
+        except (OSError, EOFError) as exc:
+            raise TraceError(path, "read failed: %s" % exc) from None
+    if fits is None:
+        raise TraceError(path, "the trace is empty")
+    if len(fits) == 1:
+        return fits.pop()
+    if not fits:
+        raise TraceError(path, "unknown trace format: give --format (%s)" % ", ".join(sorted(READERS)))
+    raise TraceError(path, "ambiguous trace format (could be %s): give --format" % " or ".join(sorted(fits)))
+
+
+def open_trace(name, fmt=None, lenient=False, chunk=1 << 16, **options):
+    """A reader (iterable of REQUEST chunks) for a file, bundled:NAME or synth:SPEC."""
+    if name.startswith("synth:"):
+        from hbl.trace.synthetic import SyntheticTrace
+        return SyntheticTrace(name, chunk=chunk)
+    path = resolve(name)
+    if not os.path.exists(path):
+        raise TraceError(path, "no such file")
+    if os.path.isdir(path):
+        raise TraceError(path, "is a directory, not a trace")
+    fmt = fmt or detect(path)
+    if fmt not in READERS:
+        raise TraceError(path, "unknown format %r (have: %s)" % (fmt, ", ".join(sorted(READERS))))
+    options = {k: v for k, v in options.items() if v is not None}
+    if fmt == "native":
+        if options:
+            raise TraceError(path, "native traces take no format options")
+        return NativeReader(path, lenient=lenient, chunk=chunk)
+    return READERS[fmt](path, lenient=lenient, chunk=chunk, **options)
+
+
+def load(name, **kw):
+    """The whole trace in memory (small traces, Oracle's future knowledge)."""
+    reader = open_trace(name, **kw)
+    chunks = list(reader)
+    from hbl import record
+    return record.concat(chunks), reader
+
+
+def writer(path, fmt, source="", **options):
+    if fmt not in WRITERS:
+        raise TraceError(path, "cannot write format %r (can write: %s)" % (fmt, ", ".join(sorted(WRITERS))))
+    return WRITERS[fmt](path, source=source, **options)
+
+
+def format_for_path(path):
+    """The output format implied by a file name (.csv = msrc, .iolog/.fio = fio, else native)."""
+    lower = str(path).lower()
+    if lower.endswith(".csv"):
+        return "msrc"
+    if lower.endswith((".iolog", ".fio")):
+        return "fio"
+    return "native"

@@ -1,0 +1,104 @@
+"""The native trace format: a 256-byte header, then raw REQUEST records.
+
+It memory-maps back in, so reloading a converted multi-GB trace costs nothing.
+Header (little endian): magic "HBLTRACE", u32 version, u32 record size,
+u64 record count, u64 reserved, then the source description (UTF-8, NUL-padded).
+The count is written last, so an interrupted write is detected as truncated.
+"""
+import os
+import struct
+
+import numpy as np
+
+from hbl import record
+from hbl.errors import TraceError
+
+MAGIC = b"HBLTRACE"
+VERSION = 1
+HEADER = struct.Struct("<8sIIQQ")
+HEADER_SIZE = 256
+SOURCE_MAX = HEADER_SIZE - HEADER.size
+
+
+def is_native(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
+def read_header(path):
+    """(count, source) of a native trace, checked against the file's size and layout."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEADER_SIZE)
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise TraceError(path, exc.strerror or str(exc)) from None
+    if len(head) < HEADER_SIZE:
+        raise TraceError(path, "native trace header is truncated (%d bytes)" % len(head))
+    magic, version, rsize, count, _ = HEADER.unpack_from(head)
+    if magic != MAGIC:
+        raise TraceError(path, "not a native hbl trace (bad magic)")
+    if version != VERSION:
+        raise TraceError(path, "native trace version %d, this hbl reads version %d" % (version, VERSION))
+    if rsize != record.REQUEST.itemsize:
+        raise TraceError(path, "record size %d, this hbl's record is %d bytes"
+                         % (rsize, record.REQUEST.itemsize))
+    expected = HEADER_SIZE + count * rsize
+    if size != expected:
+        raise TraceError(path, "file is %d bytes but its header says %d records (%d bytes): "
+                         "truncated or still being written" % (size, count, expected))
+    source = head[HEADER.size:].rstrip(b"\0").decode("utf-8", "replace")
+    return count, source
+
+
+def load(path):
+    """The whole trace as a read-only memory map (no copy)."""
+    count, _ = read_header(path)
+    if count == 0:
+        return record.empty(0)
+    return np.memmap(path, dtype=record.REQUEST, mode="r", offset=HEADER_SIZE, shape=(count,))
+
+
+class NativeReader:
+    name = "native"
+    description = "hbl native binary trace (memory-mapped)"
+
+    def __init__(self, path, lenient=False, chunk=1 << 16):
+        self.path, self.chunk, self.skipped, self.problems = str(path), chunk, 0, []
+        self.count, self.source = read_header(self.path)
+
+    def __iter__(self):
+        data = load(self.path)
+        for i in range(0, len(data), self.chunk):
+            yield data[i:i + self.chunk]
+
+
+class NativeWriter:
+    """Streams chunks to a native trace; the header's count is patched on close."""
+
+    def __init__(self, path, source=""):
+        self.path = str(path)
+        self.count = 0
+        self.source = source.encode("utf-8")[:SOURCE_MAX]
+        try:
+            self.f = open(self.path, "wb")
+        except OSError as exc:
+            raise TraceError(self.path, exc.strerror or str(exc)) from None
+        self._header()
+
+    def _header(self):
+        self.f.seek(0)
+        self.f.write(HEADER.pack(MAGIC, VERSION, record.REQUEST.itemsize, self.count, 0))
+        self.f.write(self.source.ljust(SOURCE_MAX, b"\0"))
+
+    def write(self, chunk):
+        self.f.write(np.ascontiguousarray(chunk, dtype=record.REQUEST).tobytes())
+        self.count += len(chunk)
+
+    def close(self):
+        self.f.flush()
+        self._header()
+        self.f.close()

@@ -1,0 +1,162 @@
+"""Seeded synthetic workloads: uniform, zipf, sequential streams, their mixes,
+and phase changes (the hot set moves), plus presets shaped like MSR volumes.
+
+Spec syntax, usable wherever a trace name is: `synth:PRESET[:key=value,...]`,
+e.g. `synth:zipf:alpha=1.1,requests=2000000` or `synth:hm:seed=7`.
+
+Keys:
+  requests   number of requests                      pages   footprint, 4 KiB pages
+  read       fraction of reads (0..1)                alpha   zipf skew (0 = uniform)
+  seq        fraction of requests in sequential streams      streams  concurrent streams
+  size       request size in pages (fixed; otherwise the preset's mix)
+  phases     working-set shifts over the run (0 = none)      iops  mean arrival rate
+  seed       random seed
+The MSR-shaped presets are our approximations of the volumes' published
+character (read share, skew, sequentiality, request sizes), not fits to the
+full traces: they exist to give online learners long, realistic-looking runs.
+"""
+import dataclasses
+
+import numpy as np
+
+from hbl import record
+from hbl.errors import HblError
+
+PAGE = 4096
+
+
+@dataclasses.dataclass
+class Workload:
+    requests: int = 1_000_000
+    pages: int = 262_144            # 1 GiB footprint
+    read: float = 0.5
+    alpha: float = 0.9
+    seq: float = 0.0
+    streams: int = 4
+    sizes: tuple = ((1, 1.0),)      # (pages, weight)
+    phases: int = 0
+    iops: float = 2000.0
+    seed: int = 1
+
+
+PRESETS = {
+    "uniform": Workload(alpha=0.0),
+    "zipf": Workload(alpha=0.9),
+    "sequential": Workload(alpha=0.0, seq=1.0, sizes=((16, 1.0),), read=0.5),
+    "mixed": Workload(alpha=0.9, seq=0.3, sizes=((1, 0.6), (2, 0.2), (16, 0.2))),
+    "phases": Workload(alpha=1.0, phases=4),
+    # MSR-shaped (ours): hm = hardware monitoring, write-heavy small random I/O
+    "hm": Workload(read=0.35, alpha=0.9, seq=0.1, sizes=((1, 0.7), (2, 0.15), (8, 0.15)), pages=131_072),
+    # prxy = web proxy: very skewed, write-dominated
+    "prxy": Workload(read=0.05, alpha=1.2, seq=0.05, sizes=((1, 0.9), (4, 0.1)), pages=65_536),
+    # src = source control: mixed, larger sequential reads
+    "src": Workload(read=0.6, alpha=0.8, seq=0.4, sizes=((1, 0.4), (8, 0.3), (16, 0.3)), pages=262_144),
+    # web = web server: read-heavy, moderate skew
+    "web": Workload(read=0.8, alpha=0.8, seq=0.2, sizes=((1, 0.5), (4, 0.3), (16, 0.2)), pages=262_144),
+    # usr = user home directories: read-heavy, large requests, working set drifts
+    "usr": Workload(read=0.7, alpha=0.9, seq=0.3, sizes=((1, 0.3), (8, 0.3), (16, 0.4)), phases=3,
+                    pages=262_144),
+    # proj = project directories: long sequential runs, shifting hot set
+    "proj": Workload(read=0.5, alpha=0.7, seq=0.5, sizes=((2, 0.3), (16, 0.7)), phases=2, pages=262_144),
+}
+
+#: The default suite for `hbl compare` (together with the bundled MSR slices).
+DEFAULT_SUITE = ("synth:hm", "synth:prxy", "synth:web", "synth:proj")
+
+_KEYS = {"requests": int, "pages": int, "read": float, "alpha": float, "seq": float,
+         "streams": int, "size": int, "phases": int, "iops": float, "seed": int}
+
+
+def parse_spec(spec):
+    """Workload and canonical name of `synth:PRESET[:k=v,...]`."""
+    body = spec.split(":", 1)[1] if spec.startswith("synth:") else spec
+    preset, _, args = body.partition(":")
+    if preset not in PRESETS:
+        raise HblError("synthetic workload %r: unknown preset %r (have: %s)"
+                       % (spec, preset, ", ".join(PRESETS)))
+    w = dataclasses.replace(PRESETS[preset])
+    for item in filter(None, args.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or key not in _KEYS:
+            raise HblError("synthetic workload %r: bad parameter %r (keys: %s)"
+                           % (spec, item, ", ".join(_KEYS)))
+        try:
+            v = _KEYS[key](value)
+        except ValueError:
+            raise HblError("synthetic workload %r: %s=%r is not a number" % (spec, key, value)) from None
+        if key == "size":
+            w.sizes = ((v, 1.0),)
+        else:
+            setattr(w, key, v)
+    if w.requests < 0 or w.pages < 1 or not 0 <= w.read <= 1 or not 0 <= w.seq <= 1 or \
+            w.alpha < 0 or w.streams < 1 or w.iops <= 0 or w.phases < 0 or \
+            any(p < 1 or p > w.pages for p, _ in w.sizes):
+        raise HblError("synthetic workload %r: parameters out of range" % spec)
+    return w, "synth:" + body
+
+
+class SyntheticTrace:
+    """Iterable of REQUEST chunks for a synthetic workload; same seed, same trace."""
+
+    name = "synthetic"
+
+    def __init__(self, spec, chunk=1 << 16):
+        self.w, self.source = parse_spec(spec)
+        self.path = self.source
+        self.chunk = chunk
+        self.skipped, self.problems = 0, []
+
+    def __iter__(self):
+        w = self.w
+        rng = np.random.default_rng(w.seed)
+        n_pages = w.pages
+        perm = rng.permutation(n_pages).astype(np.uint64)   # hot ranks scattered over the space
+        if w.alpha > 0:
+            cdf = np.cumsum(1.0 / np.arange(1, n_pages + 1, dtype=np.float64) ** w.alpha)
+            cdf /= cdf[-1]
+        else:
+            cdf = None
+        sizes = np.array([p for p, _ in w.sizes], dtype=np.uint64)
+        weights = np.array([x for _, x in w.sizes], dtype=np.float64)
+        weights /= weights.sum()
+        stream_pos = rng.integers(0, n_pages, size=w.streams).astype(np.uint64)
+        phase_len = w.requests // (w.phases + 1) if w.phases else 0
+        shift = n_pages // (w.phases + 1) if w.phases else 0
+        t_ns = 0.0
+        done = 0
+        while done < w.requests:
+            n = min(self.chunk, w.requests - done)
+            out = record.empty(n)
+            size = sizes[rng.choice(len(sizes), size=n, p=weights)] if len(sizes) > 1 else \
+                np.full(n, sizes[0], dtype=np.uint64)
+            # random part: zipf (or uniform) ranks mapped through the permutation
+            if cdf is not None:
+                rank = np.searchsorted(cdf, rng.random(n)).astype(np.uint64)
+            else:
+                rank = rng.integers(0, n_pages, size=n).astype(np.uint64)
+            if w.phases:
+                idx = np.arange(done, done + n, dtype=np.uint64)
+                phase = np.minimum(idx // max(phase_len, 1), w.phases)
+                rank = (rank + phase * shift) % n_pages
+            page = perm[rank]
+            # sequential part: requests that continue one of the streams
+            if w.seq > 0:
+                is_seq = rng.random(n) < w.seq
+                sid = rng.integers(0, w.streams, size=n)
+                for s in range(w.streams):
+                    sel = np.flatnonzero(is_seq & (sid == s))
+                    if not len(sel):
+                        continue
+                    ends = np.cumsum(size[sel]) + stream_pos[s]
+                    page[sel] = (ends - size[sel]) % n_pages
+                    stream_pos[s] = ends[-1] % n_pages
+            page = np.minimum(page, n_pages - size)   # requests stay inside the footprint
+            gaps = rng.exponential(1e9 / w.iops, size=n)
+            times = t_ns + np.cumsum(gaps)
+            t_ns = float(times[-1])
+            out["time_ns"] = times.astype(np.uint64)
+            out["offset"] = page * PAGE
+            out["length"] = (size * PAGE).astype(np.uint32)
+            out["op"] = np.where(rng.random(n) < w.read, record.READ, record.WRITE)
+            done += n
+            yield out

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Set up everything hbl needs on a Debian/Ubuntu host, idempotently:
+#   1. system packages (apt), only those missing;
+#   2. a virtual environment in .venv with hbl installed (editable; builds the C core).
+# Re-running it does nothing when nothing changed. Quiet unless it has work to do.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=${HBL_VENV:-$ROOT/.venv}
+PYTHON=${HBL_PYTHON:-python3}
+say() { echo "bootstrap: $*" >&2; }
+
+# ---- 1. system packages -------------------------------------------------------
+need=()
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
+command -v "$PYTHON" >/dev/null || need+=(python3)
+if command -v "$PYTHON" >/dev/null; then
+    "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+    "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+        || need+=(python3-dev)
+fi
+if ((${#need[@]})); then
+    if [ "$(id -u)" != 0 ]; then
+        say "missing system packages: ${need[*]}; run as root or: sudo apt-get install ${need[*]}"
+        exit 1
+    fi
+    say "installing system packages: ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# ---- 2. Python environment ----------------------------------------------------
+stamp_of() {   # changes whenever the package definition or the C core changes
+    (cd "$ROOT" && cat pyproject.toml setup.py ctypes_core/*.h ctypes_core/*.c ctypes_core/*.py \
+        ctypes_core/policies/*.c 2>/dev/null; "$PYTHON" --version) | sha256sum | cut -d' ' -f1
+}
+stamp=$(stamp_of)
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.hbl-stamp" 2>/dev/null)" = "$stamp" ] \
+    && "$VENV/bin/python" -c 'import hbl._core' 2>/dev/null; then
+    exit 0
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+    say "creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+say "installing hbl and its Python dependencies into $VENV (builds the C core)"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[dev,plot]" 2>&1 \
+    | grep -v -E "^WARNING: Location .* is ignored" >&2 || true
+"$VENV/bin/python" -c 'import hbl._core' || { say "the C core did not build; see the messages above"; exit 1; }
+echo "$stamp" > "$VENV/.hbl-stamp"

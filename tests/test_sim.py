@@ -1,0 +1,158 @@
+import numpy as np
+import pytest
+
+from hbl import record
+from hbl.devices import load_hss
+from hbl.errors import HblError
+from hbl.plugin import Policy
+from hbl.sim import Simulator, footprint_pages, policy_names, simulate
+from hbl.trace import load
+
+POLICIES = [p for p in policy_names() if p != "python"]
+WORKLOADS = ["bundled:hm_0", "bundled:rsrch_1", "synth:mixed:requests=30000,pages=20000"]
+
+
+@pytest.mark.parametrize("hss", ["perf", "cost", "tri", "quad"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_invariants_every_policy_every_hss(policy, hss):
+    # check=True walks the page table: one home per page, no device over
+    # capacity, LRU lists consistent, migrated bytes = moves x page size
+    r = simulate("synth:mixed:requests=20000,pages=8000", hss=hss, policy=policy, check=True,
+                 migrate_every=500)
+    assert r["requests"] == 20000
+    caps = r["capacity_pages"]
+    for used, cap in zip(r["used_pages"], caps):
+        assert cap < 0 or used <= cap
+    assert sum(r["used_pages"]) == r["pages"]          # every page seen has a home
+    assert r["avg_latency_us"] > 0
+
+
+@pytest.mark.parametrize("trace", WORKLOADS)
+@pytest.mark.parametrize("cap", ["2%", "10%", "30%"])
+def test_oracle_read_hits_never_below_lru(trace, cap):
+    o = simulate(trace, hss="perf", policy="oracle", fast_capacity=cap, check=True)
+    lru = simulate(trace, hss="perf", policy="lru", fast_capacity=cap)
+    assert o["read_hit_ratio"] >= lru["read_hit_ratio"]
+
+
+def test_fast_only_and_slow_only_bound_the_rest():
+    res = {p: simulate("bundled:hm_0", hss="perf", policy=p) for p in POLICIES}
+    assert res["fast-only"]["fast_hit_ratio"] == 1.0 and res["slow-only"]["fast_hit_ratio"] == 0.0
+    for p, r in res.items():
+        assert r["avg_latency_us"] >= res["fast-only"]["avg_latency_us"] * 0.999, p
+
+
+def test_deterministic():
+    a = simulate("bundled:hm_0", hss="tri", policy="smq", seed=5)
+    b = simulate("bundled:hm_0", hss="tri", policy="smq", seed=5)
+    for k in ("avg_latency_us", "p99_latency_us", "promotions", "evictions", "fast_hit_ratio"):
+        assert a[k] == b[k]
+
+
+def one_request_sim(hss="cost", policy="slow-only", **kw):
+    config = load_hss(hss)
+    return Simulator(config, policy, [None] * len(config.devices) if policy == "fast-only"
+                     else [1000] + [None] * (len(config.devices) - 1), **kw)
+
+
+def reqs(offsets, length=4096, op=record.READ, gap_ns=10 ** 9):
+    a = record.empty(len(offsets))
+    a["offset"] = offsets
+    a["length"] = length
+    a["op"] = op
+    a["time_ns"] = np.arange(len(offsets)) * gap_ns
+    return a
+
+
+def test_hdd_sequential_cheaper_than_random():
+    seq, rnd = one_request_sim(), one_request_sim()
+    seq.feed(reqs([i * 4096 for i in range(100)]))
+    rnd.feed(reqs([(i * 7919 % 100000) * 4096 * 50 for i in range(100)]))
+    s, r = seq.result(), rnd.result()
+    assert s["avg_latency_us"] * 20 < r["avg_latency_us"]
+
+
+def test_queueing_open_vs_closed_loop():
+    burst = reqs([(i * 7919 % 100000) * 4096 * 50 for i in range(200)], gap_ns=0)
+    open_loop, qd1 = one_request_sim(), one_request_sim(queue_depth=1)
+    open_loop.feed(burst)
+    qd1.feed(burst)
+    # all 200 arrive at once in open loop: they queue behind each other on one HDD head
+    assert open_loop.result()["avg_latency_us"] > 50 * qd1.result()["avg_latency_us"]
+
+
+def test_split_request_completes_with_its_slowest_part():
+    sim = one_request_sim(policy="lru")
+    sim.feed(reqs([0], length=4096))          # page 0 promoted to fast
+    sim.feed(reqs([0], length=8192))          # page 0 fast, page 1 on HDD: one request, two devices
+    r = sim.result()
+    assert r["requests"] == 2 and r["p99_latency_us"] > 1000  # bounded by the HDD part
+
+
+def test_migrations_compete_with_foreground():
+    a = simulate("bundled:hm_0", hss="cost", policy="lru", fast_capacity="1%")
+    b = simulate("bundled:hm_0", hss="cost", policy="lru", fast_capacity="50%")
+    assert a["evictions"] > b["evictions"]
+
+
+class PyLRU(Policy):
+    def place(self, view, request, slots):
+        return 0
+
+
+class PyDemote(Policy):
+    def migrate(self, view, max_moves):
+        return [(s, 1) for s in view.lru(0, max_moves)]
+
+    def place(self, view, request, slots):
+        return [0 if view.count(s) >= 1 else None for s in slots]
+
+
+def test_python_plugin_matches_c_policy():
+    c = simulate("bundled:mds_0", hss="perf", policy="lru", check=True)
+    py = simulate("bundled:mds_0", hss="perf", policy="lru", plugin=PyLRU(), check=True)
+    for k in ("avg_latency_us", "promotions", "evictions", "fast_hit_ratio"):
+        assert c[k] == py[k]
+    assert py["policy"] == "python"
+
+
+def test_python_plugin_migrations():
+    r = simulate("bundled:hm_0", hss="perf", policy="x", plugin=PyDemote(), check=True, migrate_every=100)
+    assert r["evictions"] > 0 and r["promotions"] > 0
+
+
+def test_bad_policy_and_params():
+    with pytest.raises(HblError, match="unknown policy"):
+        simulate("bundled:mds_0", policy="nope")
+    with pytest.raises(HblError, match="unknown parameter 'promte'.*promote"):
+        simulate("bundled:mds_0", policy="smq", params=["promte=3"])
+    r1 = simulate("bundled:hm_0", policy="nhit", params=["hits=1"])
+    r3 = simulate("bundled:hm_0", policy="nhit", params=["hits=8"])
+    assert r1["promotions"] > r3["promotions"]
+
+
+def test_footprint():
+    d, _ = load("bundled:hm_0")
+    pages = set()
+    for off, ln in zip(d["offset"].tolist(), d["length"].tolist()):
+        if ln:
+            pages.update(range(off // 4096, (off + ln - 1) // 4096 + 1))
+    assert footprint_pages([d]) == len(pages)
+
+
+def test_reuse_distance_matches_naive():
+    from hbl.info import trace_info
+    d, _ = load("synth:zipf:requests=3000,pages=500,seed=9")
+    info = trace_info([d])
+    stack, hist = [], {}
+    for off in (d["offset"] // 4096).tolist():
+        if off in stack:
+            dist = len(stack) - 1 - stack.index(off)
+            b = dist.bit_length() if dist else 0
+            b = int(np.floor(np.log2(dist + 1)))
+            key = "%d-%d" % (2 ** b - 1, 2 ** (b + 1) - 2)
+            hist[key] = hist.get(key, 0) + 1
+            stack.remove(off)
+        stack.append(off)
+    assert info["reuse_distance"]["histogram"] == hist
+    assert info["footprint_pages"] == len(set((d["offset"] // 4096).tolist()))
