@@ -73,6 +73,7 @@ struct hbl_sim_stats {
     uint64_t promotions;       /* moves to a faster device */
     uint64_t evictions;        /* moves to a slower device */
     uint64_t fallback_evictions; /* of which forced by a full device */
+    uint64_t clean_evictions;  /* of which free: the slowest device still had the data */
     uint64_t migrated_bytes;
     uint64_t pages;            /* distinct pages seen */
     double latency_sum_ns;

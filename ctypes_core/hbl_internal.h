@@ -24,6 +24,7 @@ struct hbl_pagetable {
     uint64_t *last;      /* request index of the last access */
     uint64_t *last_mig;  /* request index of the last migration, HBL_NEVER if none */
     uint32_t *prev, *next; /* per-device LRU list links */
+    uint8_t *home_copy;  /* 1: the slowest device still holds a valid copy (promoted, not rewritten) */
     uint64_t *aux64;     /* scratch owned by the active policy */
     uint32_t *aux32;
 };

@@ -9,7 +9,7 @@ static int grow_slots(struct hbl_pagetable *pt, uint32_t cap)
 #define GROW(field) do { void *p = realloc(pt->field, (size_t)cap * sizeof(*pt->field)); \
         if (!p) return -1; pt->field = p; } while (0)
     GROW(page); GROW(dev); GROW(count); GROW(last); GROW(last_mig);
-    GROW(prev); GROW(next); GROW(aux64); GROW(aux32);
+    GROW(prev); GROW(next); GROW(aux64); GROW(aux32); GROW(home_copy);
 #undef GROW
     pt->cap = cap;
     return 0;
@@ -45,7 +45,7 @@ void hbl_pt_free(struct hbl_pagetable *pt)
 {
     free(pt->keys); free(pt->vals); free(pt->page); free(pt->dev); free(pt->count);
     free(pt->last); free(pt->last_mig); free(pt->prev); free(pt->next);
-    free(pt->aux64); free(pt->aux32);
+    free(pt->aux64); free(pt->aux32); free(pt->home_copy);
     memset(pt, 0, sizeof(*pt));
 }
 
@@ -81,6 +81,6 @@ uint32_t hbl_pt_get(struct hbl_pagetable *pt, uint64_t page)
     pt->keys[h] = k; pt->vals[h] = s;
     pt->page[s] = page; pt->dev[s] = HBL_UNPLACED; pt->count[s] = 0;
     pt->last[s] = HBL_NEVER; pt->last_mig[s] = HBL_NEVER;
-    pt->prev[s] = pt->next[s] = HBL_NONE; pt->aux64[s] = 0; pt->aux32[s] = 0;
+    pt->prev[s] = pt->next[s] = HBL_NONE; pt->aux64[s] = 0; pt->aux32[s] = 0; pt->home_copy[s] = 0;
     return s;
 }

@@ -82,7 +82,9 @@ static double dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_
     return fa[k];
 }
 
-/* Move one stored page with a copy (read source, write destination). */
+/* Move one stored page with a copy (read source, write destination).  Data
+ * promoted from the slowest device leaves its copy there (as dm-cache and
+ * bcache do); until the page is written, evicting it back costs no I/O. */
 static void make_room(struct hbl_sim *s, int d, double now);
 
 static void migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed)
@@ -90,12 +92,17 @@ static void migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int 
     int from = s->pt.dev[x];
     make_room(s, to, now);
     uint64_t page = s->pt.page[x];
-    if (read_needed) dev_io(s, from, 0, page, 1, now);
-    dev_io(s, to, 1, page, 1, now);
-    set_device(s, x, to);
     s->pt.last_mig[x] = s->nreq;
     if (to < from) s->st.promotions++; else s->st.evictions++;
-    s->st.migrated_bytes += s->cfg.page_size;
+    if (to == hbl_slowest(s) && s->pt.home_copy[x]) {
+        s->st.clean_evictions++;
+    } else {
+        if (read_needed) dev_io(s, from, 0, page, 1, now);
+        dev_io(s, to, 1, page, 1, now);
+        s->st.migrated_bytes += s->cfg.page_size;
+    }
+    if (from == hbl_slowest(s)) s->pt.home_copy[x] = 1;
+    set_device(s, x, to);
 }
 
 /* The same fallback for every policy: while d is full, its victim (least
@@ -224,6 +231,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
         uint32_t x = slots[i];
         int cur = pt->dev[x], t = targets[i];
         if (t < 0 || t >= s->cfg.ndev || !write) t = cur >= 0 ? cur : s->initial_dev;
+        if (write) pt->home_copy[x] = 0;
         if (t != cur) {            /* a write lands where placement wants it: no copy */
             make_room(s, t, arrival);
             set_device(s, x, t);
@@ -430,8 +438,9 @@ int32_t hbl_sim_check(const struct hbl_sim *s, char *err, int32_t errlen)
             return -1;
         }
     }
-    if (s->st.migrated_bytes != (s->st.promotions + s->st.evictions) * (uint64_t)s->cfg.page_size) {
-        snprintf(err, errlen, "migrated bytes %llu != (promotions + evictions) x page size",
+    if (s->st.migrated_bytes !=
+        (s->st.promotions + s->st.evictions - s->st.clean_evictions) * (uint64_t)s->cfg.page_size) {
+        snprintf(err, errlen, "migrated bytes %llu != (promotions + evictions - clean evictions) x page size",
                  (unsigned long long)s->st.migrated_bytes);
         return -1;
     }

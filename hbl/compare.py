@@ -138,10 +138,12 @@ def format_table(summary):
             row = summary["normalized_avg_latency"][h][w]
             best = min(v for p, v in row.items() if p not in ("fast-only", "oracle"))
             lines.append(w.ljust(w0) + "".join(
-                (("%.2f" % row[p]) + ("<" if row[p] == best and p not in ("fast-only", "oracle") else " ")).rjust(cw)
+                (_num(row[p]) + ("<" if row[p] == best and p not in ("fast-only", "oracle") else " ")).rjust(cw)
                 for p in pols))
-        lines.append("mean".ljust(w0) + "".join(("%.2f " % summary["mean_normalized_avg_latency"][h][p]).rjust(cw)
+        lines.append("mean".ljust(w0) + "".join(("%s " % _num(summary["mean_normalized_avg_latency"][h][p])).rjust(cw)
                                                 for p in pols))
+        lines.append("geomean".ljust(w0) + "".join(
+            ("%s " % _num(summary["geomean_normalized_avg_latency"][h][p])).rjust(cw) for p in pols))
         p99 = {p: sum(by[(h, w, p)]["p99_latency_us"] for w in summary["workloads"]) / len(summary["workloads"])
                for p in pols}
         mig = {p: sum(by[(h, w, p)]["promotions"] + by[(h, w, p)]["evictions"] for w in summary["workloads"])
@@ -152,6 +154,11 @@ def format_table(summary):
     lines.append("< best non-oracle policy of the row; * synthetic workload; p99 us = mean over workloads;"
                  " migr. = promotions + evictions, all workloads")
     return "\n".join(lines)
+
+
+def _num(x):
+    """A normalized latency in at most 7 characters."""
+    return "%.2f" % x if x < 1000 else _short(x)
 
 
 def _short(x):

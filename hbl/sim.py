@@ -173,6 +173,7 @@ class Simulator:
             "promotions": st.promotions,
             "evictions": st.evictions,
             "fallback_evictions": st.fallback_evictions,
+            "clean_evictions": st.clean_evictions,
             "migrated_bytes": st.migrated_bytes,
             "pages": st.pages,
             "used_pages": [st.used_pages[i] for i in range(self.ndev)],

@@ -73,31 +73,37 @@ def _guess_line(line):
 
 
 def detect(path, lines=20):
-    """The format of a trace file, or TraceError when it is unknown or ambiguous."""
+    """The format of a trace file, or TraceError when it is unknown or ambiguous.
+
+    The first lines decide; a malformed line among them is left to the parser,
+    which reports it with its line number."""
     if is_native(path):
         return "native"
-    fits, seen = None, 0
+    fits, seen, first = None, 0, None
     with open_text(path) as f:
         try:
             for line in f:
                 line = line.strip()
                 if not line or line.startswith("#"):
                     continue
+                first = first or line
                 guess = _guess_line(line)
                 if guess in ({"fio"}, {"blkparse"}):
                     return guess.pop()
-                fits = guess if fits is None else fits & guess
                 seen += 1
-                if seen >= lines or not fits:
+                if guess:
+                    fits = guess if fits is None else (fits & guess or fits)
+                if seen >= lines:
                     break
         except (OSError, EOFError) as exc:
             raise TraceError(path, "read failed: %s" % exc) from None
-    if fits is None:
+    if first is None:
         raise TraceError(path, "the trace is empty")
+    if not fits:
+        raise TraceError(path, "unknown trace format (first line %r): give --format (%s)"
+                         % (first[:60], ", ".join(sorted(READERS))))
     if len(fits) == 1:
         return fits.pop()
-    if not fits:
-        raise TraceError(path, "unknown trace format: give --format (%s)" % ", ".join(sorted(READERS)))
     raise TraceError(path, "ambiguous trace format (could be %s): give --format" % " or ".join(sorted(fits)))
 
 

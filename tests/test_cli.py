@@ -1,0 +1,123 @@
+"""The command line end to end, as a user runs it (a subprocess, real files)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HBL = [sys.executable, "-m", "hbl.cli"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(*args, ok=True):
+    p = subprocess.run(HBL + list(args), capture_output=True, text=True, cwd=ROOT, timeout=300)
+    if ok:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_simulate_json_keys():
+    r = json.loads(run("simulate", "--trace", "bundled:hm_0", "--hss", "cost", "--policy", "smq",
+                       "--fast-capacity", "0.1", "--seed", "3", "--json").stdout)
+    for k in ("policy", "hss", "trace", "requests", "avg_latency_us", "p99_latency_us", "fast_hit_ratio",
+              "promotions", "evictions", "migrated_bytes", "requests_per_second"):
+        assert k in r
+    assert r["policy"] == "smq" and r["requests"] == 7016 and r["hss"] == "cost"
+
+
+def test_simulate_human_output_and_timeline(tmp_path):
+    out = run("simulate", "--policy", "lru", "--hss", "tri", "--timeline", str(tmp_path / "t.json")).stdout
+    assert "avg latency" in out and "H+M+L" in out
+    tl = json.loads((tmp_path / "t.json").read_text())
+    assert isinstance(tl, list)
+
+
+def test_compare_json_and_table(tmp_path):
+    args = ["compare", "--trace", "bundled:mds_0", "--trace", "synth:zipf:requests=20000,pages=5000",
+            "--hss", "perf,cost", "--policies", "lru,smq,oracle", "--quiet"]
+    s = json.loads(run(*args, "--json").stdout)
+    assert s["policies"] == ["fast-only", "lru", "smq", "oracle"]
+    assert s["workloads"] == ["mds_0", "zipf*"]
+    assert len(s["results"]) == 2 * 2 * 4
+    for h in ("perf", "cost"):
+        for w in s["workloads"]:
+            assert s["normalized_avg_latency"][h][w]["fast-only"] == 1.0
+            assert s["normalized_avg_latency"][h][w]["lru"] >= 1.0
+        assert s["normalized_avg_latency"][h]["zipf*"]["lru"] > 1.0
+    table = run(*args).stdout
+    assert "HSS perf" in table and "mean" in table and "mds_0" in table
+
+
+def test_compare_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "c.png"
+    run("compare", "--trace", "bundled:mds_0", "--hss", "perf", "--policies", "lru", "--quiet", "--plot", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_trace_info_json():
+    info = json.loads(run("trace-info", "bundled:hm_0", "--json").stdout)
+    assert info["requests"] == 7016 and info["reads"] == 5820 and info["writes"] == 1196
+    assert info["footprint_pages"] > 0 and 0 <= info["sequential_fraction"] <= 1
+    assert sum(info["size_histogram"].values()) == 7016
+    assert info["reuse_distance"]["first_accesses"] == info["footprint_pages"]
+
+
+def test_convert_and_replay(tmp_path):
+    native = tmp_path / "hm.bin"
+    run("convert", "bundled:hm_0", str(native))
+    fio = tmp_path / "hm.iolog"
+    run("convert", str(native), str(fio))
+    assert fio.read_text().startswith("fio version 3 iolog\n")
+    a = json.loads(run("simulate", "--trace", "bundled:hm_0", "--policy", "lru", "--json").stdout)
+    b = json.loads(run("simulate", "--trace", str(native), "--policy", "lru", "--json").stdout)
+    assert a["avg_latency_us"] == b["avg_latency_us"]
+
+
+def test_synthetic_to_file(tmp_path):
+    out = tmp_path / "s.csv"
+    run("convert", "synth:hm:requests=500", str(out))
+    assert len(out.read_text().splitlines()) == 500
+
+
+@pytest.mark.parametrize("args,message", [
+    (["simulate", "--trace", "/nonexistent.csv"], "/nonexistent.csv: no such file"),
+    (["simulate", "--policy", "nope"], "unknown policy 'nope'"),
+    (["simulate", "--hss", "huge"], "unknown HSS 'huge'"),
+    (["simulate", "--fast-capacity", "lots"], "--fast-capacity 'lots'"),
+    (["simulate", "--param", "promote"], "want NAME=NUMBER"),
+    (["simulate", "--trace", "synth:zipf:alpha=x"], "not a number"),
+    (["compare", "--policies", "lru,bogus"], "unknown policy 'bogus'"),
+])
+def test_errors_are_one_line_not_tracebacks(args, message):
+    p = run(*args, ok=False)
+    assert p.returncode == 2
+    assert message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_bad_trace_line_reported(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("128166386783630075,hm,0,Read,0,4096,1\n128166386783630075,hm,0,Read,x,4096,1\n")
+    p = run("simulate", "--trace", str(bad), ok=False)
+    assert "bad.csv:2" in p.stderr and "Traceback" not in p.stderr
+    ok = json.loads(run("simulate", "--trace", str(bad), "--lenient", "--json").stdout)
+    assert ok["requests"] == 1 and ok["bad_lines_skipped"] == 1
+
+
+def test_convert_refuses_to_overwrite_input(tmp_path, msr):
+    p = run("convert", msr("mds_0"), msr("mds_0"), ok=False)
+    assert "refusing to overwrite" in p.stderr
+
+
+def test_bench_json():
+    b = json.loads(run("bench", "--requests", "20000", "--repeat", "1", "--policies", "lru,smq", "--json").stdout)
+    assert b["trace_requests"] == 20000 and set(b["sim_requests_per_second"]) == {"lru", "smq"}
+    assert all(v > 0 for v in b["sim_requests_per_second"].values())
+
+
+def test_help_explains():
+    out = run("--help").stdout
+    for cmd in ("simulate", "compare", "trace-info", "convert", "bench", "policies", "devices"):
+        assert cmd in out
+    assert "synth:" in run("simulate", "--help").stdout
