@@ -6,7 +6,10 @@ simulator (C), as a user replaying a converted trace would see it.
 """
 import os
 import platform
+import tempfile
 import time
+
+import numpy as np
 
 from hbl import record
 from hbl.sim import Simulator, footprint_pages, policy_names
@@ -14,6 +17,28 @@ from hbl.devices import load_hss
 from hbl.trace.synthetic import SyntheticTrace
 
 BENCH_TRACE = "synth:zipf:requests=%d,pages=262144,alpha=0.9,read=0.6,seed=42"
+
+
+def libcachesim_lru(data, capacity_pages, page_size=4096):
+    """The baseline: libCacheSim's LRU (C, through its Python bindings) on the same
+    page-access sequence.  Returns (requests/s, hit ratio), or None without libcachesim."""
+    try:
+        import libcachesim as lcs
+    except ImportError:
+        return None
+    first = data["offset"] // page_size
+    last = (data["offset"] + np.maximum(data["length"], 1) - 1) // page_size
+    pages = np.concatenate([np.arange(a, b + 1) for a, b in zip(first.tolist(), last.tolist())]) \
+        if (last != first).any() else first
+    rec = np.zeros(len(pages), dtype=[("t", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
+    rec["id"], rec["size"], rec["next"] = pages, page_size, -1
+    with tempfile.NamedTemporaryFile(suffix=".oracleGeneral") as f:
+        rec.tofile(f.name)
+        reader = lcs.TraceReader(f.name, lcs.TraceType.ORACLE_GENERAL_TRACE)
+        cache = lcs.LRU(cache_size=capacity_pages * page_size)
+        t = time.perf_counter()
+        miss = cache.process_trace(reader)[0]
+        return len(data) / (time.perf_counter() - t), 1.0 - miss
 
 
 def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
@@ -33,9 +58,11 @@ def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
             sim.feed(data)
             best = max(best, len(data) / (time.perf_counter() - t))
         rates[p] = best
+    baseline = libcachesim_lru(data, caps[0])
     return {
         "trace": spec, "trace_requests": len(data), "hss": hss, "footprint_pages": footprint,
         "repeat": repeat, "sim_requests_per_second": rates,
+        "baseline_libcachesim_lru_requests_per_second": baseline[0] if baseline else None,
         "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version()},
     }
 
@@ -57,4 +84,7 @@ def format_bench(b):
         "machine: %s, %d cores" % (b["machine"]["cpu"], b["machine"]["cores"])]
     for p, r in b["sim_requests_per_second"].items():
         lines.append("  %-12s %10.2f M requests/s" % (p, r / 1e6))
+    base = b.get("baseline_libcachesim_lru_requests_per_second")
+    lines.append("baseline, same trace and machine: libCacheSim LRU (cache model only, no devices) %s" % (
+        "%.2f M requests/s" % (base / 1e6) if base else "not measured (pip install libcachesim)"))
     return "\n".join(lines)

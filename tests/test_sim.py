@@ -156,3 +156,15 @@ def test_reuse_distance_matches_naive():
         stack.append(off)
     assert info["reuse_distance"]["histogram"] == hist
     assert info["footprint_pages"] == len(set((d["offset"] // 4096).tolist()))
+
+
+def test_lru_agrees_with_libcachesim():
+    """Cross-check against an independent implementation: hbl's LRU hit ratio
+    equals libCacheSim's LRU on the same page sequence and capacity (reads only:
+    in hbl a write of a new page placed on the fast device counts as a hit)."""
+    pytest.importorskip("libcachesim")
+    from hbl.bench import libcachesim_lru
+    d, _ = load("synth:zipf:requests=100000,pages=20000,alpha=0.9,read=1,seed=4")
+    r = simulate("synth:zipf:requests=100000,pages=20000,alpha=0.9,read=1,seed=4", hss="perf", policy="lru")
+    _, hit = libcachesim_lru(d, r["capacity_pages"][0])
+    assert abs(r["fast_hit_ratio"] - hit) < 1e-6
