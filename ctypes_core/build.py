@@ -44,7 +44,7 @@ ffibuilder.set_source(
     '#include "hbl_api.h"\n',
     sources=sources(),
     include_dirs=[str(HERE.relative_to(HERE.parent))],
-    extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+    extra_compile_args=["-O3", "-march=native", "-ffast-math", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
     libraries=["m"],
 )
 

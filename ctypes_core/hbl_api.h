@@ -132,6 +132,92 @@ uint64_t hbl_tstats_pages(const struct hbl_tstats *t);
 /* counts[i] = reuses with distance in [2^i - 1, 2^(i+1) - 1); cold (first) accesses in *cold. */
 void hbl_tstats_reuse(const struct hbl_tstats *t, uint64_t *counts, int32_t nbins, uint64_t *cold);
 
+
+/* ---- The learning agent core (ctypes_core/agent.c, nn.c) ----
+ * A small feed-forward network (swish hidden layers) with a DQN or categorical
+ * (C51) value head, trained off the decision path from an experience buffer.
+ * States are small integers (feature bins); the agent scales each by its bin
+ * count, so buffers hold one byte per feature. */
+enum hbl_head { HBL_HEAD_DQN = 0, HBL_HEAD_C51 = 1 };
+enum hbl_optimizer { HBL_OPT_ADAM = 0, HBL_OPT_RMSPROP = 1 };
+
+struct hbl_agent_config {
+    int32_t nfeatures;         /* <= 16 */
+    uint8_t nbins[16];         /* bins of each feature (state values are 0..nbins-1) */
+    int32_t nactions;          /* <= 8 */
+    int32_t nhidden;           /* hidden layers, <= 4 */
+    int32_t hidden[4];
+    int32_t head;              /* enum hbl_head */
+    int32_t atoms;             /* C51 support size */
+    double vmin, vmax;         /* C51 support range */
+    int32_t optimizer;         /* enum hbl_optimizer */
+    double lr, gamma;
+    double epsilon;            /* exploration after warm-up */
+    int32_t warmup;            /* decisions over which epsilon falls from 1 to `epsilon` */
+    int32_t batch;             /* minibatch size */
+    int32_t buffer;            /* experience buffer capacity */
+    int32_t train_every;       /* decisions between two minibatch steps */
+    int32_t sync_every;        /* decisions between copies of the trained weights to the inference net */
+    int32_t cache;             /* decision cache entries (power of two, 0 = none) */
+    uint64_t seed;
+};
+
+struct hbl_agent_stats {
+    uint64_t decisions, explorations, train_steps, syncs, buffered;
+    double epsilon, last_loss, reward_sum, reward_ewma;
+};
+
+struct hbl_agent;
+struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, int32_t errlen);
+void hbl_agent_free(struct hbl_agent *a);
+/* Epsilon-greedy action from the inference network (counts as a decision). */
+int32_t hbl_agent_act(struct hbl_agent *a, const uint8_t *state);
+/* Greedy action, no exploration, not counted. */
+int32_t hbl_agent_greedy(const struct hbl_agent *a, const uint8_t *state);
+/* Expected value of each action under the inference network. */
+void hbl_agent_values(const struct hbl_agent *a, const uint8_t *state, float *out);
+void hbl_agent_remember(struct hbl_agent *a, const uint8_t *state, int32_t action, float reward,
+                        const uint8_t *next_state);
+/* One minibatch step on the training network; returns the loss (0 when the buffer is too small). */
+double hbl_agent_train(struct hbl_agent *a);
+void hbl_agent_sync(struct hbl_agent *a);
+/* Bookkeeping after a decision: trains and syncs on schedule (the simulator's interleaving). */
+void hbl_agent_tick(struct hbl_agent *a);
+void hbl_agent_get_stats(const struct hbl_agent *a, struct hbl_agent_stats *out);
+void hbl_agent_get_config(const struct hbl_agent *a, struct hbl_agent_config *out);
+/* Bytes allocated for the agent: networks, optimizer state, buffer, scratch. */
+uint64_t hbl_agent_memory_bytes(const struct hbl_agent *a);
+/* Mean ns per greedy decision over n calls on the given states (measured in C):
+ * a full forward pass each time, */
+double hbl_agent_bench_inference(const struct hbl_agent *a, const uint8_t *states, int32_t nstates, int64_t n);
+/* or as decisions are made: through the decision cache, emptied every sync_every decisions. */
+double hbl_agent_bench_decisions(struct hbl_agent *a, const uint8_t *states, int32_t nstates,
+                                 int32_t sync_every, int64_t n);
+/* The states in the experience buffer, oldest first (a sample of real decisions). */
+int32_t hbl_agent_buffer_states(const struct hbl_agent *a, uint8_t *out, int32_t max);
+
+/* Saved agents: a versioned, checksummed file holding a policy's agents. */
+int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *const *agents,
+                        int32_t n, char *err, int32_t errlen);
+/* Loads into existing agents whose configuration must match the file's. */
+int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *const *agents,
+                        int32_t n, char *err, int32_t errlen);
+
+/* Network internals exposed for tests against a NumPy reference. */
+int32_t hbl_mlp_nparams(const int32_t *sizes, int32_t nlayers);
+void hbl_mlp_forward_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x, float *out);
+/* Gradient of sum(dout * out) with respect to the parameters. */
+void hbl_mlp_grad_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x,
+                      const float *dout, float *grad);
+/* C51: project r + gamma * z (distribution p over atoms) back onto the support. */
+void hbl_c51_project(float reward, float gamma, const float *p, int32_t atoms, float vmin, float vmax, float *out);
+
+/* Policies with agents: save or load them (after hbl_sim_new, before feeding). */
+int32_t hbl_sim_save_agents(const struct hbl_sim *s, const char *path, char *err, int32_t errlen);
+int32_t hbl_sim_load_agents(struct hbl_sim *s, const char *path, char *err, int32_t errlen);
+/* The n-th agent of the policy (0 = placement, 1 = migration), NULL if none. */
+struct hbl_agent *hbl_sim_agent(const struct hbl_sim *s, int32_t i);
+
 /* Python plugin policies (policy "python"): implemented in hbl/plugin.py. */
 #if HBL_CDEF
 extern "Python+C" void hbl_py_place(void *plugin, const struct hbl_request *req,

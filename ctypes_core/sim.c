@@ -468,3 +468,28 @@ uint64_t hbl_sim_lru_pages(const struct hbl_sim *s, int32_t d, uint32_t *out, ui
     for (uint32_t x = s->lru_tail[d]; x != HBL_NONE && k < max; x = s->pt.prev[x]) out[k++] = x;
     return k;
 }
+
+/* ---- agents of learning policies ---- */
+
+struct hbl_agent *hbl_sim_agent(const struct hbl_sim *s, int32_t i)
+{
+    struct hbl_agent *ag[4];
+    int n = s->ops->agents ? s->ops->agents(s->pstate, ag) : 0;
+    return i >= 0 && i < n ? ag[i] : NULL;
+}
+
+int32_t hbl_sim_save_agents(const struct hbl_sim *s, const char *path, char *err, int32_t errlen)
+{
+    struct hbl_agent *ag[4];
+    int n = s->ops->agents ? s->ops->agents(s->pstate, ag) : 0;
+    if (!n) { snprintf(err, errlen, "policy %s has no agents to save", s->ops->name); return -1; }
+    return hbl_agents_save(path, s->ops->name, ag, n, err, errlen);
+}
+
+int32_t hbl_sim_load_agents(struct hbl_sim *s, const char *path, char *err, int32_t errlen)
+{
+    struct hbl_agent *ag[4];
+    int n = s->ops->agents ? s->ops->agents(s->pstate, ag) : 0;
+    if (!n) { snprintf(err, errlen, "policy %s has no agents to load", s->ops->name); return -1; }
+    return hbl_agents_load(path, s->ops->name, ag, n, err, errlen);
+}

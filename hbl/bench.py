@@ -41,13 +41,25 @@ def libcachesim_lru(data, capacity_pages, page_size=4096):
         return len(data) / (time.perf_counter() - t), 1.0 - miss
 
 
+def agent_figures(sim):
+    """Inference cost of Harmonia's placement agent on the states of its last real
+    decisions (from its experience buffer), and the memory of both agents."""
+    agents = sim.agents()
+    states = agents[0].buffer_states()
+    return {
+        "placement_inference_ns": agents[0].bench_forward_ns(states),
+        "placement_decision_ns": agents[0].bench_decision_ns(states),
+        "agents_memory_bytes": sum(a.memory_bytes() for a in agents),
+    }
+
+
 def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
     spec = BENCH_TRACE % requests
     data = record.concat(SyntheticTrace(spec, chunk=1 << 20))
     footprint = footprint_pages([data])
     config = load_hss(hss)
     caps = config.capacity_pages(footprint, 4096)
-    rates = {}
+    rates, agents = {}, None
     for p in policies or [n for n in policy_names() if n != "python"]:
         best = 0.0
         for _ in range(repeat):
@@ -58,11 +70,14 @@ def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
             sim.feed(data)
             best = max(best, len(data) / (time.perf_counter() - t))
         rates[p] = best
+        if p == "harmonia":
+            agents = agent_figures(sim)
     baseline = libcachesim_lru(data, caps[0])
     return {
         "trace": spec, "trace_requests": len(data), "hss": hss, "footprint_pages": footprint,
         "repeat": repeat, "sim_requests_per_second": rates,
         "baseline_libcachesim_lru_requests_per_second": baseline[0] if baseline else None,
+        **(agents or {}),
         "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version()},
     }
 
@@ -84,6 +99,12 @@ def format_bench(b):
         "machine: %s, %d cores" % (b["machine"]["cpu"], b["machine"]["cores"])]
     for p, r in b["sim_requests_per_second"].items():
         lines.append("  %-12s %10.2f M requests/s" % (p, r / 1e6))
+    if "placement_inference_ns" in b:
+        lines.append("harmonia placement agent: %.0f ns per forward pass, %.0f ns per decision with the "
+                     "decision cache (states of its last 1000 real decisions)" % (
+                         b["placement_inference_ns"], b["placement_decision_ns"]))
+        lines.append("harmonia agents' memory: %d bytes (%.1f KiB)" % (
+            b["agents_memory_bytes"], b["agents_memory_bytes"] / 1024))
     base = b.get("baseline_libcachesim_lru_requests_per_second")
     lines.append("baseline, same trace and machine: libCacheSim LRU (cache model only, no devices) %s" % (
         "%.2f M requests/s" % (base / 1e6) if base else "not measured (pip install libcachesim)"))

@@ -85,7 +85,8 @@ def cmd_simulate(a):
         plugin = load_policy(policy)
     r = simulate(a.trace, hss=a.hss, policy=policy, fast_capacity=a.fast_capacity, params=a.param,
                  plugin=plugin, seed=a.seed, fmt=a.fmt, lenient=a.lenient, reader_options=_reader_options(a),
-                 timeline=bool(a.timeline), **_sim_options(a))
+                 timeline=bool(a.timeline), load_agents=a.agent, save_agents=a.save_agent,
+                 **_sim_options(a))
     if a.timeline:
         with open(a.timeline, "w") as f:
             json.dump(r["timeline"], f, indent=1)
@@ -107,8 +108,14 @@ def cmd_simulate(a):
                                           zip(r["devices"], r["device_utilization"])))
     print("  throughput      %.0f IOPS simulated; simulator ran %.2f M requests/s" % (
         r["throughput_iops"], r["requests_per_second"] / 1e6))
+    for i, ag in enumerate(r.get("agents", [])):
+        print("  agent %d         %d decisions (%d explored), %d training steps, epsilon %.3f, "
+              "recent reward %.3f" % (i, ag["decisions"], ag["explorations"], ag["train_steps"], ag["epsilon"],
+                                      ag["reward_ewma"]))
     if r.get("bad_lines_skipped"):
         print("  skipped         %d bad lines (--lenient)" % r["bad_lines_skipped"])
+    if a.save_agent:
+        print("  agents saved to %s" % a.save_agent)
     return 0
 
 
@@ -234,6 +241,8 @@ def build_parser():
                    "(default smq)")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     s.add_argument("--timeline", metavar="FILE", help="write a JSON timeline (latency, hits per window)")
+    s.add_argument("--agent", metavar="FILE", help="learning policies: start from the agents saved in FILE")
+    s.add_argument("--save-agent", metavar="FILE", help="learning policies: save the trained agents to FILE")
     _trace_args(s)
     _sim_args(s)
     s.set_defaults(func=cmd_simulate)

@@ -116,6 +116,27 @@ class Simulator:
             lib.hbl_sim_free(sim)
             self.sim = ffi.NULL
 
+    def agents(self):
+        """The policy's learning agents (placement first), as hbl.agent.Agent views."""
+        from hbl.agent import Agent
+        out, i = [], 0
+        while True:
+            a = lib.hbl_sim_agent(self.sim, i)
+            if a == ffi.NULL:
+                return out
+            out.append(Agent(a, owner=self))
+            i += 1
+
+    def save_agents(self, path):
+        err = ffi.new("char[512]")
+        if lib.hbl_sim_save_agents(self.sim, str(path).encode(), err, 512):
+            raise HblError(ffi.string(err).decode())
+
+    def load_agents(self, path):
+        err = ffi.new("char[512]")
+        if lib.hbl_sim_load_agents(self.sim, str(path).encode(), err, 512):
+            raise HblError(ffi.string(err).decode())
+
     def set_future(self, requests):
         ptr, keep = record.as_cdata(requests)
         if lib.hbl_sim_set_future(self.sim, ptr, len(keep)):
@@ -181,6 +202,10 @@ class Simulator:
             "params": self.params,
             "requests_per_second": n / self.wall if self.wall > 0 else 0.0,
         }
+        agents = self.agents()
+        if agents:
+            out["agents"] = [a.stats() for a in agents]
+            out["agents_memory_bytes"] = sum(a.memory_bytes() for a in agents)
         if timeline:
             out["timeline"] = self.timeline()
         return out
@@ -188,7 +213,7 @@ class Simulator:
 
 def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, plugin=None, seed=1,
              fmt=None, lenient=False, reader_options=None, footprint=None, timeline=False,
-             check=False, **options):
+             check=False, load_agents=None, save_agents=None, **options):
     """Simulate one policy on one trace; returns the result dict (see Simulator.result)."""
     page_size = int(options.get("page_size") or DEFAULTS["page_size"])
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
@@ -204,6 +229,8 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         footprint = footprint_pages(source if source else reopen(), page_size)
     caps = config.capacity_pages(footprint, page_size)
     sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
+    if load_agents:
+        sim.load_agents(load_agents)
     if data is not None:
         sim.set_future(data)
     reader = source if source else reopen()
@@ -211,6 +238,8 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         sim.feed(chunk)
     if check:
         sim.check()
+    if save_agents:
+        sim.save_agents(save_agents)
     out = sim.result(timeline=timeline)
     out["trace"] = trace
     out["footprint_pages"] = footprint

@@ -1,0 +1,558 @@
+/*
+ * The learning agent: a value network over binned features, epsilon-greedy
+ * decisions from an inference copy of the network, and training of a second
+ * copy from an experience buffer, off the decision path.  The inference copy
+ * is also the target network of the updates; it receives the trained weights
+ * every sync_every decisions (Sibyl's scheme).
+ *
+ * Two value heads: DQN (one Q per action, Huber loss) and categorical C51
+ * (a distribution over `atoms` fixed returns per action, cross-entropy to the
+ * projected Bellman target; Bellemare et al., ICML 2017).
+ *
+ * The decision path (act) does one forward pass with no allocation; training
+ * walks a minibatch one sample at a time, accumulating gradients, so its
+ * scratch memory is one sample's activations whatever the batch size.
+ */
+#pragma GCC optimize("O3", "fast-math")
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "hbl_internal.h"
+#include "nn.h"
+
+struct hbl_agent {
+    struct hbl_agent_config cfg;
+    struct hbl_mlp m;
+    int nout;
+    float scale[16];
+    float *w_inf;               /* inference (and target) network, transposed layout */
+    float *w_train, *grad, *m1, *m2;
+    float *support;
+    /* experience buffer: states as bytes */
+    uint8_t *bs, *bs2, *ba;
+    _Float16 *br;               /* rewards at half precision: 3 digits are plenty, and it halves their memory */
+    int64_t nbuf, head;
+    /* scratch: one sample */
+    float *x, *x2, *z, *a, *z2, *scratch, *dout, *proj, *probs;
+    uint64_t rng, adam_t;
+    /* decision cache: greedy actions of recently seen states, valid until the
+     * next sync (the inference weights do not change in between) */
+    uint64_t *ckey; uint8_t *cact; uint32_t cmask; uint8_t cgen;
+    uint64_t bytes;
+    struct hbl_agent_stats st;
+};
+
+static void *alloc(struct hbl_agent *ag, size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (p) ag->bytes += n;
+    return p;
+}
+
+static int config_check(const struct hbl_agent_config *c, char *err, int errlen)
+{
+    const char *why = NULL;
+    if (c->nfeatures < 1 || c->nfeatures > 16) why = "nfeatures must be 1..16";
+    else if (c->nactions < 2 || c->nactions > 8) why = "nactions must be 2..8";
+    else if (c->nhidden < 1 || c->nhidden > 4) why = "1 to 4 hidden layers";
+    else if (c->head != HBL_HEAD_DQN && c->head != HBL_HEAD_C51) why = "head must be dqn or c51";
+    else if (c->head == HBL_HEAD_C51 && (c->atoms < 2 || c->atoms > 201 || !(c->vmax > c->vmin)))
+        why = "C51 needs 2..201 atoms and vmax > vmin";
+    else if (c->optimizer != HBL_OPT_ADAM && c->optimizer != HBL_OPT_RMSPROP) why = "optimizer must be adam or rmsprop";
+    else if (!(c->lr > 0) || c->gamma < 0 || c->gamma >= 1) why = "lr > 0 and 0 <= gamma < 1";
+    else if (c->epsilon < 0 || c->epsilon > 1 || c->warmup < 0) why = "epsilon in [0, 1], warmup >= 0";
+    else if (c->cache < 0 || c->cache > (1 << 20) || (c->cache & (c->cache - 1)))
+        why = "cache must be 0 or a power of two up to 2^20";
+    else if (c->batch < 1 || c->buffer < c->batch || c->train_every < 1 || c->sync_every < 1)
+        why = "batch >= 1, buffer >= batch, train_every >= 1, sync_every >= 1";
+    for (int f = 0; !why && f < c->nfeatures; f++)
+        if (c->nbins[f] < 1) why = "every feature needs at least one bin";
+    for (int l = 0; !why && l < c->nhidden; l++)
+        if (c->hidden[l] < 1 || c->hidden[l] > 512) why = "hidden layer sizes must be 1..512";
+    if (why) { snprintf(err, errlen, "agent: %s", why); return -1; }
+    return 0;
+}
+
+struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, int32_t errlen)
+{
+    if (config_check(cfg, err, errlen)) return NULL;
+    struct hbl_agent *ag = calloc(1, sizeof(*ag));
+    if (!ag) { snprintf(err, errlen, "out of memory"); return NULL; }
+    ag->bytes = sizeof(*ag);
+    ag->cfg = *cfg;
+    int c51 = cfg->head == HBL_HEAD_C51;
+    ag->nout = cfg->nactions * (c51 ? cfg->atoms : 1);
+    int32_t sizes[HBL_MLP_MAX_LAYERS + 1];
+    sizes[0] = cfg->nfeatures;
+    for (int l = 0; l < cfg->nhidden; l++) sizes[l + 1] = cfg->hidden[l];
+    sizes[cfg->nhidden + 1] = ag->nout;
+    if (hbl_mlp_init(&ag->m, sizes, cfg->nhidden + 1)) {
+        snprintf(err, errlen, "agent: network too large");
+        free(ag);
+        return NULL;
+    }
+    for (int f = 0; f < cfg->nfeatures; f++)
+        ag->scale[f] = cfg->nbins[f] > 1 ? 1.0f / (float)(cfg->nbins[f] - 1) : 0.0f;
+    size_t np = (size_t)ag->m.np, B = (size_t)cfg->buffer, F = (size_t)cfg->nfeatures;
+    ag->w_inf = alloc(ag, (size_t)ag->m.pnp * 4); ag->w_train = alloc(ag, np * 4); ag->grad = alloc(ag, np * 4);
+    ag->m1 = alloc(ag, np * 4); ag->m2 = alloc(ag, np * 4);
+    ag->bs = alloc(ag, B * F); ag->bs2 = alloc(ag, B * F); ag->ba = alloc(ag, B); ag->br = alloc(ag, B * sizeof(_Float16));
+    size_t u = (size_t)ag->m.units;
+    ag->x = alloc(ag, 16 * 4); ag->x2 = alloc(ag, 16 * 4);
+    ag->z = alloc(ag, u * 4); ag->a = alloc(ag, u * 4); ag->z2 = alloc(ag, (size_t)ag->m.punits * 4);
+    ag->scratch = alloc(ag, 2 * (size_t)ag->m.widest * 4); ag->dout = alloc(ag, (size_t)ag->nout * 4);
+    if (cfg->cache) {
+        ag->ckey = alloc(ag, (size_t)cfg->cache * 8);
+        ag->cact = alloc(ag, (size_t)cfg->cache);
+        ag->cmask = (uint32_t)cfg->cache - 1;
+        ag->cgen = 1;
+    }
+    if (c51) {
+        ag->support = alloc(ag, (size_t)cfg->atoms * 4);
+        ag->proj = alloc(ag, (size_t)cfg->atoms * 4);
+        ag->probs = alloc(ag, (size_t)cfg->atoms * 4);
+    }
+    if (!ag->w_inf || !ag->w_train || !ag->grad || !ag->m1 || !ag->m2 || !ag->bs || !ag->bs2 || !ag->ba ||
+        !ag->br || !ag->x || !ag->x2 || !ag->z || !ag->a || !ag->z2 || !ag->scratch || !ag->dout ||
+        (c51 && (!ag->support || !ag->proj || !ag->probs)) || (cfg->cache && (!ag->ckey || !ag->cact))) {
+        hbl_agent_free(ag);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (c51)
+        for (int i = 0; i < cfg->atoms; i++)
+            ag->support[i] = (float)(cfg->vmin + (cfg->vmax - cfg->vmin) * i / (cfg->atoms - 1));
+    ag->rng = cfg->seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
+    if (!ag->rng) ag->rng = 1;
+    hbl_mlp_init_params(&ag->m, ag->w_train, &ag->rng);
+    hbl_mlp_transpose(&ag->m, ag->w_train, ag->w_inf);
+    ag->st.epsilon = 1.0;
+    return ag;
+}
+
+void hbl_agent_free(struct hbl_agent *ag)
+{
+    if (!ag) return;
+    free(ag->w_inf); free(ag->w_train); free(ag->grad); free(ag->m1); free(ag->m2);
+    free(ag->bs); free(ag->bs2); free(ag->ba); free(ag->br);
+    free(ag->x); free(ag->x2); free(ag->z); free(ag->a); free(ag->z2);
+    free(ag->scratch); free(ag->dout); free(ag->support); free(ag->proj); free(ag->probs);
+    free(ag->ckey); free(ag->cact);
+    free(ag);
+}
+
+static inline void to_input(const struct hbl_agent *ag, const uint8_t *s, float *x)
+{
+    for (int f = 0; f < ag->cfg.nfeatures; f++) x[f] = (float)s[f] * ag->scale[f];
+}
+
+/* Expected value of each action from an output layer (C51: softmax over the
+ * atoms, then the mean of the support; eight atoms at a time). */
+static void values_of(const struct hbl_agent *ag, const float *out, float *v)
+{
+    if (ag->cfg.head == HBL_HEAD_DQN) {
+        memcpy(v, out, (size_t)ag->cfg.nactions * sizeof(float));
+        return;
+    }
+    int A = ag->cfg.atoms, A8 = A & ~7;
+    for (int k = 0; k < ag->cfg.nactions; k++) {
+        const float *l = out + k * A;
+        float mx = l[0];
+        for (int i = 1; i < A; i++) mx = l[i] > mx ? l[i] : mx;
+        v8f se8 = {}, sz8 = {};
+        for (int i = 0; i < A8; i += 8) {
+            v8f e = v8_exp(v8_load(l + i) - mx);
+            se8 += e;
+            sz8 += e * v8_load(ag->support + i);
+        }
+        float se = 0, sz = 0;
+        for (int j = 0; j < 8; j++) { se += se8[j]; sz += sz8[j]; }
+        for (int i = A8; i < A; i++) {
+            float e = hbl_expf(l[i] - mx);
+            se += e;
+            sz += e * ag->support[i];
+        }
+        v[k] = sz / se;
+    }
+}
+
+static int argmax(const float *v, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++) if (v[i] > v[b]) b = i;
+    return b;
+}
+
+/* The forward pass of the inference network on the stack: no shared scratch,
+ * so a live controller may decide on one thread while another trains. */
+static int greedy(const struct hbl_agent *ag, const uint8_t *state, float *v)
+{
+    float x[16] = {0}, z[2048];
+    if (ag->m.punits > 2048) return 0;
+    to_input(ag, state, x);
+    values_of(ag, hbl_mlp_infer(&ag->m, ag->w_inf, x, z), v);
+    return argmax(v, ag->cfg.nactions);
+}
+
+int32_t hbl_agent_greedy(const struct hbl_agent *ag, const uint8_t *state)
+{
+    float v[8];
+    return greedy(ag, state, v);
+}
+
+static int greedy_cached(struct hbl_agent *ag, const uint8_t *state)
+{
+    if (!ag->ckey) return hbl_agent_greedy(ag, state);
+    uint64_t key = 0;
+    memcpy(&key, state, (size_t)(ag->cfg.nfeatures < 7 ? ag->cfg.nfeatures : 7));
+    for (int f = 7; f < ag->cfg.nfeatures; f++) key = key * 131 + state[f];
+    key = (key << 8) | ag->cgen;
+    uint32_t h = (uint32_t)(hbl_hash64(key) & ag->cmask);
+    if (ag->ckey[h] == key && ag->cfg.nfeatures <= 7) return ag->cact[h];
+    int a = hbl_agent_greedy(ag, state);
+    ag->ckey[h] = key;
+    ag->cact[h] = (uint8_t)a;
+    return a;
+}
+
+static void cache_invalidate(struct hbl_agent *ag)
+{
+    if (!ag->ckey) return;
+    if (++ag->cgen == 0) {   /* generation wrapped: old entries could match again */
+        memset(ag->ckey, 0, (size_t)(ag->cmask + 1) * 8);
+        ag->cgen = 1;
+    }
+}
+
+void hbl_agent_values(const struct hbl_agent *ag, const uint8_t *state, float *out)
+{
+    float v[8];
+    greedy(ag, state, v);
+    memcpy(out, v, (size_t)ag->cfg.nactions * sizeof(float));
+}
+
+int32_t hbl_agent_act(struct hbl_agent *ag, const uint8_t *state)
+{
+    const struct hbl_agent_config *c = &ag->cfg;
+    double frac = c->warmup ? (double)ag->st.decisions / c->warmup : 1.0;
+    double eps = frac >= 1.0 ? c->epsilon : 1.0 + (c->epsilon - 1.0) * frac;
+    ag->st.epsilon = eps;
+    ag->st.decisions++;
+    if (eps > 0 && hbl_uniform(&ag->rng) < eps) {
+        ag->st.explorations++;
+        return (int32_t)(hbl_xorshift(&ag->rng) % (uint64_t)c->nactions);
+    }
+    return greedy_cached(ag, state);
+}
+
+void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, float reward, const uint8_t *s2)
+{
+    int F = ag->cfg.nfeatures;
+    int64_t i = ag->head;
+    memcpy(ag->bs + i * F, s, F);
+    memcpy(ag->bs2 + i * F, s2, F);
+    ag->ba[i] = (uint8_t)action;
+    ag->br[i] = (_Float16)reward;
+    ag->head = (i + 1) % ag->cfg.buffer;
+    if (ag->nbuf < ag->cfg.buffer) ag->nbuf++;
+    ag->st.buffered++;
+    ag->st.reward_sum += reward;
+    ag->st.reward_ewma = ag->st.buffered == 1 ? reward : 0.999 * ag->st.reward_ewma + 0.001 * reward;
+}
+
+void hbl_c51_project(float r, float gamma, const float *p, int32_t A, float vmin, float vmax, float *out)
+{
+    float dz = (vmax - vmin) / (float)(A - 1);
+    for (int i = 0; i < A; i++) out[i] = 0.0f;
+    for (int j = 0; j < A; j++) {
+        float tz = r + gamma * (vmin + dz * (float)j);
+        tz = tz < vmin ? vmin : tz > vmax ? vmax : tz;
+        float b = (tz - vmin) / dz;
+        int l = (int)floorf(b), u = (int)ceilf(b);
+        if (l < 0) l = 0;
+        if (u > A - 1) u = A - 1;
+        if (l == u) out[l] += p[j];
+        else { out[l] += p[j] * ((float)u - b); out[u] += p[j] * (b - (float)l); }
+    }
+}
+
+static void softmax(const float *l, int n, float *p)
+{
+    float mx = l[0], s = 0;
+    for (int i = 1; i < n; i++) mx = l[i] > mx ? l[i] : mx;
+    for (int i = 0; i < n; i++) { p[i] = hbl_expf(l[i] - mx); s += p[i]; }
+    for (int i = 0; i < n; i++) p[i] /= s;
+}
+
+static void optimizer_step(struct hbl_agent *ag)
+{
+    const struct hbl_agent_config *c = &ag->cfg;
+    float lr = (float)c->lr, *w = ag->w_train, *g = ag->grad, *m1 = ag->m1, *m2 = ag->m2;
+    int n = ag->m.np;
+    ag->adam_t++;
+    if (c->optimizer == HBL_OPT_ADAM) {
+        const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+        float c1 = 1.0f / (1.0f - powf(b1, (float)ag->adam_t)), c2 = 1.0f / (1.0f - powf(b2, (float)ag->adam_t));
+        for (int i = 0; i < n; i++) {
+            m1[i] = b1 * m1[i] + (1 - b1) * g[i];
+            m2[i] = b2 * m2[i] + (1 - b2) * g[i] * g[i];
+            w[i] -= lr * (m1[i] * c1) / (sqrtf(m2[i] * c2) + eps);
+        }
+    } else {
+        const float rho = 0.99f, eps = 1e-6f;
+        for (int i = 0; i < n; i++) {
+            m2[i] = rho * m2[i] + (1 - rho) * g[i] * g[i];
+            w[i] -= lr * g[i] / (sqrtf(m2[i]) + eps);
+        }
+    }
+}
+
+double hbl_agent_train(struct hbl_agent *ag)
+{
+    const struct hbl_agent_config *c = &ag->cfg;
+    if (ag->nbuf < c->batch) return 0.0;
+    const struct hbl_mlp *m = &ag->m;
+    int F = c->nfeatures, NA = c->nactions, A = c->atoms, out_off = m->uoff[m->nl - 1];
+    int c51 = c->head == HBL_HEAD_C51;
+    float inv_b = 1.0f / (float)c->batch, v[8];
+    double loss = 0;
+    memset(ag->grad, 0, (size_t)m->np * sizeof(float));
+    for (int k = 0; k < c->batch; k++) {
+        int64_t i = (int64_t)(hbl_xorshift(&ag->rng) % (uint64_t)ag->nbuf);
+        int act = ag->ba[i];
+        float r = (float)ag->br[i];
+        to_input(ag, ag->bs + i * F, ag->x);
+        to_input(ag, ag->bs2 + i * F, ag->x2);
+        /* target from the inference (target) network */
+        const float *o2 = hbl_mlp_infer(m, ag->w_inf, ag->x2, ag->z2);
+        values_of(ag, o2, v);
+        int best = argmax(v, NA);
+        hbl_mlp_forward(m, ag->w_train, ag->x, ag->z, ag->a);
+        const float *o = ag->z + out_off;
+        memset(ag->dout, 0, (size_t)ag->nout * sizeof(float));
+        if (!c51) {
+            float y = r + (float)c->gamma * v[best], d = o[act] - y;
+            float ad = fabsf(d);
+            loss += ad <= 1 ? 0.5 * d * d : ad - 0.5;
+            ag->dout[act] = (d > 1 ? 1 : d < -1 ? -1 : d) * inv_b;
+        } else {
+            softmax(o2 + best * A, A, ag->probs);
+            hbl_c51_project(r, (float)c->gamma, ag->probs, A, (float)c->vmin, (float)c->vmax, ag->proj);
+            softmax(o + act * A, A, ag->probs);
+            for (int j = 0; j < A; j++) {
+                loss -= ag->proj[j] * logf(ag->probs[j] + 1e-12f);
+                ag->dout[act * A + j] = (ag->probs[j] - ag->proj[j]) * inv_b;
+            }
+        }
+        hbl_mlp_backward(m, ag->w_train, ag->x, ag->z, ag->a, ag->dout, ag->grad, ag->scratch);
+    }
+    optimizer_step(ag);
+    ag->st.train_steps++;
+    ag->st.last_loss = loss / c->batch;
+    return ag->st.last_loss;
+}
+
+void hbl_agent_sync(struct hbl_agent *ag)
+{
+    hbl_mlp_transpose(&ag->m, ag->w_train, ag->w_inf);
+    cache_invalidate(ag);
+    ag->st.syncs++;
+}
+
+void hbl_agent_tick(struct hbl_agent *ag)
+{
+    uint64_t d = ag->st.decisions;
+    if (d % (uint64_t)ag->cfg.train_every == 0) hbl_agent_train(ag);
+    if (d % (uint64_t)ag->cfg.sync_every == 0) hbl_agent_sync(ag);
+}
+
+void hbl_agent_get_stats(const struct hbl_agent *ag, struct hbl_agent_stats *out) { *out = ag->st; }
+void hbl_agent_get_config(const struct hbl_agent *ag, struct hbl_agent_config *out) { *out = ag->cfg; }
+uint64_t hbl_agent_memory_bytes(const struct hbl_agent *ag) { return ag->bytes; }
+
+double hbl_agent_bench_inference(const struct hbl_agent *ag, const uint8_t *states, int32_t nstates, int64_t n)
+{
+    struct timespec t0, t1;
+    volatile int sink = 0;
+    int F = ag->cfg.nfeatures;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int64_t i = 0; i < n; i++) sink += hbl_agent_greedy(ag, states + (i % nstates) * F);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    (void)sink;
+    return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)n;
+}
+
+double hbl_agent_bench_decisions(struct hbl_agent *ag, const uint8_t *states, int32_t nstates,
+                                 int32_t sync_every, int64_t n)
+{
+    struct timespec t0, t1;
+    volatile int sink = 0;
+    int F = ag->cfg.nfeatures;
+    cache_invalidate(ag);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int64_t i = 0; i < n; i++) {
+        if (i && i % sync_every == 0) cache_invalidate(ag);
+        sink += greedy_cached(ag, states + (i % nstates) * F);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    (void)sink;
+    return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)n;
+}
+
+int32_t hbl_agent_buffer_states(const struct hbl_agent *ag, uint8_t *out, int32_t max)
+{
+    int F = ag->cfg.nfeatures;
+    int64_t n = ag->nbuf < max ? ag->nbuf : max;
+    int64_t start = ag->nbuf < ag->cfg.buffer ? 0 : ag->head;   /* oldest first */
+    for (int64_t k = 0; k < n; k++)
+        memcpy(out + k * F, ag->bs + ((start + k) % ag->cfg.buffer) * F, (size_t)F);
+    return (int32_t)n;
+}
+
+/* ---- saved agents ----
+ * "HBLAGENT", u32 version, char policy[32], u32 count, then per agent: the
+ * shape (nfeatures, nbins[16], nactions, nhidden, hidden[4], head, atoms,
+ * vmin, vmax), u32 nparams, inference weights (transposed layout) and
+ * training weights, optimizer moments and step; finally an FNV-1a 64
+ * checksum of everything before it.  Little-endian hosts. */
+
+#define AGENT_MAGIC "HBLAGENT"
+#define AGENT_VERSION 1u
+
+struct shape {
+    int32_t nfeatures; uint8_t nbins[16]; int32_t nactions, nhidden, hidden[4], head, atoms;
+    double vmin, vmax;
+};
+
+static void shape_of(const struct hbl_agent_config *c, struct shape *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->nfeatures = c->nfeatures;
+    memcpy(s->nbins, c->nbins, 16);
+    s->nactions = c->nactions; s->nhidden = c->nhidden;
+    memcpy(s->hidden, c->hidden, sizeof(s->hidden));
+    s->head = c->head;
+    s->atoms = c->head == HBL_HEAD_C51 ? c->atoms : 0;
+    s->vmin = c->head == HBL_HEAD_C51 ? c->vmin : 0;
+    s->vmax = c->head == HBL_HEAD_C51 ? c->vmax : 0;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 0x100000001b3ULL; }
+    return h;
+}
+
+struct wbuf { FILE *f; uint64_t h; int bad; };
+static void put(struct wbuf *w, const void *p, size_t n)
+{
+    if (fwrite(p, 1, n, w->f) != n) w->bad = 1;
+    w->h = fnv(w->h, p, n);
+}
+
+int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *const *agents,
+                        int32_t n, char *err, int32_t errlen)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    struct wbuf w = { fopen(tmp, "wb"), 0xcbf29ce484222325ULL, 0 };
+    if (!w.f) { snprintf(err, errlen, "%s: cannot write", tmp); return -1; }
+    char name[32] = {0};
+    strncpy(name, policy, sizeof(name) - 1);
+    uint32_t version = AGENT_VERSION, count = (uint32_t)n;
+    put(&w, AGENT_MAGIC, 8); put(&w, &version, 4); put(&w, name, 32); put(&w, &count, 4);
+    for (int k = 0; k < n; k++) {
+        const struct hbl_agent *ag = agents[k];
+        struct shape s;
+        shape_of(&ag->cfg, &s);
+        uint32_t np = (uint32_t)ag->m.np;
+        put(&w, &s, sizeof(s)); put(&w, &np, 4);
+        put(&w, ag->w_inf, (size_t)ag->m.pnp * 4u); put(&w, ag->w_train, np * 4u);
+        put(&w, ag->m1, np * 4u); put(&w, ag->m2, np * 4u); put(&w, &ag->adam_t, 8);
+    }
+    uint64_t h = w.h;
+    if (fwrite(&h, 1, 8, w.f) != 8) w.bad = 1;
+    if (fflush(w.f) || w.bad) { fclose(w.f); remove(tmp); snprintf(err, errlen, "%s: write failed", tmp); return -1; }
+    fclose(w.f);
+    if (rename(tmp, path)) { remove(tmp); snprintf(err, errlen, "%s: cannot rename into place", path); return -1; }
+    return 0;
+}
+
+int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *const *agents,
+                        int32_t n, char *err, int32_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: cannot open", path); return -1; }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size < 56 || size > (1L << 30)) {
+        fclose(f);
+        snprintf(err, errlen, "%s: not an hbl agent file (size %ld)", path, size);
+        return -1;
+    }
+    uint8_t *buf = malloc((size_t)size);
+    if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        fclose(f); free(buf);
+        snprintf(err, errlen, "%s: read failed", path);
+        return -1;
+    }
+    fclose(f);
+    int rc = -1;
+    uint64_t h, want;
+    uint32_t version, count;
+    memcpy(&want, buf + size - 8, 8);
+    h = fnv(0xcbf29ce484222325ULL, buf, (size_t)size - 8);
+    memcpy(&version, buf + 8, 4);
+    memcpy(&count, buf + 44, 4);
+    char name[33] = {0};
+    memcpy(name, buf + 12, 32);
+    if (memcmp(buf, AGENT_MAGIC, 8)) { snprintf(err, errlen, "%s: not an hbl agent file", path); goto out; }
+    if (version != AGENT_VERSION) {
+        snprintf(err, errlen, "%s: agent file version %u, this hbl reads version %u", path, version, AGENT_VERSION);
+        goto out;
+    }
+    if (h != want) { snprintf(err, errlen, "%s: checksum mismatch: the file is corrupt", path); goto out; }
+    if (strcmp(name, policy)) {
+        snprintf(err, errlen, "%s: holds agents of policy '%s', not '%s'", path, name, policy);
+        goto out;
+    }
+    if ((int32_t)count != n) { snprintf(err, errlen, "%s: holds %u agents, policy needs %d", path, count, n); goto out; }
+    /* validate every agent before touching any: a refused file changes nothing */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t off = 48;
+        for (int k = 0; k < n; k++) {
+            struct hbl_agent *ag = agents[k];
+            struct shape s, mine;
+            uint32_t np;
+            if (off + sizeof(s) + 4 > (size_t)size - 8) { snprintf(err, errlen, "%s: truncated", path); goto out; }
+            memcpy(&s, buf + off, sizeof(s)); off += sizeof(s);
+            memcpy(&np, buf + off, 4); off += 4;
+            shape_of(&ag->cfg, &mine);
+            if (memcmp(&s, &mine, sizeof(s)) || np != (uint32_t)ag->m.np) {
+                snprintf(err, errlen, "%s: agent %d has another shape (features, bins, devices, layers or head) "
+                         "than this configuration: %d features x %d actions in the file, %d x %d here",
+                         path, k, s.nfeatures, s.nactions, mine.nfeatures, mine.nactions);
+                goto out;
+            }
+            size_t pn = (size_t)ag->m.pnp * 4u, need = pn + (size_t)np * 12u + 8;
+            if (off + need > (size_t)size - 8) { snprintf(err, errlen, "%s: truncated", path); goto out; }
+            if (pass == 1) {
+                memcpy(ag->w_inf, buf + off, pn);
+                memcpy(ag->w_train, buf + off + pn, np * 4u);
+                memcpy(ag->m1, buf + off + pn + np * 4u, np * 4u);
+                memcpy(ag->m2, buf + off + pn + np * 8u, np * 4u);
+                memcpy(&ag->adam_t, buf + off + pn + np * 12u, 8);
+            }
+            off += need;
+        }
+        if (off != (size_t)size - 8) { snprintf(err, errlen, "%s: trailing data", path); goto out; }
+    }
+    rc = 0;
+out:
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,106 @@
+/* Harmonia (Nadig et al., arXiv 2503.20507): a placement agent and a migration
+ * agent that coordinate through shared state.  The placement agent is
+ * Sibyl's with a seventh feature, the time since the page's last migration,
+ * so it sees the migration agent's work; both see the fast device's free
+ * capacity and each page's device; the migration agent's reward is measured
+ * on the latencies that placement shapes.  Every migrate_every requests the
+ * migration agent scores a bounded candidate set (hot pages below the fastest
+ * device, cold pages on the faster ones) and queues a bounded batch of moves.
+ *
+ * Two variants measure the value of coordination:
+ *   harmonia-placement-only: the placement agent alone (Sibyl plus the 7th feature);
+ *   harmonia-migration-only: the migration agent with a simple placement rule
+ *     (writes go to the fastest device, reads move nothing). */
+#include <stdlib.h>
+#include "../rl.h"
+
+struct state {
+    int use_placement, use_migration;
+    struct hbl_placement_agent pa;
+    struct hbl_migration_agent ma;
+};
+
+static const char *const params[] = {
+    "lr", "gamma", "epsilon", "warmup", "batch", "buffer", "train_every", "sync_every", "head", "atoms",
+    "hidden1", "hidden2", "optimizer", "vmin", "vmax", "cache", "penalty", "place_reads",
+    "m_lr", "m_gamma", "m_epsilon", "m_warmup", "m_batch", "m_buffer", "m_train_every", "m_sync_every",
+    "m_head", "m_atoms", "m_hidden1", "m_hidden2", "m_optimizer", "m_vmin", "m_vmax", "m_cache",
+    "m_candidates", "m_moves", "m_reward_n", "m_pingpong",
+    "octave_interval", "octave_count", "octave_migration", NULL};
+
+static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen,
+                        int placement, int migration)
+{
+    struct state *st = calloc(1, sizeof(*st));
+    if (!st) return -1;
+    st->use_placement = placement;
+    st->use_migration = migration;
+    if (placement && hbl_placement_agent_init(&st->pa, s, p, HBL_NFEATURES, err, errlen)) goto fail;
+    if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;
+    *out = st;
+    return 0;
+fail:
+    hbl_placement_agent_free(&st->pa);
+    free(st);
+    return -1;
+}
+
+static int init_both(struct hbl_sim *s, void **o, const struct hbl_params *p, char *e, int n)
+{ return init_variant(s, o, p, e, n, 1, 1); }
+static int init_placement(struct hbl_sim *s, void **o, const struct hbl_params *p, char *e, int n)
+{ return init_variant(s, o, p, e, n, 1, 0); }
+static int init_migration(struct hbl_sim *s, void **o, const struct hbl_params *p, char *e, int n)
+{ return init_variant(s, o, p, e, n, 0, 1); }
+
+static void destroy(void *v)
+{
+    struct state *st = v;
+    hbl_placement_agent_free(&st->pa);
+    hbl_migration_agent_free(&st->ma);
+    free(st);
+}
+
+static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
+                  const uint32_t *slots, int n, int8_t *targets)
+{
+    struct state *st = v;
+    if (st->use_placement) {
+        hbl_placement_agent_place(&st->pa, s, r, slots, n, targets);
+    } else if (r->op == HBL_OP_WRITE) {
+        for (int i = 0; i < n; i++) targets[i] = 0;
+    }
+}
+
+static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
+                    const uint32_t *slots, int n, double lat)
+{
+    struct state *st = v;
+    if (st->use_placement) hbl_placement_agent_observe(&st->pa, s, lat);
+    if (st->use_migration) hbl_migration_agent_observe(&st->ma, s, slots, n, lat);
+}
+
+static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max)
+{
+    struct state *st = v;
+    return st->use_migration ? hbl_migration_agent_migrate(&st->ma, s, slots, targets, max) : 0;
+}
+
+static int agents(void *v, struct hbl_agent **out)
+{
+    struct state *st = v;
+    int n = 0;
+    if (st->use_placement) out[n++] = st->pa.ag;
+    if (st->use_migration) out[n++] = st->ma.ag;
+    return n;
+}
+
+#define HARMONIA(var, nm, dc, in) \
+    const struct hbl_policy_ops var = { .name = nm, .doc = dc, .params = params, .init = in, \
+        .free = destroy, .place = place, .observe = observe, .migrate = migrate, .agents = agents }
+
+HARMONIA(hbl_policy_harmonia, "harmonia",
+         "Harmonia: RL placement agent + RL migration agent coordinating through shared state", init_both);
+HARMONIA(hbl_policy_harmonia_placement_only, "harmonia-placement-only",
+         "Harmonia's placement agent alone (7 features, no migration agent)", init_placement);
+HARMONIA(hbl_policy_harmonia_migration_only, "harmonia-migration-only",
+         "Harmonia's migration agent with writes placed on the fastest device", init_migration);

@@ -1,0 +1,287 @@
+/*
+ * Features, the placement agent and the migration agent, shared by the
+ * learning policies (policies/sibyl.c, policies/harmonia.c).
+ *
+ * Hyper-parameters, in one place (HARMONIA.md gives the sources):
+ *   placement agent (Sibyl, ISCA'22; Harmonia reuses it):
+ *     hidden 20, 30 (swish), C51 head with 51 atoms ........ Sibyl
+ *     gamma 0.9, lr 1e-3, batch 128, buffer 1000 ............ Sibyl / Harmonia (secondhand)
+ *     epsilon 0.001 after warm-up .......................... Sibyl
+ *     train and sync every 1000 requests ................... Sibyl / Harmonia (secondhand)
+ *     warm-up 10000 decisions, support [0, 1/(1-gamma)] ...... ours
+ *     decision cache of 512 states (exact: cleared at every sync) .. ours
+ *     reward = t_ref / latency - penalty x forced evictions,
+ *       floored at 0; t_ref = one page read on the fastest device; penalty 0.1 .. ours (Sibyl's form)
+ *   migration agent (Harmonia):
+ *     gamma 0.1, lr 1e-2, batch 256, buffer 1000, epsilon 0.001 .. Harmonia (secondhand)
+ *     reward over the next n = 50 requests: n t_ref / sum of latencies .. Harmonia
+ *     ping-pong penalty c / (1 + requests since the page's last move), c = 100 .. ours
+ *     64 candidates, at most 10 moves per round, a round every 1000 requests .. Harmonia / ours
+ *     warm-up 2000 decisions (about 30 rounds), support [-1, 2] ..... ours
+ * Every value can be overridden with a policy parameter (`hbl policies`);
+ * migration-agent parameters carry the prefix m_.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rl.h"
+
+/* ---- features ---- */
+
+void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const struct hbl_params *p)
+{
+    memset(f, 0, sizeof(*f));
+    f->nbins[HBL_F_TYPE] = 2;
+    f->nbins[HBL_F_SIZE] = 8;
+    f->nbins[HBL_F_INTERVAL] = 64;
+    f->nbins[HBL_F_COUNT] = 64;
+    f->nbins[HBL_F_FREE] = 8;
+    f->nbins[HBL_F_DEVICE] = (uint8_t)s->cfg.ndev;
+    f->nbins[HBL_F_SINCE_MIG] = 64;
+    /* 63 log bins: 3 per octave reach 2^21 requests, 4 per octave 2^15.75 accesses */
+    f->per_octave[HBL_F_INTERVAL] = hbl_param(p, "octave_interval", 3);
+    f->per_octave[HBL_F_COUNT] = hbl_param(p, "octave_count", 4);
+    f->per_octave[HBL_F_SINCE_MIG] = hbl_param(p, "octave_migration", 3);
+}
+
+static inline uint8_t log_bin(double x, double per_octave, int nbins)
+{
+    double b = log2(1.0 + x) * per_octave;
+    return (uint8_t)(b >= nbins - 1 ? nbins - 1 : b);
+}
+
+void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, int write,
+                         uint32_t npages, uint32_t slot, uint8_t *out)
+{
+    const struct hbl_pagetable *pt = &s->pt;
+    uint64_t now = s->nreq;
+    out[HBL_F_TYPE] = (uint8_t)(write != 0);
+    uint32_t lg = 0;
+    while ((npages >> (lg + 1)) && lg < 7u) lg++;
+    out[HBL_F_SIZE] = (uint8_t)lg;
+    uint64_t last = pt->last[slot];
+    out[HBL_F_INTERVAL] = last == HBL_NEVER ? f->nbins[HBL_F_INTERVAL] - 1
+                        : log_bin((double)(now - last), f->per_octave[HBL_F_INTERVAL], f->nbins[HBL_F_INTERVAL]);
+    out[HBL_F_COUNT] = log_bin((double)pt->count[slot], f->per_octave[HBL_F_COUNT], f->nbins[HBL_F_COUNT]);
+    int64_t cap = s->cfg.dev[0].capacity_pages;
+    out[HBL_F_FREE] = cap <= 0 ? 7 : (uint8_t)(8 * (cap - s->used[0]) / (cap + 1));
+    int d = pt->dev[slot];
+    out[HBL_F_DEVICE] = (uint8_t)(d < 0 ? hbl_slowest(s) : d);
+    uint64_t lm = pt->last_mig[slot];
+    out[HBL_F_SINCE_MIG] = lm == HBL_NEVER ? f->nbins[HBL_F_SINCE_MIG] - 1
+                         : log_bin((double)(now - lm), f->per_octave[HBL_F_SINCE_MIG], f->nbins[HBL_F_SINCE_MIG]);
+}
+
+static double prm(const struct hbl_params *p, const char *prefix, const char *key, double dflt)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "%s%s", prefix, key);
+    return hbl_param(p, name, dflt);
+}
+
+void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features *f, int nfeatures,
+                           int nactions, const struct hbl_params *p, const char *pre, int migration,
+                           uint64_t seed)
+{
+    memset(c, 0, sizeof(*c));
+    c->nfeatures = nfeatures;
+    memcpy(c->nbins, f->nbins, (size_t)nfeatures);
+    c->nactions = nactions;
+    c->nhidden = 2;
+    c->hidden[0] = (int32_t)prm(p, pre, "hidden1", 20);
+    c->hidden[1] = (int32_t)prm(p, pre, "hidden2", 30);
+    c->head = (int32_t)prm(p, pre, "head", HBL_HEAD_C51);
+    c->atoms = (int32_t)prm(p, pre, "atoms", 51);
+    c->optimizer = (int32_t)prm(p, pre, "optimizer", HBL_OPT_ADAM);
+    c->gamma = prm(p, pre, "gamma", migration ? 0.1 : 0.9);
+    c->lr = prm(p, pre, "lr", migration ? 1e-2 : 1e-3);
+    c->epsilon = prm(p, pre, "epsilon", 0.001);
+    c->warmup = (int32_t)prm(p, pre, "warmup", migration ? 2000 : 10000);
+    c->batch = (int32_t)prm(p, pre, "batch", migration ? 256 : 128);
+    c->buffer = (int32_t)prm(p, pre, "buffer", 1000);
+    c->train_every = (int32_t)prm(p, pre, "train_every", migration ? 64 : 1000);
+    c->sync_every = (int32_t)prm(p, pre, "sync_every", migration ? 64 : 1000);
+    c->cache = (int32_t)prm(p, pre, "cache", migration ? 0 : 512);
+    c->vmin = prm(p, pre, "vmin", migration ? -1.0 : 0.0);
+    c->vmax = prm(p, pre, "vmax", migration ? 2.0 : 1.0 / (1.0 - c->gamma));
+    c->seed = seed;
+}
+
+double hbl_reference_latency(const struct hbl_sim *s)
+{
+    const struct hbl_device_params *d = &s->cfg.dev[0];
+    return d->read_latency_ns + s->cfg.page_size / d->read_bytes_per_ns;
+}
+
+/* ---- placement agent ---- */
+
+int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_params *p,
+                             int nfeatures, char *err, int errlen)
+{
+    memset(pa, 0, sizeof(*pa));
+    hbl_features_init(&pa->feat, s, p);
+    struct hbl_agent_config c;
+    hbl_agent_config_init(&c, &pa->feat, nfeatures, s->cfg.ndev, p, "", 0, s->cfg.seed);
+    pa->ag = hbl_agent_new(&c, err, errlen);
+    if (!pa->ag) return -1;
+    pa->nfeatures = nfeatures;
+    pa->act_on_reads = (int)hbl_param(p, "place_reads", 1);
+    pa->penalty = hbl_param(p, "penalty", 0.1);
+    pa->lref = hbl_reference_latency(s);
+    return 0;
+}
+
+void hbl_placement_agent_free(struct hbl_placement_agent *pa)
+{
+    hbl_agent_free(pa->ag);
+    pa->ag = NULL;
+}
+
+void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_request *r,
+                               const uint32_t *slots, int n, int8_t *targets)
+{
+    int write = r->op == HBL_OP_WRITE;
+    uint8_t state[HBL_NFEATURES];
+    hbl_features_encode(&pa->feat, s, write, (uint32_t)n, slots[0], state);
+    if (pa->pending) {   /* the previous decision's transition ends in this state */
+        hbl_agent_remember(pa->ag, pa->state, pa->action, pa->reward, state);
+        pa->pending = 0;
+    }
+    if (!write && !pa->act_on_reads) return;
+    int a = hbl_agent_act(pa->ag, state);
+    hbl_agent_tick(pa->ag);
+    memcpy(pa->state, state, sizeof(state));
+    pa->action = a;
+    pa->pending = -1;   /* waiting for the latency */
+    pa->evictions_before = s->st.fallback_evictions;
+    for (int i = 0; i < n; i++) targets[i] = (int8_t)a;
+}
+
+void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim *s, double latency_ns)
+{
+    if (pa->pending != -1) return;
+    double r = pa->lref / (latency_ns > 1 ? latency_ns : 1)
+             - pa->penalty * (double)(s->st.fallback_evictions - pa->evictions_before);
+    pa->reward = (float)(r > 0 ? r : 0);
+    pa->pending = 1;
+}
+
+/* ---- migration agent ---- */
+
+int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, const struct hbl_params *p,
+                             char *err, int errlen)
+{
+    memset(ma, 0, sizeof(*ma));
+    hbl_features_init(&ma->feat, s, p);
+    ma->candidates = (int)hbl_param(p, "m_candidates", 64);
+    ma->max_moves = (int)hbl_param(p, "m_moves", 10);
+    ma->reward_n = (int)hbl_param(p, "m_reward_n", 50);
+    ma->pingpong = hbl_param(p, "m_pingpong", 100);
+    if (ma->candidates < 2 || ma->candidates > HBL_MIG_MAX_CAND || ma->max_moves < 1 || ma->reward_n < 1) {
+        snprintf(err, errlen, "m_candidates must be 2..%d, m_moves >= 1, m_reward_n >= 1", HBL_MIG_MAX_CAND);
+        return -1;
+    }
+    struct hbl_agent_config c;
+    hbl_agent_config_init(&c, &ma->feat, HBL_NFEATURES, s->cfg.ndev, p, "m_", 1, s->cfg.seed + 1);
+    ma->ag = hbl_agent_new(&c, err, errlen);
+    if (!ma->ag) return -1;
+    ma->lref = hbl_reference_latency(s);
+    return 0;
+}
+
+void hbl_migration_agent_free(struct hbl_migration_agent *ma)
+{
+    hbl_agent_free(ma->ag);
+    ma->ag = NULL;
+}
+
+static void migration_reward(struct hbl_migration_agent *ma, struct hbl_sim *s)
+{
+    if (!ma->collecting || !ma->lat_n) return;
+    double r = ma->lat_n * ma->lref / (ma->lat_sum > 1 ? ma->lat_sum : 1);
+    for (int i = 0; i < ma->npend; i++) {
+        uint8_t next[HBL_NFEATURES];
+        hbl_features_encode(&ma->feat, s, 0, 1, ma->pend[i].slot, next);
+        hbl_agent_remember(ma->ag, ma->pend[i].s, ma->pend[i].a, (float)(r - ma->pend[i].penalty), next);
+    }
+    ma->npend = 0;
+    ma->collecting = 0;
+}
+
+void hbl_migration_agent_observe(struct hbl_migration_agent *ma, struct hbl_sim *s,
+                                 const uint32_t *slots, int n, double latency_ns)
+{
+    /* promotion candidates: pages just accessed that live below the fastest device */
+    if (s->pt.dev[slots[0]] > 0) {
+        ma->recent[ma->rhead] = slots[0];
+        ma->rhead = (ma->rhead + 1) % 1024;
+        if (ma->nrecent < 1024) ma->nrecent++;
+    }
+    if (ma->collecting) {
+        ma->lat_sum += latency_ns;
+        if (++ma->lat_n >= ma->reward_n) migration_reward(ma, s);
+    }
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x < y) - (x > y);
+}
+
+int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *s, uint32_t *slots,
+                                 int8_t *targets, int max)
+{
+    migration_reward(ma, s);   /* a round that ended early still teaches */
+    const struct hbl_pagetable *pt = &s->pt;
+    uint32_t cand[HBL_MIG_MAX_CAND];
+    int nc = 0, half = ma->candidates / 2;
+    /* the hottest recently read pages below the fastest device: (count << 32 | slot), sorted */
+    uint64_t keyed[1024];
+    int nk = 0;
+    for (int i = 0; i < ma->nrecent; i++) {
+        uint32_t x = ma->recent[i];
+        if (pt->dev[x] <= 0 || pt->aux32[x] == (uint32_t)(s->nreq & 0xffffffffu)) continue;
+        ((struct hbl_pagetable *)pt)->aux32[x] = (uint32_t)(s->nreq & 0xffffffffu); /* dedupe this round */
+        keyed[nk++] = ((uint64_t)(pt->count[x] > 0xffffffffu ? 0xffffffffu : pt->count[x]) << 32) | x;
+    }
+    qsort(keyed, (size_t)nk, sizeof(uint64_t), cmp_desc);
+    for (int i = 0; i < nk && nc < half; i++) cand[nc++] = (uint32_t)keyed[i];
+    ma->nrecent = ma->rhead = 0;
+    /* the coldest pages of the faster devices (least recently used first) */
+    for (int d = 0; d < s->cfg.ndev - 1 && nc < ma->candidates; d++) {
+        int share = (ma->candidates - nc) / (s->cfg.ndev - 1 - d);
+        int taken = 0;
+        for (uint32_t x = s->lru_tail[d]; x != HBL_NONE && taken < share && nc < ma->candidates; x = pt->prev[x]) {
+            cand[nc++] = x;
+            taken++;
+        }
+    }
+    int m = 0, limit = max < ma->max_moves ? max : ma->max_moves;
+    ma->npend = 0;
+    for (int i = 0; i < nc; i++) {
+        uint32_t x = cand[i];
+        uint8_t st[HBL_NFEATURES];
+        hbl_features_encode(&ma->feat, s, 0, 1, x, st);
+        int a = hbl_agent_act(ma->ag, st);
+        hbl_agent_tick(ma->ag);
+        float pen = 0;
+        if (a != pt->dev[x] && m < limit) {
+            slots[m] = x; targets[m] = (int8_t)a; m++;
+            uint64_t lm = pt->last_mig[x];
+            if (lm != HBL_NEVER) pen = (float)(ma->pingpong / (1.0 + (double)(s->nreq - lm)));
+        } else if (a != pt->dev[x]) {
+            continue;   /* over the move budget: not carried out, not learned from */
+        }
+        memcpy(ma->pend[ma->npend].s, st, sizeof(st));
+        ma->pend[ma->npend].a = (uint8_t)a;
+        ma->pend[ma->npend].slot = x;
+        ma->pend[ma->npend].penalty = pen;
+        ma->npend++;
+    }
+    ma->collecting = 1;
+    ma->lat_sum = 0;
+    ma->lat_n = 0;
+    return m;
+}

@@ -1,0 +1,117 @@
+"""Thin Python view of the C learning agent (ctypes_core/agent.c).
+
+Used by tests and benchmarks; policies drive their agents from C.  States are
+sequences of small integers (feature bins), one byte each.
+"""
+import numpy as np
+
+from hbl.core import ffi, lib
+from hbl.errors import HblError
+
+HEADS = {"dqn": 0, "c51": 1}
+OPTIMIZERS = {"adam": 0, "rmsprop": 1}
+
+
+def config(nbins, nactions, hidden=(20, 30), head="c51", atoms=51, vmin=0.0, vmax=10.0, optimizer="adam",
+           lr=1e-3, gamma=0.9, epsilon=0.001, warmup=0, batch=128, buffer=1000, train_every=1000,
+           sync_every=1000, cache=0, seed=1):
+    c = ffi.new("struct hbl_agent_config *")
+    c.nfeatures = len(nbins)
+    for i, b in enumerate(nbins):
+        c.nbins[i] = b
+    c.nactions = nactions
+    c.nhidden = len(hidden)
+    for i, h in enumerate(hidden):
+        c.hidden[i] = h
+    c.head, c.atoms, c.vmin, c.vmax = HEADS[head], atoms, vmin, vmax
+    c.optimizer, c.lr, c.gamma, c.epsilon, c.warmup = OPTIMIZERS[optimizer], lr, gamma, epsilon, warmup
+    c.batch, c.buffer, c.train_every, c.sync_every, c.cache, c.seed = batch, buffer, train_every, sync_every, cache, seed
+    return c
+
+
+class Agent:
+    """An agent: owned (created here) or a view of one inside a simulator."""
+
+    def __init__(self, ptr=None, owner=None, **cfg):
+        if ptr is None:
+            err = ffi.new("char[256]")
+            ptr = lib.hbl_agent_new(config(**cfg), err, 256)
+            if ptr == ffi.NULL:
+                raise HblError(ffi.string(err).decode())
+            self._owned = True
+        else:
+            self._owned = False
+        self.ptr, self._owner = ptr, owner
+        c = ffi.new("struct hbl_agent_config *")
+        lib.hbl_agent_get_config(ptr, c)
+        self.nfeatures, self.nactions = c.nfeatures, c.nactions
+
+    def __del__(self):
+        if getattr(self, "_owned", False) and self.ptr != ffi.NULL:
+            lib.hbl_agent_free(self.ptr)
+            self.ptr = ffi.NULL
+
+    def _state(self, s):
+        a = np.ascontiguousarray(s, dtype=np.uint8)
+        if a.shape[-1] != self.nfeatures:
+            raise ValueError("a state has %d features" % self.nfeatures)
+        return a, ffi.cast("uint8_t *", ffi.from_buffer(a))
+
+    def act(self, state):
+        _, p = self._state(state)
+        return lib.hbl_agent_act(self.ptr, p)
+
+    def greedy(self, state):
+        _, p = self._state(state)
+        return lib.hbl_agent_greedy(self.ptr, p)
+
+    def values(self, state):
+        _, p = self._state(state)
+        out = ffi.new("float[]", self.nactions)
+        lib.hbl_agent_values(self.ptr, p, out)
+        return list(out)
+
+    def remember(self, state, action, reward, next_state):
+        a, p = self._state(state)
+        b, q = self._state(next_state)
+        lib.hbl_agent_remember(self.ptr, p, action, reward, q)
+
+    def train(self):
+        return lib.hbl_agent_train(self.ptr)
+
+    def sync(self):
+        lib.hbl_agent_sync(self.ptr)
+
+    def memory_bytes(self):
+        return int(lib.hbl_agent_memory_bytes(self.ptr))
+
+    def stats(self):
+        st = ffi.new("struct hbl_agent_stats *")
+        lib.hbl_agent_get_stats(self.ptr, st)
+        return {k: getattr(st, k) for k in ("decisions", "explorations", "train_steps", "syncs", "buffered",
+                                            "epsilon", "last_loss", "reward_ewma")}
+
+    def buffer_states(self):
+        out = np.zeros((100_000, self.nfeatures), np.uint8)
+        n = lib.hbl_agent_buffer_states(self.ptr, ffi.cast("uint8_t *", ffi.from_buffer(out)), len(out))
+        return out[:n]
+
+    def bench_forward_ns(self, states, n=1_000_000):
+        a, p = self._state(states)
+        return lib.hbl_agent_bench_inference(self.ptr, p, len(a), n)
+
+    def bench_decision_ns(self, states, sync_every=1000, n=1_000_000):
+        a, p = self._state(states)
+        return lib.hbl_agent_bench_decisions(self.ptr, p, len(a), sync_every, n)
+
+    def save(self, path, policy="agent"):
+        err = ffi.new("char[512]")
+        arr = ffi.new("struct hbl_agent *[1]", [self.ptr])
+        if lib.hbl_agents_save(str(path).encode(), policy.encode(), arr, 1, err, 512):
+            raise HblError(ffi.string(err).decode())
+
+    def load(self, path, policy="agent"):
+        err = ffi.new("char[512]")
+        arr = ffi.new("struct hbl_agent *[1]", [self.ptr])
+        if lib.hbl_agents_load(str(path).encode(), policy.encode(), arr, 1, err, 512):
+            raise HblError(ffi.string(err).decode())

@@ -1,0 +1,187 @@
+"""The C agent core against NumPy references, learning, determinism, save/load."""
+import numpy as np
+import pytest
+
+from hbl.agent import Agent
+from hbl.core import ffi, lib
+from hbl.errors import HblError
+from hbl.sim import Simulator, simulate
+
+SIZES = [7, 20, 30, 102]
+
+
+def np_forward(params, x, sizes=SIZES, dtype=np.float64):
+    a, off = np.asarray(x, dtype), 0
+    for l in range(len(sizes) - 1):
+        ni, no = sizes[l], sizes[l + 1]
+        W = params[off:off + ni * no].reshape(no, ni).astype(dtype); off += ni * no
+        b = params[off:off + no].astype(dtype); off += no
+        z = W @ a + b
+        a = z / (1 + np.exp(-z)) if l < len(sizes) - 2 else z
+    return a
+
+
+def c_array(a, t="float"):
+    a = np.ascontiguousarray(a, dtype=np.float32 if t == "float" else np.int32)
+    return a, ffi.cast(t + " *", ffi.from_buffer(a))
+
+
+def test_forward_matches_numpy():
+    rng = np.random.default_rng(0)
+    n = lib.hbl_mlp_nparams(c_array(SIZES, "int32_t")[1], 3)
+    assert n == 7 * 20 + 20 + 20 * 30 + 30 + 30 * 102 + 102
+    sizes, sp = c_array(SIZES, "int32_t")
+    for _ in range(5):
+        params, pp = c_array(rng.normal(0, 0.5, n))
+        x, xp = c_array(rng.random(7))
+        out = ffi.new("float[]", 102)
+        lib.hbl_mlp_forward_ref(sp, 3, pp, xp, out)
+        np.testing.assert_allclose(np.array(list(out)), np_forward(params, x), rtol=1e-4, atol=1e-5)
+
+
+def test_gradient_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    sizes, sp = c_array(SIZES, "int32_t")
+    n = lib.hbl_mlp_nparams(sp, 3)
+    params, pp = c_array(rng.normal(0, 0.5, n))
+    x, xp = c_array(rng.random(7))
+    dout, dp = c_array(rng.normal(0, 1, 102))
+    grad = ffi.new("float[]", n)
+    lib.hbl_mlp_grad_ref(sp, 3, pp, xp, dp, grad)
+    p64 = params.astype(np.float64)
+    loss = lambda p: float(np.dot(dout, np_forward(p, x)))
+    for i in rng.choice(n, 80, replace=False):
+        e = np.zeros(n); e[i] = 1e-4
+        numeric = (loss(p64 + e) - loss(p64 - e)) / 2e-4
+        assert abs(grad[i] - numeric) <= 1e-3 + 1e-2 * abs(numeric), (i, grad[i], numeric)
+
+
+def np_project(r, gamma, p, vmin, vmax):
+    A = len(p)
+    z = np.linspace(vmin, vmax, A)
+    dz = (vmax - vmin) / (A - 1)
+    out = np.zeros(A)
+    tz = np.clip(r + gamma * z, vmin, vmax)
+    b = (tz - vmin) / dz
+    lo, hi = np.floor(b).astype(int), np.ceil(b).astype(int)
+    for j in range(A):
+        if lo[j] == hi[j]:
+            out[lo[j]] += p[j]
+        else:
+            out[lo[j]] += p[j] * (hi[j] - b[j])
+            out[hi[j]] += p[j] * (b[j] - lo[j])
+    return out
+
+
+@pytest.mark.parametrize("r,gamma", [(0.3, 0.9), (0.0, 0.0), (5.0, 0.9), (-2.0, 0.5), (0.77, 0.1)])
+def test_c51_projection_matches_numpy(r, gamma):
+    rng = np.random.default_rng(2)
+    p = rng.random(51)
+    p /= p.sum()
+    pa, pp = c_array(p)
+    out = ffi.new("float[]", 51)
+    lib.hbl_c51_project(r, gamma, pp, 51, 0.0, 10.0, out)
+    got = np.array(list(out))
+    np.testing.assert_allclose(got, np_project(r, gamma, pa.astype(np.float64), 0.0, 10.0), atol=1e-5)
+    assert abs(got.sum() - 1) < 1e-5
+
+
+@pytest.mark.parametrize("head", ["dqn", "c51"])
+def test_agent_learns_a_known_best_policy(head):
+    """Hot data (feature 0 >= 4) belongs on device 0, cold data on device 1."""
+    ag = Agent(nbins=[8, 4], nactions=2, head=head, vmin=0, vmax=2, gamma=0.5, lr=3e-3, warmup=2000,
+               epsilon=0.05, batch=64, buffer=1000, train_every=10, sync_every=100, seed=3)
+    rng = np.random.default_rng(3)
+    best = lambda s: 0 if s[0] >= 4 else 1
+    s = rng.integers(0, [8, 4]).astype(np.uint8)
+    for step in range(8000):
+        a = ag.act(s)
+        r = 1.0 if a == best(s) else 0.1
+        s2 = rng.integers(0, [8, 4]).astype(np.uint8)
+        ag.remember(s, a, r, s2)
+        if step % 10 == 0:
+            ag.train()
+        if step % 100 == 0:
+            ag.sync()
+        s = s2
+    states = [np.array([h, n], np.uint8) for h in range(8) for n in range(4)]
+    accuracy = np.mean([ag.greedy(st) == best(st) for st in states])
+    assert accuracy >= 0.95   # a random policy gets 0.5
+
+
+def test_sibyl_beats_random_placement():
+    trace = "synth:zipf:requests=150000,pages=50000,alpha=1.0,read=0.7,seed=5"
+    learned = simulate(trace, hss="perf", policy="sibyl", fast_capacity="5%", params=["warmup=5000"])
+    rand = simulate(trace, hss="perf", policy="sibyl", fast_capacity="5%", params=["epsilon=1", "warmup=0"])
+    assert learned["avg_latency_us"] < 0.85 * rand["avg_latency_us"]
+    assert learned["fast_hit_ratio"] > rand["fast_hit_ratio"] + 0.05
+
+
+def test_seeded_runs_are_bit_identical():
+    run = lambda seed: simulate("bundled:hm_0", hss="perf", policy="harmonia", seed=seed)
+    a, b, c = run(7), run(7), run(8)
+    for k in ("avg_latency_us", "p99_latency_us", "promotions", "evictions", "agents"):
+        assert a[k] == b[k]
+    assert a["agents"] != c["agents"]
+
+
+def test_save_load_round_trip_and_refusals(tmp_path):
+    path = tmp_path / "sibyl.agent"
+    simulate("bundled:hm_0", hss="perf", policy="sibyl", save_agents=str(path))
+    from hbl.devices import load_hss
+    cfg = load_hss("perf")
+    fresh = Simulator(cfg, "sibyl", [100, None])
+    loaded = Simulator(cfg, "sibyl", [100, None])
+    loaded.load_agents(path)
+    states = np.random.default_rng(0).integers(0, [2, 8, 64, 64, 8, 2], size=(50, 6)).astype(np.uint8)
+    v_loaded = [loaded.agents()[0].values(s) for s in states]
+    again = Simulator(cfg, "sibyl", [100, None])
+    again.load_agents(path)
+    assert v_loaded == [again.agents()[0].values(s) for s in states]          # exact round trip
+    assert v_loaded != [fresh.agents()[0].values(s) for s in states]          # and not the initial weights
+    raw = bytearray(path.read_bytes())
+    raw[100] ^= 0xFF
+    bad = tmp_path / "corrupt.agent"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(HblError, match="checksum"):
+        fresh.load_agents(bad)
+    assert [fresh.agents()[0].values(s) for s in states[:3]] != v_loaded[:3]   # refused file changed nothing
+    (tmp_path / "short.agent").write_bytes(bytes(path.read_bytes()[:40]))
+    with pytest.raises(HblError, match="not an hbl agent file"):
+        fresh.load_agents(tmp_path / "short.agent")
+    with pytest.raises(HblError, match="policy 'sibyl', not 'harmonia'"):
+        Simulator(cfg, "harmonia", [100, None]).load_agents(path)
+    tri = load_hss("tri")
+    with pytest.raises(HblError, match="another shape"):
+        Simulator(tri, "sibyl", [100, 300, None]).load_agents(path)
+
+
+@pytest.mark.parametrize("hss", ["tri", "quad"])
+def test_three_and_four_device_action_spaces(hss):
+    r = simulate("synth:mixed:requests=60000,pages=20000", hss=hss, policy="harmonia", check=True,
+                 params=["warmup=2000"])
+    ndev = len(r["devices"])
+    assert ndev == (3 if hss == "tri" else 4)
+    assert all(u > 0 for u in r["used_pages"])        # every device of the action space holds data
+    assert r["promotions"] > 0 and r["evictions"] > 0
+
+
+def test_agent_config_errors():
+    with pytest.raises(HblError, match="nactions"):
+        Agent(nbins=[2], nactions=9)
+    with pytest.raises(HblError, match="unknown parameter 'lrr'"):
+        simulate("bundled:mds_0", policy="harmonia", params=["lrr=1"])
+
+
+def test_memory_and_inference_figures():
+    from hbl.bench import agent_figures
+    from hbl.devices import load_hss
+    from hbl.trace import load
+    data, _ = load("synth:hm:requests=20000")
+    cfg = load_hss("cost")
+    sim = Simulator(cfg, "harmonia", [500, None])
+    sim.feed(data)
+    f = agent_figures(sim)
+    expected = sum(a.memory_bytes() for a in sim.agents())
+    assert f["agents_memory_bytes"] == expected and expected > 50_000
+    assert 0 < f["placement_decision_ns"] and 0 < f["placement_inference_ns"]
