@@ -293,13 +293,7 @@ static void optimizer_step(struct hbl_agent *ag)
     int n = ag->m.np;
     ag->adam_t++;
     if (c->optimizer == HBL_OPT_ADAM) {
-        const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
-        float c1 = 1.0f / (1.0f - powf(b1, (float)ag->adam_t)), c2 = 1.0f / (1.0f - powf(b2, (float)ag->adam_t));
-        for (int i = 0; i < n; i++) {
-            m1[i] = b1 * m1[i] + (1 - b1) * g[i];
-            m2[i] = b2 * m2[i] + (1 - b2) * g[i] * g[i];
-            w[i] -= lr * (m1[i] * c1) / (sqrtf(m2[i] * c2) + eps);
-        }
+        hbl_adam(w, g, m1, m2, n, lr, ag->adam_t);
     } else {
         const float rho = 0.99f, eps = 1e-6f;
         for (int i = 0; i < n; i++) {

@@ -101,6 +101,17 @@ void hbl_mlp_backward(const struct hbl_mlp *m, const float *w, const float *x, c
     }
 }
 
+void hbl_adam(float *w, const float *g, float *m1, float *m2, int n, float lr, uint64_t t)
+{
+    const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    float c1 = 1.0f / (1.0f - powf(b1, (float)t)), c2 = 1.0f / (1.0f - powf(b2, (float)t));
+    for (int i = 0; i < n; i++) {
+        m1[i] = b1 * m1[i] + (1 - b1) * g[i];
+        m2[i] = b2 * m2[i] + (1 - b2) * g[i] * g[i];
+        w[i] -= lr * (m1[i] * c1) / (sqrtf(m2[i] * c2) + eps);
+    }
+}
+
 void hbl_mlp_transpose(const struct hbl_mlp *m, const float *w, float *wt)
 {
     memset(wt, 0, (size_t)m->pnp * sizeof(float));

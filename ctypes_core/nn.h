@@ -32,6 +32,9 @@ void hbl_mlp_forward(const struct hbl_mlp *m, const float *w, const float *x, fl
 void hbl_mlp_backward(const struct hbl_mlp *m, const float *w, const float *x, const float *z,
                       const float *a, const float *dout, float *grad, float *scratch);
 
+/* One Adam step (Kingma & Ba) with bias correction; t counts steps from 1. */
+void hbl_adam(float *w, const float *g, float *m1, float *m2, int n, float lr, uint64_t t);
+
 /* Inference layout (m->pnp floats): each layer's weights transposed (input-major)
  * and padded, so the inner loop runs over a layer's outputs, contiguous and
  * vectorizable. */

@@ -8,7 +8,10 @@ static int grow_slots(struct hbl_pagetable *pt, uint32_t cap)
 {
 #define GROW(field) do { \
         void *p = realloc(pt->field, (size_t)cap * sizeof(*pt->field)); \
-        if (!p) return -1; pt->field = p; } while (0)
+        if (!p) \
+            return -1; \
+        pt->field = p; \
+    } while (0)
     GROW(page); GROW(dev); GROW(count); GROW(last); GROW(last_mig);
     GROW(prev); GROW(next); GROW(aux64); GROW(aux32); GROW(home_copy);
 #undef GROW
