@@ -8,7 +8,7 @@
  *     gamma 0.9, lr 1e-3, batch 128, buffer 1000 ............ Sibyl / Harmonia (secondhand)
  *     epsilon 0.001 after warm-up .......................... Sibyl
  *     train and sync every 1000 requests ................... Sibyl / Harmonia (secondhand)
- *     warm-up 10000 decisions, support [0, 1/(1-gamma)] ...... ours
+ *     warm-up 1000 decisions, support [0, 1/(1-gamma)] ....... ours
  *     decision cache of 512 states (exact: cleared at every sync) .. ours
  *     reward = t_ref / latency - penalty x forced evictions,
  *       floored at 0; t_ref = one page read on the fastest device; penalty 0.1 .. ours (Sibyl's form)
@@ -17,7 +17,7 @@
  *     reward over the next n = 50 requests: n t_ref / sum of latencies .. Harmonia
  *     ping-pong penalty c / (1 + requests since the page's last move), c = 100 .. ours
  *     64 candidates, at most 10 moves per round, a round every 1000 requests .. Harmonia / ours
- *     warm-up 2000 decisions (about 30 rounds), support [-1, 2] ..... ours
+ *     warm-up 500 decisions (about 8 rounds), support [-1, 2] ....... ours
  * Every value can be overridden with a policy parameter (`hbl policies`);
  * migration-agent parameters carry the prefix m_.
  */
@@ -97,7 +97,7 @@ void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features
     c->gamma = prm(p, pre, "gamma", migration ? 0.1 : 0.9);
     c->lr = prm(p, pre, "lr", migration ? 1e-2 : 1e-3);
     c->epsilon = prm(p, pre, "epsilon", 0.001);
-    c->warmup = (int32_t)prm(p, pre, "warmup", migration ? 2000 : 10000);
+    c->warmup = (int32_t)prm(p, pre, "warmup", migration ? 500 : 1000);
     c->batch = (int32_t)prm(p, pre, "batch", migration ? 256 : 128);
     c->buffer = (int32_t)prm(p, pre, "buffer", 1000);
     c->train_every = (int32_t)prm(p, pre, "train_every", migration ? 64 : 1000);

@@ -85,12 +85,12 @@ static double dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_
 /* Move one stored page with a copy (read source, write destination).  Data
  * promoted from the slowest device leaves its copy there (as dm-cache and
  * bcache do); until the page is written, evicting it back costs no I/O. */
-static void make_room(struct hbl_sim *s, int d, double now);
+static void make_room(struct hbl_sim *s, int d, double now, int64_t room);
 
 static void migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed)
 {
     int from = s->pt.dev[x];
-    make_room(s, to, now);
+    make_room(s, to, now, 1);
     uint64_t page = s->pt.page[x];
     s->pt.last_mig[x] = s->nreq;
     if (to < from) s->st.promotions++; else s->st.evictions++;
@@ -105,11 +105,12 @@ static void migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int 
     set_device(s, x, to);
 }
 
-/* The same fallback for every policy: while d is full, its victim (least
- * recently used unless the policy names one) goes to the next slower device. */
-static void make_room(struct hbl_sim *s, int d, double now)
+/* The same fallback for every policy: until d has `room` free pages, its
+ * victim (least recently used unless the policy names one) goes to the next
+ * slower device. */
+static void make_room(struct hbl_sim *s, int d, double now, int64_t room)
 {
-    while (hbl_free_pages(s, d) <= 0 && d + 1 < s->cfg.ndev) {
+    while (hbl_free_pages(s, d) < room && d + 1 < s->cfg.ndev) {
         uint32_t v = s->ops->victim ? s->ops->victim(s->pstate, s, d) : s->lru_tail[d];
         if (v == HBL_NONE) return;
         migrate_page(s, v, d + 1, now, 1);
@@ -226,16 +227,16 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     }
     if (s->ops->place) s->ops->place(s->pstate, s, r, slots, (int)n, targets);
 
+    /* A write lands where placement wants it (no copy).  Room is made after the
+     * request is served: the write may use a spare slot, and whatever has to
+     * leave (possibly the page just written) is copied off the request path. */
     int write = r->op == HBL_OP_WRITE;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = slots[i];
         int cur = pt->dev[x], t = targets[i];
         if (t < 0 || t >= s->cfg.ndev || !write) t = cur >= 0 ? cur : s->initial_dev;
         if (write) pt->home_copy[x] = 0;
-        if (t != cur) {            /* a write lands where placement wants it: no copy */
-            make_room(s, t, arrival);
-            set_device(s, x, t);
-        }
+        if (t != cur) set_device(s, x, t);
     }
 
     double done = arrival;
@@ -257,6 +258,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
                 migrate_page(s, slots[i], t, arrival, 0);
         }
     }
+    for (int d = 0; d < s->cfg.ndev - 1; d++) make_room(s, d, arrival, 0);
 
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = slots[i];

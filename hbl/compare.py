@@ -116,10 +116,29 @@ def summarize(results, workloads, hss_list, pols):
         mean[h] = {p: sum(norm[h][w][p] for w in workloads) / len(workloads) for p in pols} if workloads else {}
         geomean[h] = {p: math.exp(sum(math.log(max(norm[h][w][p], 1e-12)) for w in workloads) / len(workloads))
                       for p in pols} if workloads else {}
+    learning = {"sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only", "archivist", "rnn-hss"}
+    harmonia = {}
+    for h in hss_list:
+        m = mean.get(h, {})
+        if "harmonia" not in m:
+            continue
+        heuristics = {p: v for p, v in m.items() if p not in learning and p not in (BASELINE, "oracle")}
+        best = min(heuristics, key=heuristics.get) if heuristics else None
+        entry = {"harmonia": m["harmonia"]}
+        if best:
+            entry.update(best_heuristic=best, best_heuristic_value=m[best],
+                         improvement_over_best_heuristic=1 - m["harmonia"] / m[best])
+        if "sibyl" in m:
+            entry["improvement_over_sibyl"] = 1 - m["harmonia"] / m["sibyl"]
+        if best and "oracle" in m:
+            gap = m[best] - m["oracle"]
+            entry["oracle"] = m["oracle"]
+            entry["oracle_gap_closed"] = (m[best] - m["harmonia"]) / gap if gap > 0 else None
+        harmonia[h] = entry
     order = {p: i for i, p in enumerate(pols)}
     results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["trace"]), order[r["policy"]]))
     return {"workloads": workloads, "hss": hss_list, "policies": pols, "normalized_avg_latency": norm,
-            "mean_normalized_avg_latency": mean, "geomean_normalized_avg_latency": geomean,
+            "mean_normalized_avg_latency": mean, "harmonia_summary": harmonia, "geomean_normalized_avg_latency": geomean,
             "results": results}
 
 
@@ -150,6 +169,18 @@ def format_table(summary):
                for p in pols}
         lines.append("p99 us".ljust(w0) + "".join(("%s " % _short(p99[p])).rjust(cw) for p in pols))
         lines.append("migr.".ljust(w0) + "".join(("%s " % _short(mig[p])).rjust(cw) for p in pols))
+    for h, e in summary.get("harmonia_summary", {}).items():
+        parts = ["HSS %s: harmonia %.2f" % (h, e["harmonia"])]
+        if "best_heuristic" in e:
+            parts.append("%+.1f%% vs the best non-learning policy (%s, %.2f)" % (
+                100 * e["improvement_over_best_heuristic"], e["best_heuristic"], e["best_heuristic_value"]))
+        if "improvement_over_sibyl" in e:
+            parts.append("%+.1f%% vs sibyl" % (100 * e["improvement_over_sibyl"]))
+        if e.get("oracle_gap_closed") is not None:
+            parts.append("closes %.0f%% of the gap to oracle (%.2f)" % (100 * e["oracle_gap_closed"], e["oracle"]))
+        elif "oracle" in e:
+            parts.append("oracle (%.2f) is no better than %s here: no gap to close" % (e["oracle"], e["best_heuristic"]))
+        lines.append(", ".join(parts) + " (means of the normalized latency; + = harmonia faster)")
     lines.append("")
     lines.append("< best non-oracle policy of the row; * synthetic workload; p99 us = mean over workloads;"
                  " migr. = promotions + evictions, all workloads")

@@ -7,10 +7,12 @@
  * farthest in the future leaves (instead of the shared LRU fallback: that
  * choice is what makes it an oracle).  An accessed page goes to the fastest
  * device when there is room or when it is read again sooner than the farthest
- * page there; otherwise it stays where it is (reads) or is written to the
- * slowest device (writes), so dead data never costs a copy.  This maximizes
- * read hits on the fast device; it ignores queueing, so it bounds placement
- * quality, not every latency figure. */
+ * page there, otherwise it stays where it is.  A write always lands on the
+ * fastest device (the fastest way to serve it); room is made after the
+ * request, so if the page just written is the one read farthest in the
+ * future, it is the one that leaves.  This maximizes read hits on the fast
+ * device; it ignores queueing, so it bounds placement quality, not every
+ * latency figure. */
 #include <stdlib.h>
 #include "../hbl_internal.h"
 
@@ -47,15 +49,24 @@ static void hswap(struct state *st, struct hbl_sim *s, int d, uint64_t i, uint64
     s->pt.aux32[h[j]] = (uint32_t)j;
 }
 
+/* a leaves before b: read farther in the future, or, on a tie (pages never
+ * read again), the lower page number, so the pages of a run leave in order
+ * and an HDD sees them as a sequential stream (the keys must not change
+ * while a page is in a heap, so no recency here) */
+static inline int before(const struct hbl_sim *s, uint32_t a, uint32_t b)
+{
+    uint64_t ka = s->pt.aux64[a], kb = s->pt.aux64[b];
+    return ka != kb ? ka > kb : s->pt.page[a] < s->pt.page[b];
+}
+
 static void hfix(struct state *st, struct hbl_sim *s, int d, uint64_t i)
 {
     uint32_t *h = st->heap[d];
-    const uint64_t *key = s->pt.aux64;
-    while (i > 0 && key[h[(i - 1) / 2]] < key[h[i]]) { hswap(st, s, d, i, (i - 1) / 2); i = (i - 1) / 2; }
+    while (i > 0 && before(s, h[i], h[(i - 1) / 2])) { hswap(st, s, d, i, (i - 1) / 2); i = (i - 1) / 2; }
     for (;;) {
         uint64_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < st->hn[d] && key[h[l]] > key[h[m]]) m = l;
-        if (r < st->hn[d] && key[h[r]] > key[h[m]]) m = r;
+        if (l < st->hn[d] && before(s, h[l], h[m])) m = l;
+        if (r < st->hn[d] && before(s, h[r], h[m])) m = r;
         if (m == i) break;
         hswap(st, s, d, i, m);
         i = m;
@@ -128,10 +139,9 @@ static void place(void *vst, struct hbl_sim *s, const struct hbl_request *r,
         int d = s->pt.dev[x];
         s->pt.aux64[x] = nu;
         if (d >= 0) hfix(st, s, d, s->pt.aux32[x]);
-        if (d == 0 || hbl_free_pages(s, 0) > 0) { targets[i] = 0; continue; }
+        if (write || d == 0 || hbl_free_pages(s, 0) > 0) { targets[i] = 0; continue; }
         uint64_t worst = st->hn[0] ? s->pt.aux64[st->heap[0][0]] : 0;
         if (nu < worst) targets[i] = 0;
-        else if (write) targets[i] = (int8_t)hbl_slowest(s);
     }
 }
 

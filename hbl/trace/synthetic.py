@@ -35,7 +35,7 @@ class Workload:
     streams: int = 4
     sizes: tuple = ((1, 1.0),)      # (pages, weight)
     phases: int = 0
-    iops: float = 150.0             # mean arrivals/s: about what one HDD serves at random
+    iops: float = 50.0              # mean arrivals/s: a quarter of what one HDD serves at random
     seed: int = 1
 
 
