@@ -1,4 +1,18 @@
-# The C agent core is compiled by cffi at install; everything else is in pyproject.toml.
+# The C agent core (and, where the host can build it, the eBPF capture) are
+# compiled by cffi at install; everything else is in pyproject.toml.
+import os
+import sys
+
 from setuptools import setup
 
-setup(cffi_modules=["ctypes_core/build.py:ffibuilder"])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "hbl", "capture"))
+from build_capture import available  # noqa: E402
+
+modules = ["ctypes_core/build_core.py:ffibuilder"]
+ok, why = available()
+if ok:
+    modules.append("hbl/capture/build_capture.py:ffibuilder")
+else:
+    print("hbl: building without live capture (%s); `hbl trace` will say how to get it" % why, file=sys.stderr)
+
+setup(cffi_modules=modules)

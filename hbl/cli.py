@@ -178,6 +178,75 @@ def cmd_convert(a):
     return 0
 
 
+def parse_duration(text):
+    """'10s', '2m', '500ms', '1h' or plain seconds -> seconds."""
+    import re
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", text or "")
+    if not m:
+        raise HblError("duration %r: give a number with an optional unit (500ms, 10s, 2m, 1h)" % text)
+    return float(m.group(1)) * {"ms": 1e-3, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+
+
+def cmd_trace(a):
+    import signal
+    import time
+    from hbl import trace as tracemod
+    from hbl.capture import Capture
+    if (a.duration is None) == (a.count is None):
+        raise HblError("give exactly one of --duration and --count")
+    duration = parse_duration(a.duration) if a.duration is not None else None
+    if a.count is not None and a.count < 1:
+        raise HblError("--count must be >= 1")
+    to = a.format or tracemod.format_for_path(a.out)
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    if not os.path.isdir(out_dir):
+        raise HblError("%s: no such directory" % out_dir)
+    cap = Capture(a.dev, backend=a.backend)
+    names = ", ".join("%s (%s)" % (p, "logical, bio" if m == 2 else "device, with latency")
+                      for p, (_, m, _) in zip(a.dev, cap.devices))
+    w = tracemod.writer(a.out + ".part", to, source="hbl trace " + " ".join(a.dev))
+    stop = {"now": False}
+    old = signal.signal(signal.SIGINT, lambda *_: stop.__setitem__("now", True))
+    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("now", True))
+    live = sys.stderr.isatty() and not a.quiet
+    if not a.quiet:
+        print("tracing %s -> %s (%s, %s); Ctrl-C stops" % (names, a.out, to, a.backend), file=sys.stderr)
+    t0 = last = time.time()
+    n = nbytes = n_last = b_last = 0
+    try:
+        for batch in cap.batches(duration=duration, count=a.count, stop=lambda: stop["now"]):
+            w.write(batch)
+            n += len(batch)
+            nbytes += int(batch["length"].sum())
+            now = time.time()
+            if live and now - last >= 1:
+                st = cap.stats()
+                print("\r%8.1fs %9.0f events/s %9.1f MiB/s  %d records, lost %d   " % (
+                    now - t0, (n - n_last) / (now - last), (nbytes - b_last) / (now - last) / 2 ** 20, n,
+                    st["lost"]), end="", file=sys.stderr, flush=True)
+                last, n_last, b_last = now, n, nbytes
+    finally:
+        signal.signal(signal.SIGINT, old)
+        st = cap.stats()
+        cap.close()
+        w.close()
+        os.replace(a.out + ".part", a.out)
+    elapsed = time.time() - t0
+    summary = {"out": a.out, "format": to, "backend": a.backend, "devices": a.dev, "records": w.count,
+               "bytes": nbytes, "seconds": elapsed, "events_per_second": n / elapsed if elapsed else 0.0,
+               "lost": st["lost"], "lost_ringbuf": st["lost_ringbuf"], "lost_inflight": st["lost_inflight"],
+               "interrupted": stop["now"]}
+    if a.json:
+        _print_json(summary)
+    elif not a.quiet:
+        if live:
+            print(file=sys.stderr)
+        print("%s: %d records (%.1f MiB) in %.1f s, %d lost%s" % (
+            a.out, w.count, nbytes / 2 ** 20, elapsed, st["lost"], " (interrupted)" if stop["now"] else ""),
+            file=sys.stderr)
+    return 0
+
+
 def cmd_policies(a):
     from hbl.core import ffi, lib
     from hbl.sim import policies
@@ -283,6 +352,24 @@ def build_parser():
     v.add_argument("--fio-file", help="fio format: device or file name written in the iolog")
     _trace_args(v)
     v.set_defaults(func=cmd_convert)
+
+    tr = sub.add_parser("trace", help="capture live block I/O with eBPF into a trace file (root)",
+                        description="Capture the block requests of one or more devices with eBPF "
+                        "(tracepoints) into a trace file that hbl simulate and fio can replay. A request-based "
+                        "device (NVMe, SCSI, virtio, loop) gives one record per request with its device "
+                        "latency; a device-mapper device gives its logical requests.")
+    tr.add_argument("--dev", action="append", required=True, metavar="DEVICE",
+                    help="block device to trace (repeatable), e.g. /dev/nvme0n1, /dev/loop0, /dev/mapper/x")
+    tr.add_argument("--duration", help="how long: 500ms, 10s, 2m, 1h")
+    tr.add_argument("--count", type=int, help="stop after this many records")
+    tr.add_argument("--out", required=True, help="output file")
+    tr.add_argument("--format", choices=["native", "msrc", "fio"],
+                    help="output format (default from the file name: .csv msrc, .iolog fio, else native)")
+    tr.add_argument("--backend", choices=["libbpf", "bcc"], default="libbpf",
+                    help="loader: libbpf (default, C consumer) or bcc (python3-bpfcc)")
+    tr.add_argument("--json", action="store_true", help="print a JSON summary at the end")
+    tr.add_argument("--quiet", action="store_true", help="no live line")
+    tr.set_defaults(func=cmd_trace)
 
     po = sub.add_parser("policies", help="list policies")
     po.add_argument("--json", action="store_true")

@@ -32,7 +32,8 @@ fi
 # ---- 2. Python environment ----------------------------------------------------
 stamp_of() {   # changes whenever the package definition or the C core changes
     (cd "$ROOT" && cat pyproject.toml setup.py ctypes_core/*.h ctypes_core/*.c ctypes_core/*.py \
-        ctypes_core/policies/*.c 2>/dev/null; "$PYTHON" --version) | sha256sum | cut -d' ' -f1
+        ctypes_core/policies/*.c ebpf/*.h ebpf/*.c hbl/capture/*.c hbl/capture/*.h hbl/capture/*.py \
+        2>/dev/null; "$PYTHON" --version) | sha256sum | cut -d' ' -f1
 }
 stamp=$(stamp_of)
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.hbl-stamp" 2>/dev/null)" = "$stamp" ] \

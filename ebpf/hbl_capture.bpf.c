@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbl's block capture: tracepoints only (no kprobes), CO-RE.
+ *
+ * - Devices are chosen by user space in `devices` (dev_t -> mode).  A
+ *   request-based device (blk-mq: NVMe, SCSI, virtio, loop) is captured at
+ *   block_rq_issue and block_rq_complete and emitted once, at completion,
+ *   with its latency.  A bio-based device (device-mapper) is captured at
+ *   block_bio_queue: logical addresses, no latency (its members have it).
+ * - block_bio_remap shows a dm device's logical-to-physical mapping, when asked.
+ * - Records go to one ring buffer; what cannot be recorded is counted in
+ *   `lost`, never dropped silently.
+ * - Optional in-kernel heat per extent, for consumers that need only that.
+ */
+#include "vmlinux_min.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "hbl_event.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Settings written by user space before attaching: [0] emit block_bio_remap
+ * records, [1] extent shift (> 0: count heat per 2^shift-sector extent). */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 2);
+    __type(key, __u32);
+    __type(value, __u32);
+} settings SEC(".maps");
+
+static __always_inline __u32 setting(__u32 i)
+{
+    __u32 *v = bpf_map_lookup_elem(&settings, &i);
+    return v ? *v : 0;
+}
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 64);
+    __type(key, __u32);     /* dev_t */
+    __type(value, __u32);   /* enum hbl_dev_mode */
+} devices SEC(".maps");
+
+struct inflight_key { __u32 dev; __u32 _pad; __u64 sector; };
+struct inflight_val { __u64 ts; __u32 pid; __u32 bytes; __u8 op; __u8 sync; char comm[16]; };
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct inflight_key);
+    __type(value, struct inflight_val);
+} inflight SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, HBL_LOST_MAX);
+    __type(key, __u32);
+    __type(value, __u64);
+} lost SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 1 << 18);
+    __type(key, struct hbl_extent_key);
+    __type(value, struct hbl_extent_heat);
+} extents SEC(".maps");
+
+static __always_inline void count_lost(__u32 why)
+{
+    __u64 *n = bpf_map_lookup_elem(&lost, &why);
+    if (n)
+        (*n)++;
+}
+
+static __always_inline __u32 mode_of(__u32 dev)
+{
+    __u32 *m = bpf_map_lookup_elem(&devices, &dev);
+    return m ? *m : 0;
+}
+
+/* read, write, discard, flush from the rwbs string; 255 = not an I/O we record */
+static __always_inline __u8 op_of(const char *rwbs, __u8 *sync)
+{
+    __u8 op = 255, flush = 0;
+    *sync = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        char c = rwbs[i];
+        if (!c)
+            break;
+        if (c == 'W' && op == 255) op = 1;
+        else if (c == 'R' && op == 255) op = 0;
+        else if (c == 'D' && op == 255) op = 2;
+        else if (c == 'F') flush = 1;
+        else if (c == 'S') *sync = 1;
+    }
+    if (op == 255 && flush)
+        op = 3;
+    return op;
+}
+
+static __always_inline void heat(__u32 dev, __u64 sector, __u8 op, __u64 ts)
+{
+    __u32 shift = setting(1);
+    if (!shift || shift > 63)
+        return;
+    struct hbl_extent_key k = { .dev = dev, .extent = sector >> shift };
+    struct hbl_extent_heat *h = bpf_map_lookup_elem(&extents, &k);
+    if (!h) {
+        struct hbl_extent_heat z = {};
+        bpf_map_update_elem(&extents, &k, &z, BPF_NOEXIST);
+        h = bpf_map_lookup_elem(&extents, &k);
+        if (!h)
+            return;
+    }
+    __sync_fetch_and_add(&h->count, 1);
+    if (op == 0) __sync_fetch_and_add(&h->reads, 1);
+    else if (op == 1) __sync_fetch_and_add(&h->writes, 1);
+    h->last_ns = ts;
+}
+
+SEC("tracepoint/block/block_rq_issue")
+int hbl_rq_issue(struct trace_event_raw_block_rq *ctx)
+{
+    __u32 dev = BPF_CORE_READ(ctx, dev);
+    if (mode_of(dev) != HBL_MODE_RQ)
+        return 0;
+    char rwbs[8];
+    bpf_core_read(rwbs, sizeof(rwbs), &ctx->rwbs);
+    struct inflight_val v = {};
+    v.op = op_of(rwbs, &v.sync);
+    if (v.op == 255)
+        return 0;
+    struct inflight_key k = { .dev = dev, .sector = BPF_CORE_READ(ctx, sector) };
+    v.ts = bpf_ktime_get_ns();
+    v.pid = bpf_get_current_pid_tgid() >> 32;
+    v.bytes = BPF_CORE_READ(ctx, bytes);
+    if (!v.bytes)
+        v.bytes = BPF_CORE_READ(ctx, nr_sector) << 9;
+    bpf_core_read(v.comm, sizeof(v.comm), &ctx->comm);
+    if (bpf_map_update_elem(&inflight, &k, &v, BPF_ANY))
+        count_lost(HBL_LOST_INFLIGHT);
+    return 0;
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int hbl_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
+{
+    __u32 dev = BPF_CORE_READ(ctx, dev);
+    if (mode_of(dev) != HBL_MODE_RQ)
+        return 0;
+    struct inflight_key k = { .dev = dev, .sector = BPF_CORE_READ(ctx, sector) };
+    struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
+    if (!v)
+        return 0;   /* issued before capture started */
+    __u64 now = bpf_ktime_get_ns();
+    struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count_lost(HBL_LOST_RINGBUF);
+        bpf_map_delete_elem(&inflight, &k);
+        return 0;
+    }
+    e->ts_ns = v->ts;
+    e->sector = k.sector;
+    e->latency_ns = now - v->ts;
+    e->old_sector = 0;
+    e->dev = dev;
+    e->old_dev = 0;
+    e->bytes = v->bytes;
+    e->pid = v->pid;
+    e->op = v->op;
+    e->kind = HBL_EV_IO;
+    e->sync = v->sync;
+    __builtin_memcpy(e->comm, v->comm, sizeof(e->comm));
+    heat(dev, k.sector, v->op, v->ts);
+    bpf_map_delete_elem(&inflight, &k);
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}
+
+SEC("tracepoint/block/block_bio_queue")
+int hbl_bio_queue(struct trace_event_raw_block_bio *ctx)
+{
+    __u32 dev = BPF_CORE_READ(ctx, dev);
+    if (mode_of(dev) != HBL_MODE_BIO)
+        return 0;
+    char rwbs[8];
+    bpf_core_read(rwbs, sizeof(rwbs), &ctx->rwbs);
+    __u8 sync;
+    __u8 op = op_of(rwbs, &sync);
+    if (op == 255)
+        return 0;
+    struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count_lost(HBL_LOST_RINGBUF);
+        return 0;
+    }
+    e->ts_ns = bpf_ktime_get_ns();
+    e->sector = BPF_CORE_READ(ctx, sector);
+    e->latency_ns = 0;
+    e->old_sector = 0;
+    e->dev = dev;
+    e->old_dev = 0;
+    e->bytes = BPF_CORE_READ(ctx, nr_sector) << 9;
+    e->pid = bpf_get_current_pid_tgid() >> 32;
+    e->op = op;
+    e->kind = HBL_EV_IO;
+    e->sync = sync;
+    bpf_core_read(e->comm, sizeof(e->comm), &ctx->comm);
+    heat(dev, e->sector, op, e->ts_ns);
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}
+
+SEC("tracepoint/block/block_bio_remap")
+int hbl_bio_remap(struct trace_event_raw_block_bio_remap *ctx)
+{
+    if (!setting(0))
+        return 0;
+    __u32 old_dev = BPF_CORE_READ(ctx, old_dev);
+    if (mode_of(old_dev) != HBL_MODE_BIO)
+        return 0;
+    struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count_lost(HBL_LOST_RINGBUF);
+        return 0;
+    }
+    char rwbs[8];
+    bpf_core_read(rwbs, sizeof(rwbs), &ctx->rwbs);
+    __u8 sync;
+    e->ts_ns = bpf_ktime_get_ns();
+    e->sector = BPF_CORE_READ(ctx, sector);
+    e->latency_ns = 0;
+    e->old_sector = BPF_CORE_READ(ctx, old_sector);
+    e->dev = BPF_CORE_READ(ctx, dev);
+    e->old_dev = old_dev;
+    e->bytes = BPF_CORE_READ(ctx, nr_sector) << 9;
+    e->pid = bpf_get_current_pid_tgid() >> 32;
+    e->op = op_of(rwbs, &sync);
+    e->kind = HBL_EV_REMAP;
+    e->sync = sync;
+    e->comm[0] = 0;
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}

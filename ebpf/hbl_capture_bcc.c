@@ -1,0 +1,138 @@
+/*
+ * The capture programs in bcc's dialect, for hosts where researchers use bcc
+ * (hbl/capture/bcc_loader.py).  Same events, same record (hbl_event.h), same
+ * rules as hbl_capture.bpf.c: request-based devices at issue + completion with
+ * latency, bio-based (device-mapper) devices at queue, lost records counted.
+ */
+#include <uapi/linux/ptrace.h>
+#include "hbl_event.h"
+
+BPF_HASH(devices, u32, u32, 64);
+struct inflight_key { u32 dev; u32 _pad; u64 sector; };
+struct inflight_val { u64 ts; u32 pid; u32 bytes; u8 op; u8 sync; char comm[16]; };
+BPF_HASH(inflight, struct inflight_key, struct inflight_val, 65536);
+BPF_RINGBUF_OUTPUT(events, 4096);
+BPF_PERCPU_ARRAY(lost, u64, HBL_LOST_MAX);
+
+static __always_inline void count_lost(u32 why)
+{
+    u64 *n = lost.lookup(&why);
+    if (n)
+        (*n)++;
+}
+
+static __always_inline u32 mode_of(u32 dev)
+{
+    u32 *m = devices.lookup(&dev);
+    return m ? *m : 0;
+}
+
+static __always_inline u8 op_of(const char *rwbs, u8 *sync)
+{
+    u8 op = 255, flush = 0;
+    *sync = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        char c = rwbs[i];
+        if (!c)
+            break;
+        if (c == 'W' && op == 255) op = 1;
+        else if (c == 'R' && op == 255) op = 0;
+        else if (c == 'D' && op == 255) op = 2;
+        else if (c == 'F') flush = 1;
+        else if (c == 'S') *sync = 1;
+    }
+    if (op == 255 && flush)
+        op = 3;
+    return op;
+}
+
+TRACEPOINT_PROBE(block, block_rq_issue)
+{
+    u32 dev = args->dev;
+    if (mode_of(dev) != HBL_MODE_RQ)
+        return 0;
+    char rwbs[8];
+    __builtin_memcpy(rwbs, args->rwbs, 8);
+    struct inflight_val v = {};
+    v.op = op_of(rwbs, &v.sync);
+    if (v.op == 255)
+        return 0;
+    struct inflight_key k = {};
+    k.dev = dev;
+    k.sector = args->sector;
+    v.ts = bpf_ktime_get_ns();
+    v.pid = bpf_get_current_pid_tgid() >> 32;
+    v.bytes = args->bytes ? args->bytes : args->nr_sector << 9;
+    __builtin_memcpy(v.comm, args->comm, 16);
+    if (inflight.update(&k, &v))
+        count_lost(HBL_LOST_INFLIGHT);
+    return 0;
+}
+
+TRACEPOINT_PROBE(block, block_rq_complete)
+{
+    u32 dev = args->dev;
+    if (mode_of(dev) != HBL_MODE_RQ)
+        return 0;
+    struct inflight_key k = {};
+    k.dev = dev;
+    k.sector = args->sector;
+    struct inflight_val *v = inflight.lookup(&k);
+    if (!v)
+        return 0;
+    u64 now = bpf_ktime_get_ns();
+    struct hbl_event *e = events.ringbuf_reserve(sizeof(struct hbl_event));
+    if (!e) {
+        count_lost(HBL_LOST_RINGBUF);
+        inflight.delete(&k);
+        return 0;
+    }
+    e->ts_ns = v->ts;
+    e->sector = k.sector;
+    e->latency_ns = now - v->ts;
+    e->old_sector = 0;
+    e->dev = dev;
+    e->old_dev = 0;
+    e->bytes = v->bytes;
+    e->pid = v->pid;
+    e->op = v->op;
+    e->kind = HBL_EV_IO;
+    e->sync = v->sync;
+    __builtin_memcpy(e->comm, v->comm, 16);
+    inflight.delete(&k);
+    events.ringbuf_submit(e, 0);
+    return 0;
+}
+
+TRACEPOINT_PROBE(block, block_bio_queue)
+{
+    u32 dev = args->dev;
+    if (mode_of(dev) != HBL_MODE_BIO)
+        return 0;
+    char rwbs[8];
+    __builtin_memcpy(rwbs, args->rwbs, 8);
+    u8 sync;
+    u8 op = op_of(rwbs, &sync);
+    if (op == 255)
+        return 0;
+    struct hbl_event *e = events.ringbuf_reserve(sizeof(struct hbl_event));
+    if (!e) {
+        count_lost(HBL_LOST_RINGBUF);
+        return 0;
+    }
+    e->ts_ns = bpf_ktime_get_ns();
+    e->sector = args->sector;
+    e->latency_ns = 0;
+    e->old_sector = 0;
+    e->dev = dev;
+    e->old_dev = 0;
+    e->bytes = args->nr_sector << 9;
+    e->pid = bpf_get_current_pid_tgid() >> 32;
+    e->op = op;
+    e->kind = HBL_EV_IO;
+    e->sync = sync;
+    __builtin_memcpy(e->comm, args->comm, 16);
+    events.ringbuf_submit(e, 0);
+    return 0;
+}
