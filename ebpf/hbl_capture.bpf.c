@@ -77,6 +77,17 @@ static __always_inline void count_lost(__u32 why)
         (*n)++;
 }
 
+/* Wake the consumer only once a batch is waiting: a wakeup per record would
+ * cost a context switch per I/O.  The consumer also drains on a short timer,
+ * so a trickle of records still arrives promptly. */
+#define WAKEUP_BYTES (256 << 10)
+
+static __always_inline void submit(void *e)
+{
+    __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+    bpf_ringbuf_submit(e, avail >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
 static __always_inline __u32 mode_of(__u32 dev)
 {
     __u32 *m = bpf_map_lookup_elem(&devices, &dev);
@@ -151,13 +162,12 @@ int hbl_rq_issue(struct trace_event_raw_block_rq *ctx)
 SEC("tracepoint/block/block_rq_complete")
 int hbl_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
 {
+    /* no device lookup: only traced devices have in-flight entries */
     __u32 dev = BPF_CORE_READ(ctx, dev);
-    if (mode_of(dev) != HBL_MODE_RQ)
-        return 0;
     struct inflight_key k = { .dev = dev, .sector = BPF_CORE_READ(ctx, sector) };
     struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
     if (!v)
-        return 0;   /* issued before capture started */
+        return 0;   /* another device, or issued before capture started */
     __u64 now = bpf_ktime_get_ns();
     struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
     if (!e) {
@@ -179,7 +189,7 @@ int hbl_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
     __builtin_memcpy(e->comm, v->comm, sizeof(e->comm));
     heat(dev, k.sector, v->op, v->ts);
     bpf_map_delete_elem(&inflight, &k);
-    bpf_ringbuf_submit(e, 0);
+    submit(e);
     return 0;
 }
 
@@ -213,7 +223,7 @@ int hbl_bio_queue(struct trace_event_raw_block_bio *ctx)
     e->sync = sync;
     bpf_core_read(e->comm, sizeof(e->comm), &ctx->comm);
     heat(dev, e->sector, op, e->ts_ns);
-    bpf_ringbuf_submit(e, 0);
+    submit(e);
     return 0;
 }
 
@@ -245,6 +255,6 @@ int hbl_bio_remap(struct trace_event_raw_block_bio_remap *ctx)
     e->kind = HBL_EV_REMAP;
     e->sync = sync;
     e->comm[0] = 0;
-    bpf_ringbuf_submit(e, 0);
+    submit(e);
     return 0;
 }

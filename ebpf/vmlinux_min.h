@@ -25,6 +25,8 @@ typedef _Bool bool;
 enum { BPF_MAP_TYPE_HASH = 1, BPF_MAP_TYPE_ARRAY = 2, BPF_MAP_TYPE_PERCPU_ARRAY = 6,
        BPF_MAP_TYPE_RINGBUF = 27 };
 enum { BPF_ANY = 0, BPF_NOEXIST = 1, BPF_EXIST = 2 };
+enum { BPF_RB_NO_WAKEUP = 1, BPF_RB_FORCE_WAKEUP = 2 };
+enum { BPF_RB_AVAIL_DATA = 0 };
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 

@@ -18,15 +18,40 @@ if command -v "$PYTHON" >/dev/null; then
     "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
         || need+=(python3-dev)
 fi
+# live capture (hbl trace): clang, libbpf and bpftool build the eBPF programs,
+# bcc is the second loader (bpfcc-tools: biosnoop, the benchmark reference),
+# fio makes test and benchmark I/O
+for p in clang llvm libbpf-dev bpftool python3-bpfcc bpfcc-tools fio; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+apt_install() {
+    export DEBIAN_FRONTEND=noninteractive
+    [ -n "${HBL_APT_UPDATED:-}" ] || { apt-get update -qq; HBL_APT_UPDATED=1; }
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 if ((${#need[@]})); then
     if [ "$(id -u)" != 0 ]; then
         say "missing system packages: ${need[*]}; run as root or: sudo apt-get install ${need[*]}"
         exit 1
     fi
     say "installing system packages: ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    apt_install "${need[@]}"
+fi
+# bcc compiles against kernel headers: the running kernel's if Debian has them,
+# else Debian's generic ones linked in (tracepoint layouts come from tracefs,
+# so a mismatch is harmless for hbl's programs)
+kbuild=/lib/modules/$(uname -r)/build
+if [ ! -e "$kbuild" ] && [ "$(id -u)" = 0 ]; then
+    if ! apt_install "linux-headers-$(uname -r)" 2>/dev/null; then
+        dpkg -s linux-headers-amd64 >/dev/null 2>&1 || { say "installing linux-headers-amd64 for bcc"; apt_install linux-headers-amd64; }
+        hdr=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1)
+        if [ -n "$hdr" ]; then
+            mkdir -p "$(dirname "$kbuild")"
+            ln -sfn "$hdr" "$kbuild"
+            ln -sfn "${hdr%-amd64}-common" "$(dirname "$kbuild")/source"
+            say "linked $hdr as the kernel headers for bcc ($kbuild)"
+        fi
+    fi
 fi
 
 # ---- 2. Python environment ----------------------------------------------------

@@ -94,7 +94,7 @@ class Capture:
             raise CaptureError("unknown backend %r (libbpf or bcc)" % backend)
         self.started = time.time()
 
-    def poll(self, timeout_ms=100):
+    def poll(self, timeout_ms=50):
         """One batch (possibly empty) of REQUEST records."""
         return self._impl.poll(timeout_ms, self.batch)
 
@@ -123,7 +123,7 @@ class Capture:
     def __del__(self):
         self.close()
 
-    def batches(self, duration=None, count=None, timeout_ms=100, stop=None):
+    def batches(self, duration=None, count=None, timeout_ms=50, stop=None):
         """Yield batches until duration seconds pass, count records arrive, or stop() is true."""
         t0, seen = time.time(), 0
         while True:

@@ -59,10 +59,10 @@ class BccLoader:
         with open(os.path.join(EBPF, "hbl_capture_bcc.c")) as f:
             text = f.read()
         try:
-            self.b = bcc.BPF(text=text, cflags=["-I" + EBPF, "-Wno-macro-redefined"])
+            self.b = bcc.BPF(text=text.encode(), cflags=["-I" + EBPF, "-Wno-macro-redefined"])
         except Exception as exc:  # bcc raises plain Exception on compile failure
             raise CaptureError("bcc could not compile the capture program: %s" % exc) from None
-        table = self.b["devices"]
+        table = self.b[b"devices"]
         for dev, mode, _ in devices:
             table[ctypes.c_uint32(dev)] = ctypes.c_uint32(mode)
         self.dtype = _event_dtype()
@@ -74,7 +74,7 @@ class BccLoader:
         def on_event(ctx, data, size):
             self.buf += ctypes.string_at(data, self.size)
 
-        self.b["events"].open_ring_buffer(on_event)
+        self.b[b"events"].open_ring_buffer(on_event)
 
     def poll(self, timeout_ms, batch):
         self.b.ring_buffer_poll(timeout_ms)
@@ -98,7 +98,7 @@ class BccLoader:
         return np.zeros(0, dtype=self.dtype)
 
     def stats(self):
-        lost = [sum(v) for _, v in sorted(self.b["lost"].items(), key=lambda kv: kv[0].value)]
+        lost = [sum(v) for _, v in sorted(self.b[b"lost"].items(), key=lambda kv: kv[0].value)]
         ring, infl = (int(lost[0]), int(lost[1])) if len(lost) >= 2 else (0, 0)
         return {"events": self.events, "lost": ring + infl, "lost_ringbuf": ring, "lost_inflight": infl,
                 "remap_events": 0, "remaps_dropped": 0}

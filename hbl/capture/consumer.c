@@ -102,6 +102,21 @@ struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs,
             return NULL;
         }
     }
+    /* load only the programs these devices need: every attached tracepoint costs
+     * the traced I/O a little, even when the program returns at once */
+    int any_rq = 0, any_bio = 0;
+    for (int i = 0; i < ndev; i++) {
+        if (modes[i] == HBL_MODE_RQ) any_rq = 1;
+        else any_bio = 1;
+    }
+    struct bpf_program *p;
+    bpf_object__for_each_program(p, c->obj) {
+        const char *name = bpf_program__name(p);
+        int want = !strncmp(name, "hbl_rq_", 7) ? any_rq
+                 : !strcmp(name, "hbl_bio_queue") ? any_bio
+                 : !strcmp(name, "hbl_bio_remap") ? (want_remap && any_bio) : 1;
+        bpf_program__set_autoload(p, want);
+    }
     last_libbpf[0] = 0;
     if (bpf_object__load(c->obj)) {
         int e = errno;
@@ -134,6 +149,7 @@ struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs,
     struct bpf_program *prog;
     bpf_object__for_each_program(prog, c->obj) {
         if (c->nlinks == 8) break;
+        if (!bpf_program__autoload(prog)) continue;
         last_libbpf[0] = 0;
         struct bpf_link *l = bpf_program__attach(prog);
         if (!l) {
