@@ -240,11 +240,15 @@ int32_t hbl_agent_act(struct hbl_agent *ag, const uint8_t *state)
     double eps = frac >= 1.0 ? c->epsilon : 1.0 + (c->epsilon - 1.0) * frac;
     ag->st.epsilon = eps;
     ag->st.decisions++;
+    int a;
     if (eps > 0 && hbl_uniform(&ag->rng) < eps) {
         ag->st.explorations++;
-        return (int32_t)(hbl_xorshift(&ag->rng) % (uint64_t)c->nactions);
+        a = (int)(hbl_xorshift(&ag->rng) % (uint64_t)c->nactions);
+    } else {
+        a = greedy_cached(ag, state);
     }
-    return greedy_cached(ag, state);
+    ag->st.actions[a]++;
+    return a;
 }
 
 void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, float reward, const uint8_t *s2)

@@ -164,6 +164,7 @@ struct hbl_agent_config {
 
 struct hbl_agent_stats {
     uint64_t decisions, explorations, train_steps, syncs, buffered;
+    uint64_t actions[8];       /* decisions per action (device) */
     double epsilon, last_loss, reward_sum, reward_ewma;
 };
 

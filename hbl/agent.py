@@ -88,8 +88,10 @@ class Agent:
     def stats(self):
         st = ffi.new("struct hbl_agent_stats *")
         lib.hbl_agent_get_stats(self.ptr, st)
-        return {k: getattr(st, k) for k in ("decisions", "explorations", "train_steps", "syncs", "buffered",
-                                            "epsilon", "last_loss", "reward_ewma")}
+        out = {k: getattr(st, k) for k in ("decisions", "explorations", "train_steps", "syncs", "buffered",
+                                           "epsilon", "last_loss", "reward_ewma")}
+        out["actions"] = [st.actions[i] for i in range(self.nactions)]
+        return out
 
     def buffer_states(self):
         out = np.zeros((100_000, self.nfeatures), np.uint8)

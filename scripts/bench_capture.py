@@ -5,15 +5,18 @@ fio 4 KiB random reads at queue depth 32 on a loop device over a file in the
 page cache, for --seconds each, with: no capture; hbl's libbpf capture; hbl's
 bcc capture; bcc's own biosnoop (the reference users know).  For each: fio
 IOPS, records captured per second, lost records, and CPU used by the
-consumer process (user + system seconds per second of run).
+consumer process (user + system seconds per second of run).  The cases run
+interleaved, --rounds times, and the median of each is reported, because a
+shared machine drifts more between minutes than the effects measured here.
 
-    sudo .venv/bin/python scripts/bench_capture.py [--seconds 20] [--json]
+    sudo .venv/bin/python scripts/bench_capture.py [--seconds 20] [--rounds 3] [--json FILE]
 """
 import argparse
 import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +47,9 @@ def run_case(name, dev, seconds, consumer_cmd, work):
         return {"case": name, "fio_iops": fio(dev, seconds)}
     p = subprocess.Popen(consumer_cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3)                       # attach (bcc compiles first)
+    if p.poll() is not None:            # the consumer could not start here
+        err = p.stderr.read().strip().splitlines()
+        return {"case": name, "failed": err[-1] if err else "exited with %d" % p.returncode}
     c0 = cpu_seconds(p.pid)
     t0 = time.time()
     iops = fio(dev, seconds)
@@ -57,6 +63,9 @@ def run_case(name, dev, seconds, consumer_cmd, work):
         row.update(records=s["records"], lost=s["lost"], records_per_second=s["records"] / s["seconds"])
     else:
         lines = max(0, out.count("\n") - 1)   # biosnoop prints a header, then a line per I/O
+        if not lines:
+            msg = [l for l in err.strip().splitlines() if l.strip()]
+            return {"case": name, "failed": "captured nothing" + (": " + msg[-1] if msg else "")}
         row.update(records=lines, lost=None, records_per_second=lines / elapsed)
     return row
 
@@ -64,7 +73,8 @@ def run_case(name, dev, seconds, consumer_cmd, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=20)
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench_capture: needs root")
@@ -84,22 +94,41 @@ def main():
         biosnoop = shutil.which("biosnoop-bpfcc")
         if biosnoop:
             cases.append(("bcc biosnoop", [biosnoop]))
-        for name, cmd in cases:
-            print("running: %s" % name, file=sys.stderr)
-            rows.append(run_case(name, dev, a.seconds, cmd, work))
+        runs = {name: [] for name, _ in cases}
+        for k in range(a.rounds):
+            for name, cmd in cases:
+                print("round %d/%d: %s" % (k + 1, a.rounds, name), file=sys.stderr)
+                runs[name].append(run_case(name, dev, a.seconds, cmd, work))
     finally:
         subprocess.run(["losetup", "-d", dev])
         shutil.rmtree(work, ignore_errors=True)
+    for name, results in runs.items():
+        ok = [r for r in results if "failed" not in r]
+        if not ok:
+            rows.append(results[0])
+            continue
+        row = {"case": name, "rounds": len(ok)}
+        for key in ok[0]:
+            if key != "case" and ok[0][key] is not None:
+                row[key] = statistics.median(r[key] for r in ok)
+            elif key != "case":
+                row[key] = None
+        row["fio_iops_all"] = [r["fio_iops"] for r in ok]
+        rows.append(row)
     base = rows[0]["fio_iops"]
     for r in rows:
-        r["iops_vs_none"] = r["fio_iops"] / base
+        if "fio_iops" in r:
+            r["iops_vs_none"] = r["fio_iops"] / base
     if a.json:
-        json.dump({"seconds": a.seconds, "rows": rows}, sys.stdout, indent=1)
-        print()
-        return
-    print("fio 4k randread qd32, loop device over a page-cached file, %d s per case" % a.seconds)
+        with open(a.json, "w") as f:
+            json.dump({"seconds": a.seconds, "rounds": a.rounds, "rows": rows}, f, indent=1)
+    print("fio 4k randread qd32, loop device over a page-cached file, %d s per case, median of %d "
+          "interleaved rounds" % (a.seconds, a.rounds))
     print("%-14s %12s %8s %14s %10s %12s" % ("case", "fio IOPS", "vs none", "records/s", "lost", "consumer CPU"))
     for r in rows:
+        if "failed" in r:
+            print("%-14s could not run here: %s" % (r["case"], r["failed"]))
+            continue
         print("%-14s %12.0f %7.0f%% %14s %10s %12s" % (
             r["case"], r["fio_iops"], 100 * r["iops_vs_none"],
             "%.0f" % r["records_per_second"] if "records_per_second" in r else "-",
