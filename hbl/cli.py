@@ -247,6 +247,40 @@ def cmd_trace(a):
     return 0
 
 
+def cmd_vm(a):
+    import time
+    from hbl.vm import build as vmbuild, run as vmrun
+    say = (lambda m: None) if getattr(a, "json", False) else (lambda m: print("hbl vm: " + m, file=sys.stderr))
+    t0 = time.time()
+    images = vmbuild.build(progress=say, force=getattr(a, "force", False))
+    build_s = time.time() - t0
+    if a.vm_command == "build":
+        info = {"images": images.path, "seconds": build_s, "cached": build_s < 5}
+        if a.json:
+            _print_json(info)
+        else:
+            print("%s (%s, %.1f s)" % (images.path, "cached" if info["cached"] else "built", build_s))
+        return 0
+    disks = vmrun.default_disks(a.fast_mb, a.slow_mb, a.third)
+    if a.vm_command == "shell":
+        return vmrun.run("", images, disks=disks, interactive=True).rc
+    if a.vm_command == "run":
+        cmd = " ".join(a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd)
+        if not cmd:
+            raise HblError("give a command: hbl vm run -- CMD")
+    elif a.vm_command == "test":
+        cmd = "python3 -m pytest -p no:cacheprovider -rs vm/guest/tests " + " ".join(a.pytest_args)
+    else:   # bench
+        cmd = "python3 vm/guest/tests/bench_stall.py && sh vm/guest/bench_fio.sh"
+    r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    if not a.quiet:
+        print("hbl vm: exit status %d, booted in %.1f s, %.1f s in all; results in %s" % (
+            r.rc, r.boot_seconds, r.seconds, r.out_dir), file=sys.stderr)
+    return r.rc
+
+
 def cmd_policies(a):
     from hbl.core import ffi, lib
     from hbl.sim import policies
@@ -371,6 +405,30 @@ def build_parser():
     tr.add_argument("--quiet", action="store_true", help="no live line")
     tr.set_defaults(func=cmd_trace)
 
+    vm = sub.add_parser("vm", help="the QEMU testbed: emulated NVMe + HDD, device-mapper (root)",
+                        description="Build (once, cached) and run a QEMU guest with an emulated NVMe drive "
+                        "(/dev/nvme0n1, fast), a throttled HDD-like virtio disk (/dev/vda, 100 IOPS) and "
+                        "optionally a SATA-SSD-like one (/dev/vdb); the project is at /hbl (read-only) and "
+                        "/out comes back to the host.")
+    vsub = vm.add_subparsers(dest="vm_command", metavar="ACTION", required=True)
+    vb = vsub.add_parser("build", help="build the kernel, initramfs and root file system (cached)")
+    vb.add_argument("--force", action="store_true", help="rebuild even if cached")
+    vb.add_argument("--json", action="store_true")
+    vr = vsub.add_parser("run", help="run a command in a fresh guest: hbl vm run -- CMD")
+    vr.add_argument("cmd", nargs=argparse.REMAINDER)
+    vt = vsub.add_parser("test", help="run the guest test suite (device-mapper mechanics)")
+    vt.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    vsub.add_parser("shell", help="an interactive shell in the guest (poweroff -f to leave)")
+    vsub.add_parser("bench", help="table-reload stalls and emulated device latency, inside the guest")
+    for vp in (vr, vt, vsub.choices["shell"], vsub.choices["bench"]):
+        vp.add_argument("--timeout", type=int, default=1200, help="seconds before QEMU is killed (default 1200)")
+        vp.add_argument("--fast-mb", type=int, default=512, help="NVMe size (default 512)")
+        vp.add_argument("--slow-mb", type=int, default=1024, help="HDD size (default 1024)")
+        vp.add_argument("--third", action="store_true", help="add a SATA-SSD-like virtio disk (/dev/vdb)")
+        vp.add_argument("--out", help="keep the guest's /out here (default: a new temporary folder)")
+        vp.add_argument("--quiet", action="store_true")
+    vm.set_defaults(func=cmd_vm)
+
     po = sub.add_parser("policies", help="list policies")
     po.add_argument("--json", action="store_true")
     po.set_defaults(func=cmd_policies)
@@ -391,7 +449,14 @@ def build_parser():
 
 def main(argv=None):
     parser = build_parser()
-    a = parser.parse_args(argv)
+    a, extra = parser.parse_known_args(argv)
+    if extra:   # hbl vm test / run pass what they do not know to pytest / the guest command
+        if a.command == "vm" and a.vm_command == "test":
+            a.pytest_args = list(extra) + list(a.pytest_args)
+        elif a.command == "vm" and a.vm_command == "run":
+            a.cmd = list(a.cmd) + list(extra)
+        else:
+            parser.error("unrecognized arguments: %s" % " ".join(extra))
     if not a.command:
         parser.print_help()
         return 2

@@ -21,7 +21,9 @@ fi
 # live capture (hbl trace): clang, libbpf and bpftool build the eBPF programs,
 # bcc is the second loader (bpfcc-tools: biosnoop, the benchmark reference),
 # fio makes test and benchmark I/O
-for p in clang llvm libbpf-dev bpftool python3-bpfcc bpfcc-tools fio; do
+# the VM testbed (hbl vm): QEMU, and what builds its images from Debian packages
+for p in clang llvm libbpf-dev bpftool python3-bpfcc bpfcc-tools fio \
+         qemu-system-x86 qemu-utils debootstrap busybox-static kmod cpio e2fsprogs dmsetup; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 apt_install() {

@@ -1,0 +1,254 @@
+"""Device-mapper targets and tables.
+
+A target knows only its own table arguments; a table is a list of targets laid
+end to end.  Sizes are in 512-byte sectors, as device-mapper counts them.
+
+    t = Table([Linear(2048, "/dev/nvme0n1", 0), Linear(2048, "/dev/vda", 4096)])
+    t.text()   # "0 2048 linear /dev/nvme0n1 0\\n2048 2048 linear /dev/vda 4096\\n"
+"""
+import dataclasses
+import os
+import shlex
+import stat
+
+
+class TableError(ValueError):
+    """A table that device-mapper would refuse, with the line that is wrong."""
+
+
+@dataclasses.dataclass
+class Target:
+    sectors: int
+
+    type = ""
+
+    def args(self):
+        return ""
+
+    def devices(self):
+        return []
+
+
+@dataclasses.dataclass
+class Linear(Target):
+    dev: str
+    offset: int = 0
+    type = "linear"
+
+    def args(self):
+        return "%s %d" % (self.dev, self.offset)
+
+    def devices(self):
+        return [self.dev]
+
+
+@dataclasses.dataclass
+class Delay(Target):
+    """Every I/O waits `ms`; with write_ms set, writes wait that instead."""
+    dev: str
+    offset: int = 0
+    ms: int = 0
+    write_ms: int = None
+    type = "delay"
+
+    def args(self):
+        a = "%s %d %d" % (self.dev, self.offset, self.ms)
+        if self.write_ms is not None:
+            a += " %s %d %d" % (self.dev, self.offset, self.write_ms)
+        return a
+
+    def devices(self):
+        return [self.dev]
+
+
+@dataclasses.dataclass
+class Flakey(Target):
+    """Up for `up_s` seconds, then down for `down_s` (I/O fails, or as features say)."""
+    dev: str
+    offset: int = 0
+    up_s: int = 1
+    down_s: int = 1
+    features: tuple = ()
+    type = "flakey"
+
+    def args(self):
+        a = "%s %d %d %d" % (self.dev, self.offset, self.up_s, self.down_s)
+        if self.features:
+            a += " %d %s" % (len(self.features), " ".join(self.features))
+        return a
+
+    def devices(self):
+        return [self.dev]
+
+
+@dataclasses.dataclass
+class Error(Target):
+    type = "error"
+
+
+@dataclasses.dataclass
+class Zero(Target):
+    type = "zero"
+
+
+@dataclasses.dataclass
+class Cache(Target):
+    """dm-cache: metadata and cache devices (fast), origin (slow), block size in sectors."""
+    metadata_dev: str
+    cache_dev: str
+    origin_dev: str
+    block_sectors: int = 512
+    features: tuple = ("writeback",)
+    policy: str = "smq"
+    policy_args: tuple = ()
+    type = "cache"
+
+    def args(self):
+        return "%s %s %s %d %d %s %s %d %s" % (
+            self.metadata_dev, self.cache_dev, self.origin_dev, self.block_sectors, len(self.features),
+            " ".join(self.features), self.policy, len(self.policy_args), " ".join(self.policy_args))
+
+    def devices(self):
+        return [self.metadata_dev, self.cache_dev, self.origin_dev]
+
+    @staticmethod
+    def parse_status(text):
+        """The fields of a cache target's status line (Documentation/admin-guide/device-mapper/cache.rst)."""
+        f = text.split()
+        try:
+            used_meta, total_meta = (int(x) for x in f[1].split("/"))
+            used, total = (int(x) for x in f[3].split("/"))
+            out = {"metadata_block_sectors": int(f[0]), "metadata_used": used_meta, "metadata_total": total_meta,
+                   "block_sectors": int(f[2]), "used_blocks": used, "total_blocks": total,
+                   "read_hits": int(f[4]), "read_misses": int(f[5]), "write_hits": int(f[6]),
+                   "write_misses": int(f[7]), "demotions": int(f[8]), "promotions": int(f[9]),
+                   "dirty": int(f[10])}
+            i = 11
+            nfeat = int(f[i]); out["features"] = f[i + 1:i + 1 + nfeat]; i += 1 + nfeat
+            ncore = int(f[i]); out["core_args"] = f[i + 1:i + 1 + ncore]; i += 1 + ncore
+            out["policy"] = f[i]
+            npol = int(f[i + 1]); out["policy_args"] = f[i + 2:i + 2 + npol]; i += 2 + npol
+            out["mode"] = f[i] if i < len(f) else ""
+            return out
+        except (IndexError, ValueError):
+            raise TableError("not a cache status line: %r" % text) from None
+
+
+@dataclasses.dataclass
+class LogWrites(Target):
+    dev: str
+    log_dev: str
+    type = "log-writes"
+
+    def args(self):
+        return "%s %s" % (self.dev, self.log_dev)
+
+    def devices(self):
+        return [self.dev, self.log_dev]
+
+
+@dataclasses.dataclass
+class Raw(Target):
+    """Any other target, by type and argument string (what a table read back holds)."""
+    target_type: str
+    arg_text: str = ""
+
+    @property
+    def type(self):
+        return self.target_type
+
+    def args(self):
+        return self.arg_text
+
+
+_PARSERS = {
+    "linear": lambda n, a: Linear(n, a[0], int(a[1])),
+    "error": lambda n, a: Error(n),
+    "zero": lambda n, a: Zero(n),
+}
+
+
+class Table:
+    """Targets laid end to end from sector 0."""
+
+    def __init__(self, targets):
+        self.targets = list(targets)
+
+    def __iter__(self):
+        return iter(self.targets)
+
+    def __len__(self):
+        return len(self.targets)
+
+    def __eq__(self, other):
+        return isinstance(other, Table) and self.text() == other.text()
+
+    @property
+    def sectors(self):
+        return sum(t.sectors for t in self.targets)
+
+    def segments(self):
+        """(start, target) pairs."""
+        start = 0
+        for t in self.targets:
+            yield start, t
+            start += t.sectors
+
+    def validate(self, check_devices=False):
+        if not self.targets:
+            raise TableError("a table needs at least one target")
+        for i, (start, t) in enumerate(self.segments()):
+            if not isinstance(t.sectors, int) or t.sectors <= 0:
+                raise TableError("line %d (%s at sector %d): length must be a positive number of sectors, not %r"
+                                 % (i + 1, t.type, start, t.sectors))
+            for attr in ("offset",):
+                v = getattr(t, attr, 0)
+                if not isinstance(v, int) or v < 0:
+                    raise TableError("line %d (%s): offset must be >= 0" % (i + 1, t.type))
+            if check_devices:
+                for d in t.devices():
+                    if not os.path.exists(d):
+                        raise TableError("line %d (%s at sector %d): no such device %s" % (i + 1, t.type, start, d))
+        return self
+
+    def text(self):
+        return "".join("%d %d %s %s\n" % (start, t.sectors, t.type, t.args()) for start, t in self.segments())
+
+    def canonical_text(self):
+        """The text with device paths as MAJOR:MINOR, the way the kernel reports a live table."""
+        def devnum(tok):
+            try:
+                st = os.stat(tok)
+            except OSError:
+                return tok
+            return "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev)) if stat.S_ISBLK(st.st_mode) else tok
+        return "".join(" ".join(devnum(tok) if tok.startswith("/") else tok for tok in line.split()) + "\n"
+                       for line in self.text().splitlines())
+
+    def same_as(self, other):
+        """Whether two tables map the same sectors to the same places (paths or numbers)."""
+        return self.canonical_text() == other.canonical_text()
+
+    @classmethod
+    def parse(cls, text):
+        """A table from dm table text; segments must be contiguous from sector 0."""
+        targets, expect = [], 0
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            f = shlex.split(line)
+            if len(f) < 3:
+                raise TableError("line %d: want 'start length type [args]': %r" % (lineno, line))
+            try:
+                start, length = int(f[0]), int(f[1])
+            except ValueError:
+                raise TableError("line %d: start and length must be integers: %r" % (lineno, line)) from None
+            if start != expect:
+                raise TableError("line %d: starts at %d, but the previous segment ends at %d" % (lineno, start, expect))
+            parse = _PARSERS.get(f[2])
+            try:
+                targets.append(parse(length, f[3:]) if parse else Raw(length, f[2], " ".join(f[3:])))
+            except (IndexError, ValueError):
+                raise TableError("line %d: bad %s arguments: %r" % (lineno, f[2], line)) from None
+            expect = start + length
+        return cls(targets).validate()

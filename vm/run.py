@@ -1,0 +1,158 @@
+"""Run a command in the QEMU testbed and bring back its exit status and output.
+
+The guest gets an emulated NVMe drive (the fast device, /dev/nvme0n1), a
+throttled virtio disk with a fixed IOPS ceiling (the HDD-like slow device,
+/dev/vda; data kept), optionally a SATA-SSD-like virtio disk (/dev/vdb), the
+project read-only at /hbl and a result folder at /out, both over 9p.  QEMU
+runs under TCG unless KVM is probed and works; a hard timeout always kills it.
+"""
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from hbl.errors import HblError
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclasses.dataclass
+class Disk:
+    name: str
+    size_mb: int
+    kind: str              # "nvme" or "virtio"
+    iops: int = 0          # throttling.iops-total (0 = none)
+    bps: int = 0           # throttling.bps-total, bytes/s (0 = none)
+
+
+def default_disks(fast_mb=512, slow_mb=1024, third=False):
+    disks = [Disk("fast", fast_mb, "nvme"),
+             Disk("slow", slow_mb, "virtio", iops=100, bps=150 << 20)]   # 7200 rpm-like ceiling
+    if third:
+        disks.append(Disk("ssd", slow_mb, "virtio", iops=5000, bps=500 << 20))
+    return disks
+
+
+@dataclasses.dataclass
+class Result:
+    rc: int
+    stdout: str
+    stderr: str
+    out_dir: str
+    log: str
+    seconds: float
+    boot_seconds: float
+
+    @property
+    def ok(self):
+        return self.rc == 0
+
+
+def kvm_works(images):
+    """Whether -accel kvm boots this kernel here (probed once, remembered)."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    marker = os.path.join(images.path, "kvm-probe")
+    if os.path.exists(marker):
+        return open(marker).read().strip() == "yes"
+    try:
+        r = run("true", images, accel="kvm", timeout=30, disks=[])
+        ok = r.rc == 0
+    except HblError:
+        ok = False
+    with open(marker, "w") as f:
+        f.write("yes\n" if ok else "no\n")
+    return ok
+
+
+def qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, interactive):
+    cmd = ["qemu-system-x86_64", "-machine", "q35", "-accel", accel, "-m", str(memory_mb), "-smp", str(cpus),
+           "-kernel", images.kernel, "-initrd", images.initrd, "-no-reboot",
+           "-append", "console=ttyS0 panic=-1 quiet loglevel=3",
+           "-fsdev", "local,id=r,path=%s,security_model=none,readonly=on" % images.rootfs,
+           "-device", "virtio-9p-pci,fsdev=r,mount_tag=rootfs",
+           "-fsdev", "local,id=h,path=%s,security_model=none,readonly=on" % PROJECT,
+           "-device", "virtio-9p-pci,fsdev=h,mount_tag=hbl",
+           "-fsdev", "local,id=o,path=%s,security_model=none" % out_dir,
+           "-device", "virtio-9p-pci,fsdev=o,mount_tag=out"]
+    for d in disks:
+        path = os.path.join(disk_dir, d.name + ".img")
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.truncate(d.size_mb << 20)
+        drive = "file=%s,if=none,id=%s,format=raw,cache=none,aio=threads" % (path, d.name)
+        if d.iops:
+            drive += ",throttling.iops-total=%d" % d.iops
+        if d.bps:
+            drive += ",throttling.bps-total=%d" % d.bps
+        cmd += ["-drive", drive]
+        if d.kind == "nvme":
+            cmd += ["-device", "nvme,drive=%s,serial=hbl-%s" % (d.name, d.name)]
+        else:
+            cmd += ["-device", "virtio-blk-pci,drive=%s" % d.name]
+    if interactive:
+        cmd += ["-nographic"]
+    else:
+        cmd += ["-display", "none", "-serial", "file:%s" % os.path.join(out_dir, "serial.log"),
+                "-monitor", "none"]
+    return cmd
+
+
+def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cpus=2, out_dir=None,
+        disk_dir=None, interactive=False):
+    """Run `command` (a shell command line, cwd /hbl) in a fresh guest."""
+    if shutil.which("qemu-system-x86_64") is None:
+        raise HblError("qemu-system-x86_64 is not installed (scripts/bootstrap.sh installs it)")
+    disks = default_disks() if disks is None else disks
+    accel = accel or ("kvm" if kvm_works(images) else "tcg")
+    own_out = out_dir is None
+    out_dir = out_dir or tempfile.mkdtemp(prefix="hbl-vm-out-")
+    own_disks = disk_dir is None
+    disk_dir = disk_dir or tempfile.mkdtemp(prefix="hbl-vm-disks-")
+    for f in ("rc", "stdout", "stderr", "serial.log"):
+        if os.path.exists(os.path.join(out_dir, f)):
+            os.unlink(os.path.join(out_dir, f))
+    if not interactive:
+        with open(os.path.join(out_dir, "cmd.sh"), "w") as f:
+            f.write(command + "\n")
+    elif os.path.exists(os.path.join(out_dir, "cmd.sh")):
+        os.unlink(os.path.join(out_dir, "cmd.sh"))
+    cmd = qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, interactive)
+    t0 = time.time()
+    boot = 0.0
+    try:
+        if interactive:
+            return Result(subprocess.call(cmd), "", "", out_dir, "", time.time() - t0, 0.0)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        log = os.path.join(out_dir, "serial.log")
+        try:
+            while p.poll() is None:
+                if not boot and os.path.exists(log) and "HBL-GUEST-READY" in open(log, errors="replace").read():
+                    boot = time.time() - t0
+                if time.time() - t0 > timeout:
+                    raise HblError("the guest did not finish within %d s (serial log: %s)" % (timeout, log))
+                time.sleep(0.1)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        qemu_err = p.stderr.read()
+        text = open(log, errors="replace").read() if os.path.exists(log) else ""
+        rc_file = os.path.join(out_dir, "rc")
+        if not os.path.exists(rc_file):
+            why = "HBL-GUEST-FAILED" in text and text.split("HBL-GUEST-FAILED:", 1)[1].splitlines()[0]
+            raise HblError("the guest did not run the command (%s); serial log: %s%s" % (
+                why or "no exit status", log, "; qemu: " + qemu_err.strip()[-300:] if qemu_err.strip() else ""))
+        read = lambda n: open(os.path.join(out_dir, n), errors="replace").read() \
+            if os.path.exists(os.path.join(out_dir, n)) else ""
+        return Result(int(read("rc").strip() or 255), read("stdout"), read("stderr"), out_dir, text,
+                      time.time() - t0, boot)
+    finally:
+        if own_disks:
+            shutil.rmtree(disk_dir, ignore_errors=True)
+        if own_out and interactive:
+            shutil.rmtree(out_dir, ignore_errors=True)
