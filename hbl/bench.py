@@ -98,7 +98,7 @@ def format_bench(b):
         b["trace"], b["trace_requests"], b["hss"], b["repeat"]),
         "machine: %s, %d cores" % (b["machine"]["cpu"], b["machine"]["cores"])]
     for p, r in b["sim_requests_per_second"].items():
-        lines.append("  %-12s %10.2f M requests/s" % (p, r / 1e6))
+        lines.append("  %-24s %7.2f M requests/s" % (p, r / 1e6))
     if "placement_inference_ns" in b:
         lines.append("harmonia placement agent: %.0f ns per forward pass, %.0f ns per decision with the "
                      "decision cache (states of its last 1000 real decisions)" % (

@@ -122,7 +122,10 @@ def cmd_simulate(a):
 def cmd_compare(a):
     from hbl import compare as cmp
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
-    summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
+    if a.from_json:
+        summary = cmp.from_results(a.from_json)
+    else:
+        summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=_reader_options(a), progress=not a.quiet,
                           synthetic_requests=a.synthetic_requests, fast_capacity=a.fast_capacity,
                           params=a.param, seed=a.seed, **_sim_options(a))
@@ -363,6 +366,7 @@ def build_parser():
     c.add_argument("--output", metavar="FILE", help="also write the full summary as JSON to FILE")
     c.add_argument("--plot", metavar="PNG", help="write a bar chart like the papers' figures")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    c.add_argument("--from-json", metavar="FILE", help="re-print (and re-plot) a comparison saved with --output")
     _trace_args(c, many=True)
     _sim_args(c)
     c.set_defaults(func=cmd_compare)

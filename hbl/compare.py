@@ -105,85 +105,112 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
     return summarize(results, [p[0] for p in prepared], list(hss_list), pols)
 
 
+LEARNING = {"sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only", "archivist", "rnn-hss"}
+LONG = 100_000   # requests: a workload long enough for online learning to matter
+
+
+def _harmonia_standing(mean):
+    """Harmonia against the best non-learning policy, Sibyl and the oracle, from mean normalized latencies."""
+    if "harmonia" not in mean:
+        return None
+    heuristics = {p: v for p, v in mean.items() if p not in LEARNING and p not in (BASELINE, "oracle")}
+    best = min(heuristics, key=heuristics.get) if heuristics else None
+    entry = {"harmonia": mean["harmonia"]}
+    if best:
+        entry.update(best_heuristic=best, best_heuristic_value=mean[best],
+                     improvement_over_best_heuristic=1 - mean["harmonia"] / mean[best])
+    if "sibyl" in mean:
+        entry["improvement_over_sibyl"] = 1 - mean["harmonia"] / mean["sibyl"]
+    if best and "oracle" in mean:
+        gap = mean[best] - mean["oracle"]
+        entry["oracle"] = mean["oracle"]
+        entry["oracle_gap_closed"] = (mean[best] - mean["harmonia"]) / gap if gap > 0 else None
+    return entry
+
+
+def from_results(path):
+    """A summary rebuilt from the runs of a comparison saved with --output."""
+    import json
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+        return summarize(saved["results"], saved["workloads"], saved["hss"], saved["policies"])
+    except OSError as exc:
+        raise HblError("%s: %s" % (path, exc.strerror)) from None
+    except (ValueError, KeyError) as exc:
+        raise HblError("%s: not a comparison saved by hbl compare --output (%s)" % (path, exc)) from None
+
+
 def summarize(results, workloads, hss_list, pols):
     by = {(r["hss"], r["trace"], r["policy"]): r for r in results}
-    norm, mean, geomean = {}, {}, {}
+    norm, mean, geomean, harmonia = {}, {}, {}, {}
+    long_wl = [w for w in workloads if by[(hss_list[0], w, BASELINE)]["requests"] >= LONG] if hss_list else []
+    avg = lambda h, wl, p: sum(norm[h][w][p] for w in wl) / len(wl)
     for h in hss_list:
         norm[h] = {}
         for w in workloads:
             base = by[(h, w, BASELINE)]["avg_latency_us"]
             norm[h][w] = {p: (by[(h, w, p)]["avg_latency_us"] / base if base else float("nan")) for p in pols}
-        mean[h] = {p: sum(norm[h][w][p] for w in workloads) / len(workloads) for p in pols} if workloads else {}
+        mean[h] = {p: avg(h, workloads, p) for p in pols} if workloads else {}
         geomean[h] = {p: math.exp(sum(math.log(max(norm[h][w][p], 1e-12)) for w in workloads) / len(workloads))
                       for p in pols} if workloads else {}
-    learning = {"sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only", "archivist", "rnn-hss"}
-    harmonia = {}
-    for h in hss_list:
-        m = mean.get(h, {})
-        if "harmonia" not in m:
-            continue
-        heuristics = {p: v for p, v in m.items() if p not in learning and p not in (BASELINE, "oracle")}
-        best = min(heuristics, key=heuristics.get) if heuristics else None
-        entry = {"harmonia": m["harmonia"]}
-        if best:
-            entry.update(best_heuristic=best, best_heuristic_value=m[best],
-                         improvement_over_best_heuristic=1 - m["harmonia"] / m[best])
-        if "sibyl" in m:
-            entry["improvement_over_sibyl"] = 1 - m["harmonia"] / m["sibyl"]
-        if best and "oracle" in m:
-            gap = m[best] - m["oracle"]
-            entry["oracle"] = m["oracle"]
-            entry["oracle_gap_closed"] = (m[best] - m["harmonia"]) / gap if gap > 0 else None
-        harmonia[h] = entry
+        standing = _harmonia_standing(mean[h])
+        if standing:
+            harmonia[h] = {"all": standing}
+            if long_wl:
+                harmonia[h]["long"] = dict(_harmonia_standing({p: avg(h, long_wl, p) for p in pols}),
+                                           workloads=long_wl)
     order = {p: i for i, p in enumerate(pols)}
     results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["trace"]), order[r["policy"]]))
     return {"workloads": workloads, "hss": hss_list, "policies": pols, "normalized_avg_latency": norm,
-            "mean_normalized_avg_latency": mean, "harmonia_summary": harmonia, "geomean_normalized_avg_latency": geomean,
-            "results": results}
+            "mean_normalized_avg_latency": mean, "harmonia_summary": harmonia,
+            "geomean_normalized_avg_latency": geomean, "long_workloads": long_wl, "results": results}
 
 
 def format_table(summary):
-    """The paper-style table: avg latency / Fast-Only, per workload and mean; then p99 and migrations."""
-    pols, lines = summary["policies"], []
-    w0 = max([len(w) for w in summary["workloads"]] + [8])
-    cw = max(max(len(p) for p in pols), 7) + 1
+    """The paper-style table, one row per policy: average latency / Fast-Only per workload, the mean
+    and geometric mean, then mean p99 and total migrations."""
+    pols, wl, lines = summary["policies"], summary["workloads"], []
     by = {(r["hss"], r["trace"], r["policy"]): r for r in summary["results"]}
+    pw = max(len(p) for p in pols) + 1
+    cw = max([len(w) for w in wl] + [7]) + 1
     for h in summary["hss"]:
         names = "+".join(p.name for p in load_hss(h).devices) if not h.endswith(".json") else h
         lines.append("")
         lines.append("HSS %s (%s): average latency normalized to Fast-Only (lower is better)" % (h, names))
-        lines.append("workload".ljust(w0) + "".join(p.rjust(cw) for p in pols))
-        for w in summary["workloads"]:
-            row = summary["normalized_avg_latency"][h][w]
-            best = min(v for p, v in row.items() if p not in ("fast-only", "oracle"))
-            lines.append(w.ljust(w0) + "".join(
-                (_num(row[p]) + ("<" if row[p] == best and p not in ("fast-only", "oracle") else " ")).rjust(cw)
-                for p in pols))
-        lines.append("mean".ljust(w0) + "".join(("%s " % _num(summary["mean_normalized_avg_latency"][h][p])).rjust(cw)
-                                                for p in pols))
-        lines.append("geomean".ljust(w0) + "".join(
-            ("%s " % _num(summary["geomean_normalized_avg_latency"][h][p])).rjust(cw) for p in pols))
-        p99 = {p: sum(by[(h, w, p)]["p99_latency_us"] for w in summary["workloads"]) / len(summary["workloads"])
-               for p in pols}
-        mig = {p: sum(by[(h, w, p)]["promotions"] + by[(h, w, p)]["evictions"] for w in summary["workloads"])
-               for p in pols}
-        lines.append("p99 us".ljust(w0) + "".join(("%s " % _short(p99[p])).rjust(cw) for p in pols))
-        lines.append("migr.".ljust(w0) + "".join(("%s " % _short(mig[p])).rjust(cw) for p in pols))
-    for h, e in summary.get("harmonia_summary", {}).items():
-        parts = ["HSS %s: harmonia %.2f" % (h, e["harmonia"])]
-        if "best_heuristic" in e:
-            parts.append("%+.1f%% vs the best non-learning policy (%s, %.2f)" % (
-                100 * e["improvement_over_best_heuristic"], e["best_heuristic"], e["best_heuristic_value"]))
-        if "improvement_over_sibyl" in e:
-            parts.append("%+.1f%% vs sibyl" % (100 * e["improvement_over_sibyl"]))
-        if e.get("oracle_gap_closed") is not None:
-            parts.append("closes %.0f%% of the gap to oracle (%.2f)" % (100 * e["oracle_gap_closed"], e["oracle"]))
-        elif "oracle" in e:
-            parts.append("oracle (%.2f) is no better than %s here: no gap to close" % (e["oracle"], e["best_heuristic"]))
-        lines.append(", ".join(parts) + " (means of the normalized latency; + = harmonia faster)")
+        lines.append("policy".ljust(pw) + "".join(w.rjust(cw) for w in wl) + "mean".rjust(cw) +
+                     "geomean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw))
+        best = {w: min(v for p, v in summary["normalized_avg_latency"][h][w].items()
+                       if p not in (BASELINE, "oracle")) for w in wl}
+        for p in pols:
+            cells = []
+            for w in wl:
+                v = summary["normalized_avg_latency"][h][w][p]
+                cells.append((_num(v) + ("<" if v == best[w] and p not in (BASELINE, "oracle") else " ")).rjust(cw))
+            p99 = sum(by[(h, w, p)]["p99_latency_us"] for w in wl) / len(wl)
+            mig = sum(by[(h, w, p)]["promotions"] + by[(h, w, p)]["evictions"] for w in wl)
+            lines.append(p.ljust(pw) + "".join(cells) +
+                         (_num(summary["mean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
+                         (_num(summary["geomean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
+                         (_short(p99) + " ").rjust(cw) + (_short(mig) + " ").rjust(cw))
+    for h, both in summary.get("harmonia_summary", {}).items():
+        for scope, e in both.items():
+            label = "all workloads" if scope == "all" else "workloads of %d+ requests" % LONG
+            parts = ["HSS %s, %s: harmonia %s" % (h, label, _num(e["harmonia"]))]
+            if "best_heuristic" in e:
+                parts.append("%+.1f%% vs the best non-learning policy (%s, %s)" % (
+                    100 * e["improvement_over_best_heuristic"], e["best_heuristic"], _num(e["best_heuristic_value"])))
+            if "improvement_over_sibyl" in e:
+                parts.append("%+.1f%% vs sibyl" % (100 * e["improvement_over_sibyl"]))
+            if e.get("oracle_gap_closed") is not None:
+                parts.append("closes %.0f%% of the gap to oracle (%s)" % (100 * e["oracle_gap_closed"],
+                                                                        _num(e["oracle"])))
+            elif "oracle" in e:
+                parts.append("oracle (%s) is no better: no gap to close" % _num(e["oracle"]))
+            lines.append(", ".join(parts))
     lines.append("")
-    lines.append("< best non-oracle policy of the row; * synthetic workload; p99 us = mean over workloads;"
-                 " migr. = promotions + evictions, all workloads")
+    lines.append("< best non-oracle policy of the workload; * synthetic workload; means of normalized latency; "
+                 "+ = harmonia faster; p99 us = mean over workloads; migr. = promotions + evictions, all workloads")
     return "\n".join(lines)
 
 

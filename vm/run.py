@@ -110,6 +110,7 @@ def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cp
     accel = accel or ("kvm" if kvm_works(images) else "tcg")
     own_out = out_dir is None
     out_dir = out_dir or tempfile.mkdtemp(prefix="hbl-vm-out-")
+    os.makedirs(out_dir, exist_ok=True)
     own_disks = disk_dir is None
     disk_dir = disk_dir or tempfile.mkdtemp(prefix="hbl-vm-disks-")
     for f in ("rc", "stdout", "stderr", "serial.log"):
