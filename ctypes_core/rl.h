@@ -54,9 +54,14 @@ struct hbl_migration_agent {
     int candidates, max_moves, reward_n;
     double pingpong, lref;
     uint32_t recent[1024]; int nrecent, rhead;   /* recently read pages on slower devices */
-    struct { uint8_t s[HBL_NFEATURES]; uint8_t a; uint32_t slot; float penalty; } pend[HBL_MIG_MAX_CAND];
+    struct { uint8_t s[HBL_NFEATURES]; uint8_t a; uint32_t slot; float penalty;
+             uint32_t hits; double lat; } pend[HBL_MIG_MAX_CAND];
     int npend, collecting, lat_n;
     double lat_sum;
+    int page_reward;        /* 0: the round's n / sum of the next n latencies (the paper's);
+                             * 1: each page's own accesses until the next round (ours) */
+    double move_cost;       /* page reward: subtracted for a move */
+    uint64_t round;         /* tags pages of the current round in pt.aux64 */
 };
 
 int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, const struct hbl_params *p,
