@@ -44,6 +44,13 @@ static inline uint64_t hbl_hash64(uint64_t x)
     return x;
 }
 
+/* qsort order for (score << 32 | slot) keys: highest score first. */
+static inline int hbl_cmp_u64_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x < y) - (x > y);
+}
+
 /* Log-linear latency histogram: about 1.5% resolution from 1 ns to hours. */
 #define HBL_HIST_SUB 64
 #define HBL_HIST_BUCKETS (58 * HBL_HIST_SUB + 2 * HBL_HIST_SUB)

@@ -245,12 +245,6 @@ void hbl_migration_agent_observe(struct hbl_migration_agent *ma, struct hbl_sim 
     if (++ma->lat_n >= ma->reward_n) migration_reward(ma, s);
 }
 
-static int cmp_desc(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x < y) - (x > y);
-}
-
 int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *s, uint32_t *slots,
                                  int8_t *targets, int max)
 {
@@ -267,7 +261,7 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
         ((struct hbl_pagetable *)pt)->aux32[x] = (uint32_t)(s->nreq & 0xffffffffu); /* dedupe this round */
         keyed[nk++] = ((uint64_t)(pt->count[x] > 0xffffffffu ? 0xffffffffu : pt->count[x]) << 32) | x;
     }
-    qsort(keyed, (size_t)nk, sizeof(uint64_t), cmp_desc);
+    qsort(keyed, (size_t)nk, sizeof(uint64_t), hbl_cmp_u64_desc);
     for (int i = 0; i < nk && nc < half; i++) cand[nc++] = (uint32_t)keyed[i];
     ma->nrecent = ma->rhead = 0;
     /* the coldest pages of the faster devices (least recently used first) */

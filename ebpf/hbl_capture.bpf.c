@@ -16,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "hbl_event.h"
+#include "hbl_rwbs.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -94,26 +95,6 @@ static __always_inline __u32 mode_of(__u32 dev)
     return m ? *m : 0;
 }
 
-/* read, write, discard, flush from the rwbs string; 255 = not an I/O we record */
-static __always_inline __u8 op_of(const char *rwbs, __u8 *sync)
-{
-    __u8 op = 255, flush = 0;
-    *sync = 0;
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        char c = rwbs[i];
-        if (!c)
-            break;
-        if (c == 'W' && op == 255) op = 1;
-        else if (c == 'R' && op == 255) op = 0;
-        else if (c == 'D' && op == 255) op = 2;
-        else if (c == 'F') flush = 1;
-        else if (c == 'S') *sync = 1;
-    }
-    if (op == 255 && flush)
-        op = 3;
-    return op;
-}
 
 static __always_inline void heat(__u32 dev, __u64 sector, __u8 op, __u64 ts)
 {
@@ -144,7 +125,7 @@ int hbl_rq_issue(struct trace_event_raw_block_rq *ctx)
     char rwbs[8];
     bpf_core_read(rwbs, sizeof(rwbs), &ctx->rwbs);
     struct inflight_val v = {};
-    v.op = op_of(rwbs, &v.sync);
+    v.op = hbl_op_of(rwbs, &v.sync);
     if (v.op == 255)
         return 0;
     struct inflight_key k = { .dev = dev, .sector = BPF_CORE_READ(ctx, sector) };
@@ -202,7 +183,7 @@ int hbl_bio_queue(struct trace_event_raw_block_bio *ctx)
     char rwbs[8];
     bpf_core_read(rwbs, sizeof(rwbs), &ctx->rwbs);
     __u8 sync;
-    __u8 op = op_of(rwbs, &sync);
+    __u8 op = hbl_op_of(rwbs, &sync);
     if (op == 255)
         return 0;
     struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -251,7 +232,7 @@ int hbl_bio_remap(struct trace_event_raw_block_bio_remap *ctx)
     e->old_dev = old_dev;
     e->bytes = BPF_CORE_READ(ctx, nr_sector) << 9;
     e->pid = bpf_get_current_pid_tgid() >> 32;
-    e->op = op_of(rwbs, &sync);
+    e->op = hbl_op_of(rwbs, &sync);
     e->kind = HBL_EV_REMAP;
     e->sync = sync;
     e->comm[0] = 0;

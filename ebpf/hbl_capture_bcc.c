@@ -6,6 +6,7 @@
  */
 #include <uapi/linux/ptrace.h>
 #include "hbl_event.h"
+#include "hbl_rwbs.h"
 
 BPF_HASH(devices, u32, u32, 64);
 struct inflight_key { u32 dev; u32 _pad; u64 sector; };
@@ -27,25 +28,6 @@ static __always_inline u32 mode_of(u32 dev)
     return m ? *m : 0;
 }
 
-static __always_inline u8 op_of(const char *rwbs, u8 *sync)
-{
-    u8 op = 255, flush = 0;
-    *sync = 0;
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        char c = rwbs[i];
-        if (!c)
-            break;
-        if (c == 'W' && op == 255) op = 1;
-        else if (c == 'R' && op == 255) op = 0;
-        else if (c == 'D' && op == 255) op = 2;
-        else if (c == 'F') flush = 1;
-        else if (c == 'S') *sync = 1;
-    }
-    if (op == 255 && flush)
-        op = 3;
-    return op;
-}
 
 TRACEPOINT_PROBE(block, block_rq_issue)
 {
@@ -55,7 +37,7 @@ TRACEPOINT_PROBE(block, block_rq_issue)
     char rwbs[8];
     __builtin_memcpy(rwbs, args->rwbs, 8);
     struct inflight_val v = {};
-    v.op = op_of(rwbs, &v.sync);
+    v.op = hbl_op_of(rwbs, &v.sync);
     if (v.op == 255)
         return 0;
     struct inflight_key k = {};
@@ -113,7 +95,7 @@ TRACEPOINT_PROBE(block, block_bio_queue)
     char rwbs[8];
     __builtin_memcpy(rwbs, args->rwbs, 8);
     u8 sync;
-    u8 op = op_of(rwbs, &sync);
+    u8 op = hbl_op_of(rwbs, &sync);
     if (op == 255)
         return 0;
     struct hbl_event *e = events.ringbuf_reserve(sizeof(struct hbl_event));

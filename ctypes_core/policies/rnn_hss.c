@@ -161,12 +161,6 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
     for (int i = 0; i < n; i++) touch(v, s, slots[i]);
 }
 
-static int cmp_desc(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x < y) - (x > y);
-}
-
 static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max)
 {
     struct state *st = v;
@@ -203,7 +197,7 @@ static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets,
         if (p >= st->threshold) keyed[nk++] = ((uint64_t)(p * 1e6f) << 32) | x;
     }
     if (keyed) {
-        qsort(keyed, nk, sizeof(uint64_t), cmp_desc);
+        qsort(keyed, nk, sizeof(uint64_t), hbl_cmp_u64_desc);
         for (uint64_t i = 0; i < nk && m < half; i++) { slots[m] = (uint32_t)keyed[i]; targets[m] = 0; m++; }
         free(keyed);
     }
