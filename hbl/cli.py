@@ -264,7 +264,7 @@ def cmd_vm(a):
         else:
             print("%s (%s, %.1f s)" % (images.path, "cached" if info["cached"] else "built", build_s))
         return 0
-    disks = vmrun.default_disks(a.fast_mb, a.slow_mb, a.third)
+    disks = vmrun.default_disks(a.fast_mb, a.slow_mb, a.extra)
     if a.vm_command == "shell":
         return vmrun.run("", images, disks=disks, interactive=True).rc
     if a.vm_command == "run":
@@ -412,7 +412,7 @@ def build_parser():
     vm = sub.add_parser("vm", help="the QEMU testbed: emulated NVMe + HDD, device-mapper (root)",
                         description="Build (once, cached) and run a QEMU guest with an emulated NVMe drive "
                         "(/dev/nvme0n1, fast), a throttled HDD-like virtio disk (/dev/vda, 100 IOPS) and "
-                        "optionally a SATA-SSD-like one (/dev/vdb); the project is at /hbl (read-only) and "
+                        "optionally SATA-SSD-like ones (/dev/vdb, /dev/vdc); the project is at /hbl (read-only) and "
                         "/out comes back to the host.")
     vsub = vm.add_subparsers(dest="vm_command", metavar="ACTION", required=True)
     vb = vsub.add_parser("build", help="build the kernel, initramfs and root file system (cached)")
@@ -428,7 +428,8 @@ def build_parser():
         vp.add_argument("--timeout", type=int, default=1200, help="seconds before QEMU is killed (default 1200)")
         vp.add_argument("--fast-mb", type=int, default=512, help="NVMe size (default 512)")
         vp.add_argument("--slow-mb", type=int, default=1024, help="HDD size (default 1024)")
-        vp.add_argument("--third", action="store_true", help="add a SATA-SSD-like virtio disk (/dev/vdb)")
+        vp.add_argument("--extra", type=int, default=0, choices=[0, 1, 2],
+                        help="SATA-SSD-like virtio disks to add (/dev/vdb, /dev/vdc; default 0)")
         vp.add_argument("--out", help="keep the guest's /out here (default: a new temporary folder)")
         vp.add_argument("--quiet", action="store_true")
     vm.set_defaults(func=cmd_vm)

@@ -38,3 +38,14 @@ def test_guest_device_mapper_suite():
     # every guest test ran and passed: none skipped, none deselected
     assert " passed" in p.stdout and "failed" not in p.stdout and "skipped" not in p.stdout
     assert "test_100_remaps_under_verifying_fio PASSED" in p.stdout
+
+
+@pytest.mark.skipif(WHY is not None, reason=WHY or "")
+def test_guest_with_four_devices():
+    """NVMe, HDD-like and two SATA-SSD-like disks, for 3- and 4-device hybrid systems."""
+    p = subprocess.run([sys.executable, "-m", "hbl.cli", "vm", "run", "--extra", "2", "--quiet", "--",
+                        "for d in nvme0n1 vda vdb vdc; do cat /sys/block/$d/size; done"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    sizes = [int(x) for x in p.stdout.split()]
+    assert sizes == [512 << 11, 1024 << 11, 1024 << 11, 1024 << 11]   # sectors, from the default sizes

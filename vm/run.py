@@ -2,7 +2,8 @@
 
 The guest gets an emulated NVMe drive (the fast device, /dev/nvme0n1), a
 throttled virtio disk with a fixed IOPS ceiling (the HDD-like slow device,
-/dev/vda; data kept), optionally a SATA-SSD-like virtio disk (/dev/vdb), the
+/dev/vda; data kept), optionally one or two SATA-SSD-like virtio disks
+(/dev/vdb, /dev/vdc; 5000 IOPS), the
 project read-only at /hbl and a result folder at /out, both over 9p.  QEMU
 runs under TCG unless KVM is probed and works; a hard timeout always kills it.
 """
@@ -28,11 +29,12 @@ class Disk:
     bps: int = 0           # throttling.bps-total, bytes/s (0 = none)
 
 
-def default_disks(fast_mb=512, slow_mb=1024, third=False):
+def default_disks(fast_mb=512, slow_mb=1024, extra=0):
+    """NVMe (fast), HDD-like (slow), and up to two SATA-SSD-like disks (/dev/vdb, /dev/vdc)."""
     disks = [Disk("fast", fast_mb, "nvme"),
              Disk("slow", slow_mb, "virtio", iops=100, bps=150 << 20)]   # 7200 rpm-like ceiling
-    if third:
-        disks.append(Disk("ssd", slow_mb, "virtio", iops=5000, bps=500 << 20))
+    for i in range(extra):
+        disks.append(Disk("ssd%d" % (i + 1), slow_mb, "virtio", iops=5000, bps=500 << 20))
     return disks
 
 
