@@ -16,7 +16,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "hbl_event.h"
-#include "hbl_rwbs.h"
+#include "hbl_capture_common.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -156,17 +156,7 @@ int hbl_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
         bpf_map_delete_elem(&inflight, &k);
         return 0;
     }
-    e->ts_ns = v->ts;
-    e->sector = k.sector;
-    e->latency_ns = now - v->ts;
-    e->old_sector = 0;
-    e->dev = dev;
-    e->old_dev = 0;
-    e->bytes = v->bytes;
-    e->pid = v->pid;
-    e->op = v->op;
-    e->kind = HBL_EV_IO;
-    e->sync = v->sync;
+    hbl_fill_io(e, v->ts, k.sector, now - v->ts, dev, v->bytes, v->pid, v->op, v->sync);
     __builtin_memcpy(e->comm, v->comm, sizeof(e->comm));
     heat(dev, k.sector, v->op, v->ts);
     bpf_map_delete_elem(&inflight, &k);
@@ -191,17 +181,8 @@ int hbl_bio_queue(struct trace_event_raw_block_bio *ctx)
         count_lost(HBL_LOST_RINGBUF);
         return 0;
     }
-    e->ts_ns = bpf_ktime_get_ns();
-    e->sector = BPF_CORE_READ(ctx, sector);
-    e->latency_ns = 0;
-    e->old_sector = 0;
-    e->dev = dev;
-    e->old_dev = 0;
-    e->bytes = BPF_CORE_READ(ctx, nr_sector) << 9;
-    e->pid = bpf_get_current_pid_tgid() >> 32;
-    e->op = op;
-    e->kind = HBL_EV_IO;
-    e->sync = sync;
+    hbl_fill_io(e, bpf_ktime_get_ns(), BPF_CORE_READ(ctx, sector), 0, dev, BPF_CORE_READ(ctx, nr_sector) << 9,
+                bpf_get_current_pid_tgid() >> 32, op, sync);
     bpf_core_read(e->comm, sizeof(e->comm), &ctx->comm);
     heat(dev, e->sector, op, e->ts_ns);
     submit(e);

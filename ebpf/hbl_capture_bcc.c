@@ -6,7 +6,7 @@
  */
 #include <uapi/linux/ptrace.h>
 #include "hbl_event.h"
-#include "hbl_rwbs.h"
+#include "hbl_capture_common.h"
 
 BPF_HASH(devices, u32, u32, 64);
 struct inflight_key { u32 dev; u32 _pad; u64 sector; };
@@ -70,17 +70,7 @@ TRACEPOINT_PROBE(block, block_rq_complete)
         inflight.delete(&k);
         return 0;
     }
-    e->ts_ns = v->ts;
-    e->sector = k.sector;
-    e->latency_ns = now - v->ts;
-    e->old_sector = 0;
-    e->dev = dev;
-    e->old_dev = 0;
-    e->bytes = v->bytes;
-    e->pid = v->pid;
-    e->op = v->op;
-    e->kind = HBL_EV_IO;
-    e->sync = v->sync;
+    hbl_fill_io(e, v->ts, k.sector, now - v->ts, dev, v->bytes, v->pid, v->op, v->sync);
     __builtin_memcpy(e->comm, v->comm, 16);
     inflight.delete(&k);
     events.ringbuf_submit(e, 0);
@@ -103,17 +93,8 @@ TRACEPOINT_PROBE(block, block_bio_queue)
         count_lost(HBL_LOST_RINGBUF);
         return 0;
     }
-    e->ts_ns = bpf_ktime_get_ns();
-    e->sector = args->sector;
-    e->latency_ns = 0;
-    e->old_sector = 0;
-    e->dev = dev;
-    e->old_dev = 0;
-    e->bytes = args->nr_sector << 9;
-    e->pid = bpf_get_current_pid_tgid() >> 32;
-    e->op = op;
-    e->kind = HBL_EV_IO;
-    e->sync = sync;
+    hbl_fill_io(e, bpf_ktime_get_ns(), args->sector, 0, dev, args->nr_sector << 9,
+                bpf_get_current_pid_tgid() >> 32, op, sync);
     __builtin_memcpy(e->comm, args->comm, 16);
     events.ringbuf_submit(e, 0);
     return 0;
