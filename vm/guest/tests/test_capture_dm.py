@@ -1,0 +1,50 @@
+"""eBPF capture of a device-mapper device and its members (inside the VM):
+logical requests on the dm device, device requests with latency on the
+members, and the remaps between them."""
+import time
+
+import pytest
+
+from conftest import FAST, SLOW
+from dmsetup import Linear, Table, device
+from test_dm import EXT, MIB, write_random, read_digests
+
+capture = pytest.importorskip("hbl.capture")
+
+
+def test_dm_device_and_members_with_remaps(ioctl_dm):
+    from hbl import record
+    from hbl.capture import Capture
+    t = Table([Linear(4 * EXT, FAST, 64 * EXT), Linear(4 * EXT, SLOW, 32 * EXT)])
+    with device("hbl-cap", t, ioctl_dm) as d:
+        with Capture([d.path, FAST, SLOW], remaps=True) as cap:
+            time.sleep(0.3)
+            write_random(d.path, 0, 8 * MIB, seed=11)      # 8 x 1 MiB: 4 land on NVMe, 4 on the HDD
+            read_digests(d.path, 0, 8 * MIB)
+            time.sleep(0.5)
+            got = record.concat([cap.poll(200) for _ in range(10)])
+            remaps = cap.remaps()
+            st = cap.stats()
+        dm_dev, _, _ = capture.resolve_device(d.path)
+        fast_dev, _, _ = capture.resolve_device(FAST)
+        slow_dev, _, _ = capture.resolve_device(SLOW)
+    logical = got[got["device"] == dm_dev]
+    # the dm device: logical offsets, as the application issued them, no latency
+    for op in (record.WRITE, record.READ):   # 8 writes then 8 reads of 1 MiB, as issued
+        mine = logical[logical["op"] == op]
+        assert sorted(mine["offset"].tolist()) == [i * MIB for i in range(8)]
+        assert set(mine["length"].tolist()) == {MIB}
+    assert (logical["latency_ns"] == 0).all()
+    # the members: physical offsets, each request with its latency
+    fast = got[got["device"] == fast_dev]
+    slow = got[got["device"] == slow_dev]
+    assert len(fast) and len(slow)
+    assert (fast["latency_ns"] > 0).all() and (slow["latency_ns"] > 0).all()
+    assert fast["offset"].min() >= 64 * MIB and slow["offset"].min() >= 32 * MIB
+    assert int(fast["length"][fast["op"] == record.WRITE].sum()) == 4 * MIB
+    assert int(slow["length"][slow["op"] == record.WRITE].sum()) == 4 * MIB
+    # the remaps tell where each logical range went
+    assert len(remaps) > 0
+    assert set(remaps["old_dev"].tolist()) == {dm_dev}
+    assert set(remaps["dev"].tolist()) <= {fast_dev, slow_dev}
+    assert st["lost"] == 0
