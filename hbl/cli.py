@@ -285,7 +285,6 @@ def cmd_vm(a):
 
 
 def cmd_policies(a):
-    from hbl.core import ffi, lib
     from hbl.sim import policies
     rows = [{"name": n, "description": d} for n, d in policies()]
     if a.json:

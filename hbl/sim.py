@@ -8,7 +8,6 @@ The request loop, the page table, the device model and the policies are C
 """
 import time
 
-import numpy as np
 
 from hbl import record
 from hbl.core import ffi, lib

@@ -1,5 +1,4 @@
 """The device-mapper library on the host: tables, parsing, ioctl layouts (no dm needed)."""
-import struct
 
 import pytest
 

@@ -12,7 +12,6 @@ import os
 import pathlib
 import re
 
-import numpy as np
 
 from hbl.errors import TraceError
 from hbl.trace.formats import TEXT_READERS, open_text

@@ -2,7 +2,6 @@
 extents, through the ioctl interface and through the dmsetup command (inside the VM).
 Writes /out/stall.json."""
 import json
-import os
 import statistics
 import sys
 import time

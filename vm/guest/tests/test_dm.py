@@ -3,9 +3,7 @@ import hashlib
 import json
 import mmap
 import os
-import re
 import subprocess
-import threading
 import time
 
 import pytest
