@@ -75,6 +75,20 @@ struct trace_event_raw_block_bio_remap {
     char rwbs[8];
 };
 
+/* for the fast mode's BTF tracepoint on completion */
+struct block_device {
+    dev_t bd_dev;
+};
+
+struct request {
+    unsigned int cmd_flags;
+    unsigned int __data_len;
+    sector_t __sector;
+    struct block_device *part;
+    __u64 start_time_ns;
+    __u64 io_start_time_ns;
+};
+
 #pragma clang attribute pop
 
 #endif

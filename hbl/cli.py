@@ -204,7 +204,7 @@ def cmd_trace(a):
     out_dir = os.path.dirname(os.path.abspath(a.out))
     if not os.path.isdir(out_dir):
         raise HblError("%s: no such directory" % out_dir)
-    cap = Capture(a.dev, backend=a.backend)
+    cap = Capture(a.dev, backend=a.backend, fast=a.fast)
     names = ", ".join("%s (%s)" % (p, "logical, bio" if m == 2 else "device, with latency")
                       for p, (_, m, _) in zip(a.dev, cap.devices))
     w = tracemod.writer(a.out + ".part", to, source="hbl trace " + " ".join(a.dev))
@@ -404,6 +404,9 @@ def build_parser():
                     help="output format (default from the file name: .csv msrc, .iolog fio, else native)")
     tr.add_argument("--backend", choices=["libbpf", "bcc"], default="libbpf",
                     help="loader: libbpf (default, C consumer) or bcc (python3-bpfcc)")
+    tr.add_argument("--fast", action="store_true",
+                    help="libbpf: one program per request, at completion (lower overhead; latency from the "
+                         "request's start time, including scheduler queueing; no pid/comm)")
     tr.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     tr.add_argument("--quiet", action="store_true", help="no live line")
     tr.set_defaults(func=cmd_trace)

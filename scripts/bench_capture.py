@@ -2,8 +2,9 @@
 """Capture overhead, side by side in one run (root).
 
 fio 4 KiB random reads at queue depth 32 on a loop device over a file in the
-page cache, for --seconds each, with: no capture; hbl's libbpf capture; hbl's
-bcc capture; bcc's own biosnoop (the reference users know).  For each: fio
+page cache, for --seconds each, with: no capture; hbl's libbpf capture (issue
+and completion, the default; and --fast, completion only); hbl's bcc capture;
+bcc's own biosnoop (the reference users know).  For each: fio
 IOPS, records captured per second, lost records, and CPU used by the
 consumer process (user + system seconds per second of run).  The cases run
 interleaved, --rounds times, and the median of each is reported, because a
@@ -90,7 +91,8 @@ def main():
         trace = lambda backend: HBL + ["trace", "--dev", dev, "--duration", "%ds" % (a.seconds + 30), "--out",
                                         os.path.join(work, backend + ".bin"), "--backend", backend, "--json",
                                         "--quiet"]
-        cases = [("none", None), ("hbl libbpf", trace("libbpf")), ("hbl bcc", trace("bcc"))]
+        cases = [("none", None), ("hbl libbpf", trace("libbpf")), ("hbl libbpf fast", trace("libbpf") + ["--fast"]),
+                 ("hbl bcc", trace("bcc"))]
         biosnoop = shutil.which("biosnoop-bpfcc")
         if biosnoop:
             cases.append(("bcc biosnoop", [biosnoop]))
@@ -124,12 +126,12 @@ def main():
             json.dump({"seconds": a.seconds, "rounds": a.rounds, "rows": rows}, f, indent=1)
     print("fio 4k randread qd32, loop device over a page-cached file, %d s per case, median of %d "
           "interleaved rounds" % (a.seconds, a.rounds))
-    print("%-14s %12s %8s %14s %10s %12s" % ("case", "fio IOPS", "vs none", "records/s", "lost", "consumer CPU"))
+    print("%-16s %12s %8s %14s %10s %12s" % ("case", "fio IOPS", "vs none", "records/s", "lost", "consumer CPU"))
     for r in rows:
         if "failed" in r:
-            print("%-14s could not run here: %s" % (r["case"], r["failed"]))
+            print("%-16s could not run here: %s" % (r["case"], r["failed"]))
             continue
-        print("%-14s %12.0f %7.0f%% %14s %10s %12s" % (
+        print("%-16s %12.0f %7.0f%% %14s %10s %12s" % (
             r["case"], r["fio_iops"], 100 * r["iops_vs_none"],
             "%.0f" % r["records_per_second"] if "records_per_second" in r else "-",
             r.get("lost") if r.get("lost") is not None else "-",

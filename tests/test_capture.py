@@ -242,3 +242,14 @@ def test_bio_mode_as_for_device_mapper(loopdev):
     want = sorted((record.WRITE if op == "w" else record.READ, off, ln) for op, off, ln in PATTERN)
     assert got == want
     assert (d["latency_ns"] == 0).all() and (d["pid"] > 0).all()
+
+
+def test_fast_mode_records(loopdev):
+    """One BTF tracepoint at completion: the same requests, latency from the request's start time."""
+    dev = loopdev()
+    d, st = capture_while([dev], lambda: direct_io(dev, PATTERN), fast=True)
+    got = sorted(zip(d["op"].tolist(), d["offset"].tolist(), d["length"].tolist()))
+    want = sorted((record.WRITE if op == "w" else record.READ, off, ln) for op, off, ln in PATTERN)
+    assert got == want and st["lost"] == 0
+    assert (d["latency_ns"] > 1_000).all() and (d["latency_ns"] < 2_000_000_000).all()
+    assert (d["pid"] == 0).all()

@@ -75,7 +75,8 @@ def check_environment(mount_tracefs=True):
 class Capture:
     """A running capture on some devices; iterate batches, read stats(), close()."""
 
-    def __init__(self, devices, backend="libbpf", remaps=False, extent_shift=0, batch=65536, ringbuf_bytes=0):
+    def __init__(self, devices, backend="libbpf", remaps=False, extent_shift=0, batch=65536, ringbuf_bytes=0,
+                 fast=False):
         if not devices:
             raise CaptureError("give at least one device to trace")
         check_environment()
@@ -84,11 +85,11 @@ class Capture:
         self.batch = batch
         self.backend = backend
         if backend == "libbpf":
-            self._impl = _LibbpfLoader(self.devices, remaps, extent_shift, ringbuf_bytes)
+            self._impl = _LibbpfLoader(self.devices, remaps, extent_shift, ringbuf_bytes, fast)
         elif backend == "bcc":
             from hbl.capture.bcc_loader import BccLoader
-            if ringbuf_bytes:
-                raise CaptureError("the bcc loader has a fixed ring buffer")
+            if ringbuf_bytes or fast:
+                raise CaptureError("the bcc loader has a fixed ring buffer and no fast mode")
             self._impl = BccLoader(self.devices, remaps, extent_shift)
         else:
             raise CaptureError("unknown backend %r (libbpf or bcc)" % backend)
@@ -141,7 +142,7 @@ class Capture:
 
 
 class _LibbpfLoader:
-    def __init__(self, devices, remaps, extent_shift, ringbuf_bytes):
+    def __init__(self, devices, remaps, extent_shift, ringbuf_bytes, fast=False):
         try:
             from hbl._capture import ffi, lib
         except ImportError:
@@ -154,7 +155,7 @@ class _LibbpfLoader:
         modes = ffi.new("uint32_t[]", [m for _, m, _ in devices])
         err = ffi.new("char[1024]")
         self.cap = lib.hbl_capture_open(BPF_OBJECT.encode(), devs, modes, len(devices), int(remaps),
-                                        int(extent_shift), int(ringbuf_bytes), err, 1024)
+                                        int(extent_shift), int(ringbuf_bytes), int(fast), err, 1024)
         if self.cap == ffi.NULL:
             msg = ffi.string(err).decode(errors="replace")
             if "Operation not permitted" in msg:

@@ -16,10 +16,12 @@ struct hbl_capture_stats {
 };
 
 struct hbl_capture;
-/* ringbuf_bytes: 0 = the program's default (16 MiB), else a power of two >= a page */
+/* ringbuf_bytes: 0 = the program's default (16 MiB), else a power of two >= a page;
+ * fast: request-based devices from one BTF tracepoint at completion (no pid/comm,
+ * latency from the request's start time) instead of issue + completion */
 struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs, const uint32_t *modes,
                                      int32_t ndev, int32_t want_remap, int32_t extent_shift,
-                                     int64_t ringbuf_bytes, char *err, int32_t errlen);
+                                     int64_t ringbuf_bytes, int32_t fast, char *err, int32_t errlen);
 void hbl_capture_close(struct hbl_capture *c);
 /* Waits up to timeout_ms, then drains up to max requests (and remaps, if given). */
 int64_t hbl_capture_poll(struct hbl_capture *c, int32_t timeout_ms, struct hbl_request *out, int64_t max,

@@ -82,7 +82,7 @@ void hbl_capture_close(struct hbl_capture *c)
 
 struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs, const uint32_t *modes,
                                      int32_t ndev, int32_t want_remap, int32_t extent_shift,
-                                     int64_t ringbuf_bytes, char *err, int32_t errlen)
+                                     int64_t ringbuf_bytes, int32_t fast, char *err, int32_t errlen)
 {
     libbpf_set_print(print_fn);
     struct hbl_capture *c = calloc(1, sizeof(*c));
@@ -112,7 +112,8 @@ struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs,
     struct bpf_program *p;
     bpf_object__for_each_program(p, c->obj) {
         const char *name = bpf_program__name(p);
-        int want = !strncmp(name, "hbl_rq_", 7) ? any_rq
+        int want = !strcmp(name, "hbl_rq_done") ? (any_rq && fast)
+                 : !strncmp(name, "hbl_rq_", 7) ? (any_rq && !fast)
                  : !strcmp(name, "hbl_bio_queue") ? any_bio
                  : !strcmp(name, "hbl_bio_remap") ? (want_remap && any_bio) : 1;
         bpf_program__set_autoload(p, want);

@@ -12,12 +12,13 @@ from test_dm import EXT, MIB, write_random, read_digests
 capture = pytest.importorskip("hbl.capture")
 
 
-def test_dm_device_and_members_with_remaps(ioctl_dm):
+@pytest.mark.parametrize("fast", [False, True])
+def test_dm_device_and_members_with_remaps(ioctl_dm, fast):
     from hbl import record
     from hbl.capture import Capture
     t = Table([Linear(4 * EXT, FAST, 64 * EXT), Linear(4 * EXT, SLOW, 32 * EXT)])
     with device("hbl-cap", t, ioctl_dm) as d:
-        with Capture([d.path, FAST, SLOW], remaps=True) as cap:
+        with Capture([d.path, FAST, SLOW], remaps=True, fast=fast) as cap:
             time.sleep(0.3)
             write_random(d.path, 0, 8 * MIB, seed=11)      # 8 x 1 MiB: 4 land on NVMe, 4 on the HDD
             read_digests(d.path, 0, 8 * MIB)
