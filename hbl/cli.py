@@ -70,6 +70,26 @@ def _sim_options(a):
     return {k: v for k, v in opts.items() if v is not None}
 
 
+def _progress(chunks, what):
+    """Pass chunks through, with a live count on stderr when it is a terminal and the pass is long."""
+    import time
+    if not sys.stderr.isatty():
+        yield from chunks
+        return
+    t0 = last = time.time()
+    n = 0
+    for c in chunks:
+        n += len(c)
+        now = time.time()
+        if now - last >= 1:
+            print("\r%s: %d requests, %.0f k/s   " % (what, n, n / (now - t0) / 1e3), end="", file=sys.stderr,
+                  flush=True)
+            last = now
+        yield c
+    if last != t0:
+        print("\r%s: %d requests in %.1f s   " % (what, n, time.time() - t0), file=sys.stderr)
+
+
 def _print_json(obj):
     json.dump(obj, sys.stdout, indent=2, default=float)
     print()
@@ -86,7 +106,7 @@ def cmd_simulate(a):
     r = simulate(a.trace, hss=a.hss, policy=policy, fast_capacity=a.fast_capacity, params=a.param,
                  plugin=plugin, seed=a.seed, fmt=a.fmt, lenient=a.lenient, reader_options=_reader_options(a),
                  timeline=bool(a.timeline), load_agents=a.agent, save_agents=a.save_agent,
-                 **_sim_options(a))
+                 progress=_progress, **_sim_options(a))
     if a.timeline:
         with open(a.timeline, "w") as f:
             json.dump(r["timeline"], f, indent=1)
@@ -147,7 +167,8 @@ def cmd_trace_info(a):
     from hbl.info import format_info, trace_info
     from hbl.trace import open_trace
     reader = open_trace(a.trace, fmt=a.fmt, lenient=a.lenient, **_reader_options(a))
-    info = trace_info(reader, page_size=a.page_size or 4096)
+    info = trace_info(_progress(reader, "reading"), page_size=a.page_size or 4096,
+                      source=getattr(reader, "source", a.trace), skipped=lambda: reader.skipped)
     if a.json:
         _print_json(info)
     else:

@@ -7,7 +7,8 @@ from hbl.core import ffi, lib
 REUSE_BINS = 40
 
 
-def trace_info(reader, page_size=4096, sample=100_000, seed=1):
+def trace_info(reader, page_size=4096, sample=100_000, seed=1, source=None, skipped=None):
+    source = source or getattr(reader, "source", getattr(reader, "path", ""))
     t = lib.hbl_tstats_new(page_size, 1)
     if t == ffi.NULL:
         raise MemoryError("hbl_tstats_new")
@@ -74,7 +75,7 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1):
                 reuse_median = "%d-%d" % (2 ** i - 1, 2 ** (i + 1) - 2)
                 break
     return {
-        "source": getattr(reader, "source", getattr(reader, "path", "")),
+        "source": source,
         "requests": n, "reads": reads, "writes": writes, "other": other,
         "read_bytes": rbytes, "write_bytes": wbytes,
         "page_size": page_size, "footprint_pages": pages, "footprint_bytes": pages * page_size,
@@ -90,7 +91,7 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1):
             "first_accesses": int(cold[0]), "reuses": reused, "median_pages": reuse_median,
             "histogram": {"%d-%d" % (2 ** i - 1, 2 ** (i + 1) - 2): c for i, c in enumerate(reuse) if c},
         },
-        "bad_lines_skipped": getattr(reader, "skipped", 0),
+        "bad_lines_skipped": getattr(reader, "skipped", 0) if skipped is None else skipped(),
     }
 
 

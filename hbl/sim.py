@@ -212,20 +212,22 @@ class Simulator:
 
 def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, plugin=None, seed=1,
              fmt=None, lenient=False, reader_options=None, footprint=None, timeline=False,
-             check=False, load_agents=None, save_agents=None, **options):
-    """Simulate one policy on one trace; returns the result dict (see Simulator.result)."""
+             check=False, load_agents=None, save_agents=None, progress=None, **options):
+    """Simulate one policy on one trace; returns the result dict (see Simulator.result).
+    progress, if given, wraps each pass over the trace: progress(chunks, what) -> chunks."""
+    watch = progress or (lambda chunks, what: chunks)
     page_size = int(options.get("page_size") or DEFAULTS["page_size"])
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
     reader_options = reader_options or {}
     reopen = lambda: open_trace(trace, fmt=fmt, lenient=lenient, **reader_options)
     if policy == "oracle":
-        chunks = list(reopen())
+        chunks = list(watch(reopen(), "reading"))
         data = record.concat(chunks)
         source = [data]
     else:
         data, source = None, None
     if footprint is None:
-        footprint = footprint_pages(source if source else reopen(), page_size)
+        footprint = footprint_pages(source if source else watch(reopen(), "footprint"), page_size)
     caps = config.capacity_pages(footprint, page_size)
     sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
     if load_agents:
@@ -233,7 +235,7 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     if data is not None:
         sim.set_future(data)
     reader = source if source else reopen()
-    for chunk in reader:
+    for chunk in watch(reader, "simulating"):
         sim.feed(chunk)
     if check:
         sim.check()
