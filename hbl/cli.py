@@ -182,6 +182,9 @@ def cmd_convert(a):
     to = a.to or tracemod.format_for_path(a.output)
     if os.path.abspath(a.output) == os.path.abspath(tracemod.resolve(a.input)):
         raise HblError("%s: refusing to overwrite the input" % a.output)
+    out_dir = os.path.dirname(os.path.abspath(a.output))
+    if not os.path.isdir(out_dir):
+        raise HblError("%s: no such directory" % out_dir)
     opts = {"filename": a.fio_file} if to == "fio" and a.fio_file else {}
     w = tracemod.writer(a.output + ".part", to, source=getattr(reader, "source", a.input), **opts)
     try:
