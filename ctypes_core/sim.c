@@ -473,17 +473,22 @@ uint64_t hbl_sim_lru_pages(const struct hbl_sim *s, int32_t d, uint32_t *out, ui
 
 /* ---- agents of learning policies ---- */
 
+static int sim_agents(const struct hbl_sim *s, struct hbl_agent **ag)
+{
+    return s->ops->agents ? s->ops->agents(s->pstate, ag) : 0;
+}
+
 struct hbl_agent *hbl_sim_agent(const struct hbl_sim *s, int32_t i)
 {
     struct hbl_agent *ag[4];
-    int n = s->ops->agents ? s->ops->agents(s->pstate, ag) : 0;
+    int n = sim_agents(s, ag);
     return i >= 0 && i < n ? ag[i] : NULL;
 }
 
 int32_t hbl_sim_save_agents(const struct hbl_sim *s, const char *path, char *err, int32_t errlen)
 {
     struct hbl_agent *ag[4];
-    int n = s->ops->agents ? s->ops->agents(s->pstate, ag) : 0;
+    int n = sim_agents(s, ag);
     if (!n) { snprintf(err, errlen, "policy %s has no agents to save", s->ops->name); return -1; }
     return hbl_agents_save(path, s->ops->name, ag, n, err, errlen);
 }
@@ -491,7 +496,7 @@ int32_t hbl_sim_save_agents(const struct hbl_sim *s, const char *path, char *err
 int32_t hbl_sim_load_agents(struct hbl_sim *s, const char *path, char *err, int32_t errlen)
 {
     struct hbl_agent *ag[4];
-    int n = s->ops->agents ? s->ops->agents(s->pstate, ag) : 0;
+    int n = sim_agents(s, ag);
     if (!n) { snprintf(err, errlen, "policy %s has no agents to load", s->ops->name); return -1; }
     return hbl_agents_load(path, s->ops->name, ag, n, err, errlen);
 }

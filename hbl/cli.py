@@ -90,6 +90,12 @@ def _progress(chunks, what):
         print("\r%s: %d requests in %.1f s   " % (what, n, time.time() - t0), file=sys.stderr)
 
 
+def _check_output_dir(path):
+    out_dir = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(out_dir):
+        raise HblError("%s: no such directory" % out_dir)
+
+
 def _print_json(obj):
     json.dump(obj, sys.stdout, indent=2, default=float)
     print()
@@ -182,9 +188,7 @@ def cmd_convert(a):
     to = a.to or tracemod.format_for_path(a.output)
     if os.path.abspath(a.output) == os.path.abspath(tracemod.resolve(a.input)):
         raise HblError("%s: refusing to overwrite the input" % a.output)
-    out_dir = os.path.dirname(os.path.abspath(a.output))
-    if not os.path.isdir(out_dir):
-        raise HblError("%s: no such directory" % out_dir)
+    _check_output_dir(a.output)
     opts = {"filename": a.fio_file} if to == "fio" and a.fio_file else {}
     w = tracemod.writer(a.output + ".part", to, source=getattr(reader, "source", a.input), **opts)
     try:
@@ -218,18 +222,16 @@ def cmd_trace(a):
     import signal
     import time
     from hbl import trace as tracemod
-    from hbl.capture import Capture
+    from hbl.capture import MODE_BIO, Capture
     if (a.duration is None) == (a.count is None):
         raise HblError("give exactly one of --duration and --count")
     duration = parse_duration(a.duration) if a.duration is not None else None
     if a.count is not None and a.count < 1:
         raise HblError("--count must be >= 1")
     to = a.format or tracemod.format_for_path(a.out)
-    out_dir = os.path.dirname(os.path.abspath(a.out))
-    if not os.path.isdir(out_dir):
-        raise HblError("%s: no such directory" % out_dir)
+    _check_output_dir(a.out)
     cap = Capture(a.dev, backend=a.backend, fast=a.fast)
-    names = ", ".join("%s (%s)" % (p, "logical, bio" if m == 2 else "device, with latency")
+    names = ", ".join("%s (%s)" % (p, "logical, bio" if m == MODE_BIO else "device, with latency")
                       for p, (_, m, _) in zip(a.dev, cap.devices))
     w = tracemod.writer(a.out + ".part", to, source="hbl trace " + " ".join(a.dev))
     stop = {"now": False}

@@ -43,7 +43,7 @@ def fio(dev, seconds):
     return json.loads(out)["jobs"][0]["read"]["iops"]
 
 
-def run_case(name, dev, seconds, consumer_cmd, work):
+def run_case(name, dev, seconds, consumer_cmd):
     if consumer_cmd is None:
         return {"case": name, "fio_iops": fio(dev, seconds)}
     p = subprocess.Popen(consumer_cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -100,7 +100,7 @@ def main():
         for k in range(a.rounds):
             for name, cmd in cases:
                 print("round %d/%d: %s" % (k + 1, a.rounds, name), file=sys.stderr)
-                runs[name].append(run_case(name, dev, a.seconds, cmd, work))
+                runs[name].append(run_case(name, dev, a.seconds, cmd))
     finally:
         subprocess.run(["losetup", "-d", dev])
         shutil.rmtree(work, ignore_errors=True)

@@ -105,6 +105,12 @@ def capture_while(devs, io, backend="libbpf", settle=0.3, **kw):
         return record.concat(got), cap.stats()
 
 
+def test_python_constants_match_the_event_header():
+    from hbl._capture import lib
+    from hbl.capture import MODE_BIO, MODE_RQ
+    assert (lib.HBL_MODE_RQ, lib.HBL_MODE_BIO) == (MODE_RQ, MODE_BIO)
+
+
 def test_exact_records_with_latency(loopdev):
     dev = loopdev()
     d, st = capture_while([dev], lambda: direct_io(dev, PATTERN))

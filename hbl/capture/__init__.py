@@ -20,7 +20,7 @@ from hbl.errors import HblError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BPF_OBJECT = os.path.join(HERE, "hbl_capture.bpf.o")
-MODE_RQ, MODE_BIO = 1, 2
+MODE_RQ, MODE_BIO = 1, 2   # enum hbl_dev_mode of ebpf/hbl_event.h (a test checks they agree)
 TRACEFS = "/sys/kernel/tracing"
 
 

@@ -130,6 +130,13 @@ class Reader:
             yield np.array(rows, dtype=record.REQUEST)
 
 
+def sector_offset(sector, what):
+    """A byte offset from a 512-byte sector number, or ValueError when it does not fit 64 bits."""
+    if sector * SECTOR > U64_MAX:
+        raise ValueError("%s %d is out of range" % (what, sector))
+    return sector * SECTOR
+
+
 def check_length(length):
     if length > U32_MAX:
         raise ValueError("request length %d is over 4 GiB" % length)
@@ -195,9 +202,7 @@ class BlkparseReader(Reader):
             op = record.FLUSH
         else:
             return None
-        if sector * SECTOR > U64_MAX:
-            raise ValueError("sector %d is out of range" % sector)
-        return (parse_seconds_ns(ts), sector * SECTOR, 0, check_length(count * SECTOR),
+        return (parse_seconds_ns(ts), sector_offset(sector, "sector"), 0, check_length(count * SECTOR),
                 int(pid), (int(maj) << 20) | int(mnr), op)
 
 
@@ -209,11 +214,9 @@ class SpcReader(Reader):
         f = line.split(",")
         if len(f) < 5:
             raise ValueError("expected ASU,LBA,Size,Opcode,Timestamp, found %d fields" % len(f))
-        lba = parse_uint(f[1], "LBA")
-        if lba * SECTOR > U64_MAX:
-            raise ValueError("LBA %d is out of range" % lba)
+        offset = sector_offset(parse_uint(f[1], "LBA"), "LBA")
         op = parse_op(f[3])
-        return (parse_seconds_ns(f[4]), lba * SECTOR, 0, check_length(parse_uint(f[2], "size")),
+        return (parse_seconds_ns(f[4]), offset, 0, check_length(parse_uint(f[2], "size")),
                 0, parse_uint(f[0], "ASU", U32_MAX), op)
 
 
@@ -241,10 +244,8 @@ class TencentReader(Reader):
         iotype = f[3].strip()
         if iotype not in ("0", "1"):
             raise ValueError("iotype %r is neither 0 (read) nor 1 (write)" % iotype)
-        sector = parse_uint(f[1], "offset")
-        if sector * SECTOR > U64_MAX:
-            raise ValueError("offset %d sectors is out of range" % sector)
-        return (parse_seconds_ns(f[0]), sector * SECTOR, 0,
+        offset = sector_offset(parse_uint(f[1], "offset"), "offset (sectors)")
+        return (parse_seconds_ns(f[0]), offset, 0,
                 check_length(parse_uint(f[2], "size") * SECTOR), 0,
                 parse_uint(f[4], "volume", U32_MAX), record.READ if iotype == "0" else record.WRITE)
 
