@@ -219,6 +219,22 @@ int32_t hbl_sim_load_agents(struct hbl_sim *s, const char *path, char *err, int3
 /* The n-th agent of the policy (0 = placement, 1 = migration), NULL if none. */
 struct hbl_agent *hbl_sim_agent(const struct hbl_sim *s, int32_t i);
 
+/* ---- Live mode: the simulator's policies deciding for a real device ----
+ * Pages are extents.  The controller feeds requests it observed (latency_ns
+ * measured), and the policy's choices come back as moves to carry out: the
+ * table believes a move at once; a move that could not be done is put back
+ * with hbl_live_set_devices.  No device model, no time of its own. */
+struct hbl_sim *hbl_live_new(const struct hbl_sim_config *cfg, const char *policy,
+                             const struct hbl_params *params, char *err, int32_t errlen);
+/* Where extents are now (at start-up: every extent). -1 on a bad device. */
+int32_t hbl_live_set_devices(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n);
+/* Device the policy wants an extent on, -1 if never seen. */
+int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent);
+/* Extents whose device changed since the last call, oldest first (may repeat). */
+uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max);
+/* Run the policy's periodic migration now (besides every migrate_every requests). */
+int32_t hbl_live_migrate(struct hbl_sim *s);
+
 /* Python plugin policies (policy "python"): implemented in hbl/plugin.py. */
 #if HBL_CDEF
 extern "Python+C" void hbl_py_place(void *plugin, const struct hbl_request *req,

@@ -122,6 +122,10 @@ struct hbl_sim {
     struct hbl_hist hist;
     uint64_t win_req, win_pages, win_hits; double win_lat;
     struct hbl_timeline_row *tl; uint64_t ntl, tlcap;
+    /* live mode (hbl_live_*): no device model; latencies are measured, and moves
+     * are queued for the controller to carry out instead of being charged here */
+    int live;
+    uint64_t *mq; uint64_t nmq, mqcap;   /* queued moves: page numbers */
 };
 
 /* Helpers policies may use. */

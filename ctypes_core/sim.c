@@ -87,10 +87,20 @@ static double dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_
  * bcache do); until the page is written, evicting it back costs no I/O. */
 static void make_room(struct hbl_sim *s, int d, double now, int64_t room);
 
+static void live_queue(struct hbl_sim *s, uint32_t x);
+
 static void migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed)
 {
     int from = s->pt.dev[x];
     make_room(s, to, now, 1);
+    if (s->live) {                 /* the controller copies; nothing is kept twice */
+        s->pt.last_mig[x] = s->nreq;
+        if (to < from) s->st.promotions++; else s->st.evictions++;
+        s->st.migrated_bytes += s->cfg.page_size;
+        live_queue(s, x);
+        set_device(s, x, to);
+        return;
+    }
     uint64_t page = s->pt.page[x];
     s->pt.last_mig[x] = s->nreq;
     if (to < from) s->st.promotions++; else s->st.evictions++;
@@ -205,7 +215,9 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     if (ensure_scratch(s, n)) return -1;
 
     double arrival;
-    if (s->cfg.queue_depth > 0) {
+    if (s->live) {
+        arrival = (double)r->time_ns;
+    } else if (s->cfg.queue_depth > 0) {
         arrival = s->last_arrival;
         if (s->ninflight >= s->cfg.queue_depth) {
             double t = heap_pop(s);
@@ -231,24 +243,35 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
      * request is served: the write may use a spare slot, and whatever has to
      * leave (possibly the page just written) is copied off the request path. */
     int write = r->op == HBL_OP_WRITE;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t x = slots[i];
-        int cur = pt->dev[x], t = targets[i];
-        if (t < 0 || t >= s->cfg.ndev || !write) t = cur >= 0 ? cur : s->initial_dev;
-        if (write) pt->home_copy[x] = 0;
-        if (t != cur) set_device(s, x, t);
-    }
-
     double done = arrival;
     uint64_t hits = 0;
-    for (uint32_t i = 0; i < n;) {
-        int d = pt->dev[slots[i]];
-        uint32_t j = i + 1;
-        while (j < n && pt->dev[slots[j]] == d) j++;
-        double end = dev_io(s, d, write, first + i, j - i, arrival);
-        if (end > done) done = end;
-        if (d == 0) hits += j - i;
-        i = j;
+    if (s->live) {
+        /* The request was served before we saw it, where the extent was: a
+         * different choice for it becomes a move, for reads and writes alike. */
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t x = slots[i];
+            if (pt->dev[x] < 0) set_device(s, x, s->initial_dev);
+            if (pt->dev[x] == 0) hits++;
+        }
+        done = arrival + (double)r->latency_ns;
+        write = 0;   /* below: every differing target is a move */
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t x = slots[i];
+            int cur = pt->dev[x], t = targets[i];
+            if (t < 0 || t >= s->cfg.ndev || !write) t = cur >= 0 ? cur : s->initial_dev;
+            if (write) pt->home_copy[x] = 0;
+            if (t != cur) set_device(s, x, t);
+        }
+        for (uint32_t i = 0; i < n;) {
+            int d = pt->dev[slots[i]];
+            uint32_t j = i + 1;
+            while (j < n && pt->dev[slots[j]] == d) j++;
+            double end = dev_io(s, d, write, first + i, j - i, arrival);
+            if (end > done) done = end;
+            if (d == 0) hits += j - i;
+            i = j;
+        }
     }
 
     if (!write) {               /* a read may promote or evict what it just read */
@@ -268,6 +291,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     }
 
     double lat = done - arrival;
+    if (s->live) write = r->op == HBL_OP_WRITE;
     s->st.requests++;
     if (write) { s->st.writes++; s->st.write_bytes += r->length; }
     else { s->st.reads++; s->st.read_bytes += r->length; }
@@ -360,7 +384,7 @@ void hbl_sim_free(struct hbl_sim *s)
     if (s->ops && s->ops->free) s->ops->free(s->pstate);
     hbl_pt_free(&s->pt);
     free(s->slots); free(s->targets); free(s->mslots); free(s->mtargets);
-    free(s->inflight); free(s->tl);
+    free(s->inflight); free(s->tl); free(s->mq);
     free(s);
 }
 
@@ -499,4 +523,59 @@ int32_t hbl_sim_load_agents(struct hbl_sim *s, const char *path, char *err, int3
     int n = sim_agents(s, ag);
     if (!n) { snprintf(err, errlen, "policy %s has no agents to load", s->ops->name); return -1; }
     return hbl_agents_load(path, s->ops->name, ag, n, err, errlen);
+}
+
+/* ---- live mode: the same policies deciding for a real device ---- */
+
+static void live_queue(struct hbl_sim *s, uint32_t x)
+{
+    if (s->nmq == s->mqcap) {
+        uint64_t cap = s->mqcap ? s->mqcap * 2 : 1024;
+        uint64_t *q = realloc(s->mq, cap * sizeof(*q));
+        if (!q) return;           /* the move stays in the table; hbl_live_device tells */
+        s->mq = q; s->mqcap = cap;
+    }
+    s->mq[s->nmq++] = s->pt.page[x];
+}
+
+struct hbl_sim *hbl_live_new(const struct hbl_sim_config *cfg, const char *policy,
+                             const struct hbl_params *params, char *err, int32_t errlen)
+{
+    struct hbl_sim *s = hbl_sim_new(cfg, policy, params, NULL, err, errlen);
+    if (s) s->live = 1;
+    return s;
+}
+
+int32_t hbl_live_set_devices(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        if (devs[i] < 0 || devs[i] >= s->cfg.ndev) return -1;
+        uint32_t x = hbl_pt_get(&s->pt, extents[i]);
+        if (x == HBL_NONE) return -1;
+        set_device(s, x, devs[i]);
+    }
+    return 0;
+}
+
+int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent)
+{
+    uint32_t x = hbl_pt_find(&s->pt, extent);
+    return x == HBL_NONE ? HBL_UNPLACED : s->pt.dev[x];
+}
+
+uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max)
+{
+    uint64_t n = s->nmq < max ? s->nmq : max;
+    memcpy(extents, s->mq, n * sizeof(*extents));
+    memmove(s->mq, s->mq + n, (s->nmq - n) * sizeof(*s->mq));
+    s->nmq -= n;
+    return n;
+}
+
+int32_t hbl_live_migrate(struct hbl_sim *s)
+{
+    if (!s->ops->migrate) return 0;
+    uint64_t before = s->nmq;
+    run_migrations(s, s->last_arrival);
+    return (int32_t)(s->nmq - before);
 }

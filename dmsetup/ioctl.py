@@ -50,6 +50,8 @@ class DmIoctlError(OSError):
 class Control:
     """An open /dev/mapper/control."""
 
+    fd = -1
+
     def __init__(self, path="/dev/mapper/control"):
         try:
             self.fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)

@@ -462,6 +462,9 @@ def build_parser():
         vp.add_argument("--quiet", action="store_true")
     vm.set_defaults(func=cmd_vm)
 
+    from hbl.live.cli import add_parsers as live_parsers
+    live_parsers(sub)
+
     po = sub.add_parser("policies", help="list policies")
     po.add_argument("--json", action="store_true")
     po.set_defaults(func=cmd_policies)
@@ -503,6 +506,13 @@ def main(argv=None):
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:      # device-mapper refusals carry their own message
+        from dmsetup.device import DmError
+        from dmsetup.ioctl import DmIoctlError
+        if isinstance(exc, (DmError, DmIoctlError)):
+            print("hbl: error: %s" % exc, file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == "__main__":

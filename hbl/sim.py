@@ -70,7 +70,7 @@ def footprint_pages(chunks, page_size=4096):
 class Simulator:
     """One simulation: an HSS, a policy and its parameters.  Feed chunks, then read result()."""
 
-    def __init__(self, hss, policy, capacities_pages, params=None, plugin=None, seed=1, **options):
+    def __init__(self, hss, policy, capacities_pages, params=None, plugin=None, seed=1, live=False, **options):
         opts = dict(DEFAULTS, **{k: v for k, v in options.items() if v is not None})
         cfg = ffi.new("struct hbl_sim_config *")
         cfg.ndev = len(hss.devices)
@@ -101,7 +101,12 @@ class Simulator:
             self._handle = handle = attach(plugin, self)
             policy = "python"
         err = ffi.new("char[512]")
-        self.sim = lib.hbl_sim_new(cfg, policy.encode(), p, handle, err, 512)
+        if live:      # see hbl.live.engine: no device model, decisions come back as moves
+            if plugin is not None:
+                raise HblError("Python plugin policies cannot drive a live device")
+            self.sim = lib.hbl_live_new(cfg, policy.encode(), p, err, 512)
+        else:
+            self.sim = lib.hbl_sim_new(cfg, policy.encode(), p, handle, err, 512)
         if self.sim == ffi.NULL:
             raise HblError("policy %s: %s" % (policy, ffi.string(err).decode()))
         self.policy, self.hss, self.cfg = policy, hss, cfg

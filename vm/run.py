@@ -71,7 +71,10 @@ def kvm_works(images):
 
 
 def qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, interactive):
-    cmd = ["qemu-system-x86_64", "-machine", "q35", "-accel", accel, "-m", str(memory_mb), "-smp", str(cpus),
+    # the agent core is built for this host's CPU (-march=native): under TCG the
+    # guest CPU must offer the same instructions (QEMU >= 7.2 emulates AVX2)
+    cpu = "host" if accel == "kvm" else "max"
+    cmd = ["qemu-system-x86_64", "-machine", "q35", "-accel", accel, "-cpu", cpu, "-m", str(memory_mb), "-smp", str(cpus),
            "-kernel", images.kernel, "-initrd", images.initrd, "-no-reboot",
            "-append", "console=ttyS0 panic=-1 quiet loglevel=3",
            "-fsdev", "local,id=r,path=%s,security_model=none,readonly=on" % images.rootfs,

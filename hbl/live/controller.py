@@ -1,0 +1,548 @@
+"""The controller of a live device: capture -> engine -> copy jobs and dm remaps.
+
+One loop, one thread.  It drains the eBPF ring buffer (logical requests on the
+dm device, device requests with latency on the members), feeds the requests to
+the engine (the simulator's policy code, in C) with the member's current
+latency as the request's, and carries out the moves the engine asks for in
+batches:
+
+    copy (O_DIRECT, throttled, I/O continues)        crash point after_copy
+    suspend (flush, hold I/O)                        crash point after_suspend
+    re-copy what was written to the old slots        crash point after_recopy
+        since the copy began (member write records
+        completed after the start), fsync
+    persist the new mapping (atomic replace)         crash point after_meta
+    load the new table                               crash point after_load
+    resume                                           crash point after_resume
+    only then free the old slots
+
+Whatever happens before the metadata is persisted leaves the old mapping in
+force; after it, the new one, whose slots already hold the data.  `hbl up`
+rebuilds the table from the metadata either way.  Extents never written carry
+no data: moving them is a remap without a copy, checked again under suspend.
+After a crash, nothing is known to be unwritten any more.
+"""
+import collections
+import fcntl
+import json
+import os
+import resource
+import signal
+import sys
+import time
+
+import numpy as np
+
+from dmsetup import Device, backend
+from dmsetup.device import DmError, _ensure_node
+from hbl import record
+from hbl.errors import HblError
+from hbl.live import layout
+from hbl.live.copier import Copier, Throttle
+from hbl.live.meta import Meta, MetaError, parse_superblock, read_head
+
+CRASH_POINTS = ("after_copy", "after_suspend", "after_recopy", "after_meta", "after_load", "after_resume")
+STATE_DIR = "/var/lib/hbl"
+
+
+# ---- where a device's files live ----
+
+class Paths:
+    def __init__(self, name, state_dir=None):
+        self.dir = os.path.join(state_dir or os.environ.get("HBL_STATE_DIR") or STATE_DIR, name)
+        self.meta = os.path.join(self.dir, "meta")
+        self.lock = os.path.join(self.dir, "lock")
+        self.status = os.path.join(self.dir, "status.json")
+        self.log = os.path.join(self.dir, "controller.log")
+        self.agents = os.path.join(self.dir, "agents.hbl")
+
+
+def controller_pid(paths):
+    """Pid of the running controller, or None (it holds an exclusive lock for its lifetime)."""
+    if not os.path.exists(paths.lock):
+        return None
+    fd = os.open(paths.lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None
+    except BlockingIOError:
+        try:
+            return int(os.pread(fd, 32, 0).decode().strip() or 0) or None
+        except ValueError:
+            return None
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.rename(tmp, path)
+
+
+def preflight():
+    """Device-mapper and eBPF capture are usable here, or an HblError says why (nothing written yet)."""
+    from hbl.capture import check_environment
+    if not os.path.exists("/dev/mapper/control"):
+        os.system("modprobe dm_mod 2>/dev/null")
+    try:
+        backend().close()
+    except OSError as exc:
+        raise HblError("device-mapper is not available here: %s.  (On hosts without it, use the VM: "
+                       "hbl vm run -- hbl up ...)" % exc) from None
+    check_environment()
+
+
+# ---- assembling the dm device from metadata ----
+
+def check_members(meta):
+    """Each member path carries the superblock of this device at its position."""
+    for i, m in enumerate(meta.members):
+        try:
+            sb = parse_superblock(read_head(m["path"]))
+        except OSError as exc:
+            raise HblError("%s (member %d of %s): %s" % (m["path"], i, meta.name, exc.strerror)) from None
+        if sb is None or sb.get("damaged") or sb["uuid"] != meta.uuid or sb["index"] != i:
+            what = "no hbl superblock" if sb is None else "a damaged superblock" if sb.get("damaged") else \
+                "member %d of device %s" % (sb["index"], sb["uuid"][:8])
+            raise HblError("%s should be member %d of %s (%s) but holds %s: were the devices renamed? "
+                           "nothing was changed" % (m["path"], i, meta.name, meta.uuid[:8], what))
+        if layout.device_size(m["path"]) < m["size"]:
+            raise HblError("%s: smaller than when %s was created" % (m["path"], meta.name))
+
+
+def assemble(meta, dm=None):
+    """Make /dev/mapper/NAME serve the mapping in `meta`: create it, or load and resume an existing one."""
+    dm = dm or backend()
+    table = layout.table(meta)
+    d = Device(meta.name, dm)
+    try:
+        info = dm.info(meta.name)
+    except OSError:
+        info = None
+    if info is None:
+        d.create(table)
+    else:           # left behind by a controller that died: maybe suspended, maybe with a table half-loaded
+        d.load(table)
+        d.resume()
+        d.major, d.minor = info["major"], info["minor"]
+        d.path = _ensure_node(meta.name, info["major"], info["minor"])
+        d.table = table
+    return d
+
+
+# ---- the controller ----
+
+class Controller:
+    def __init__(self, paths, policy=None, params=None, agent=None, interval=0.5, max_batch=16, frontier=4,
+                 copy_rate=64 << 20, seed=1, log=None):
+        from hbl.live.engine import Engine
+        self.paths = paths
+        self.log = log or (lambda msg: print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True))
+        self.meta = Meta.load(paths.meta)
+        m = self.meta
+        self.policy = policy or m.policy
+        self.params = params if params is not None else m.params
+        self.unsure = not m.clean           # after a crash no extent is known to be unwritten
+        if self.unsure:
+            m.written[:] = 1
+        m.clean = False
+        m.policy, m.params = self.policy, self.params
+        self.interval, self.max_batch, self.frontier = interval, max_batch, frontier
+        self.crash_at = os.environ.get("HBL_CRASH_AT", "")
+        self.crash_after = int(os.environ.get("HBL_CRASH_AFTER", "0"))
+        if self.crash_at and self.crash_at not in CRASH_POINTS:
+            raise HblError("HBL_CRASH_AT=%s: one of %s" % (self.crash_at, ", ".join(CRASH_POINTS)))
+        self.engine = Engine(self.policy, m.extent_bytes, layout.capacities(m.members), params=self.params,
+                             seed=seed)
+        self.engine.set_devices(np.arange(m.nextents), m.dev)
+        self.agent_source = None
+        for src in (agent, paths.agents if os.path.exists(paths.agents) else None):
+            if src and self.engine.agents():
+                self.engine.load_agents(src)
+                self.agent_source = src
+                break
+        self.free = layout.free_slots(m)
+        self.pending = {}
+        self.stop = False
+        self.batches = 0
+        c = m.counters
+        self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "promotions", "evictions",
+                                                       "migrated_bytes", "remaps_without_copy", "recopied_bytes",
+                                                       "batches", "rollbacks")}
+        self.stalls = collections.deque(maxlen=2000)
+        self.decision_ns = collections.deque(maxlen=2000)
+        self.decisions = collections.deque(maxlen=40)
+        self.timeline = collections.deque(maxlen=720)
+        self.heat = np.zeros(m.nextents, np.float32)
+        self.rw = np.zeros((m.nextents, 2), np.uint32)
+        self.lat = np.zeros((len(m.members), 2))          # EWMA latency per member and op, ns
+        self.lat_n = np.zeros((len(m.members), 2))
+        self.win = [0, 0]                                  # requests, fast hits in the current timeline window
+        self.mwrites = None                                # member writes recorded during a batch
+        self.newest_ts = 0
+        self.t0 = time.time()
+        self.cpu0 = self._cpu()
+        self.lost0 = 0
+
+    @staticmethod
+    def _cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    def crash(self, point):
+        if self.crash_at == point and self.batches >= self.crash_after:
+            self.log("crash point %s reached (HBL_CRASH_AT): SIGKILL" % point)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    # ---- set-up ----
+
+    def start(self):
+        from hbl.capture import Capture, resolve_device
+        m = self.meta
+        os.makedirs(self.paths.dir, exist_ok=True)
+        self.lockfd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self.lockfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise HblError("a controller for %s is already running (pid %s)" % (
+                m.name, os.pread(self.lockfd, 32, 0).decode().strip())) from None
+        os.ftruncate(self.lockfd, 0)
+        os.pwrite(self.lockfd, str(os.getpid()).encode(), 0)
+        preflight()
+        check_members(m)
+        m.save(self.paths.meta)                    # clean = False from here on
+        self.dm = backend()
+        self.dev = assemble(m, self.dm)
+        self.cap = Capture([self.dev.path] + [x["path"] for x in m.members], fast=True)
+        self.dm_dev = resolve_device(self.dev.path)[0]
+        self.member_dev = {resolve_device(x["path"])[0]: i for i, x in enumerate(m.members)}
+        self.copier = Copier([x["path"] for x in m.members], Throttle(self._copy_rate()))
+        self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (
+            m.name, m.nextents, m.extent_bytes >> 10, ", ".join(x["path"] for x in m.members), self.policy,
+            ", agents from " + self.agent_source if self.agent_source else "",
+            "; not shut down cleanly last time: every extent counts as written" if self.unsure else ""))
+
+    def _copy_rate(self):
+        return int(os.environ.get("HBL_COPY_RATE", 64 << 20))
+
+    # ---- observing ----
+
+    def pump(self, timeout_ms=0):
+        b = self.cap.poll(timeout_ms)
+        if len(b):
+            self.observe(b)
+        return len(b)
+
+    def drain(self):
+        """Everything the kernel has recorded so far (after a suspend: every completed I/O)."""
+        empty = 0
+        while empty < 2:
+            empty = empty + 1 if self.pump(0) == 0 else 0
+
+    def observe(self, b):
+        m = self.meta
+        ext = m.extent_bytes
+        isdm = b["device"] == self.dm_dev
+        mem = b[~isdm]
+        if len(mem):
+            idx = np.array([self.member_dev.get(int(d), -1) for d in mem["device"]])
+            for d in range(len(m.members)):
+                for op in (0, 1):
+                    sel = (idx == d) & (mem["op"] == op) & (mem["latency_ns"] > 0)
+                    if sel.any():
+                        v = float(mem["latency_ns"][sel].mean())
+                        n = self.lat_n[d, op]
+                        self.lat[d, op] = v if n == 0 else 0.8 * self.lat[d, op] + 0.2 * v
+                        self.lat_n[d, op] += sel.sum()
+            if self.mwrites is not None:
+                w = (mem["op"] == record.WRITE) & (idx >= 0)
+                if w.any():
+                    self.mwrites.append(np.stack([idx[w], mem["offset"][w].astype(np.int64),
+                                                  mem["length"][w].astype(np.int64),
+                                                  (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64)], 1))
+        log = b[isdm]
+        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
+        if not len(log):
+            return
+        first = (log["offset"] // ext).astype(np.int64)
+        last = ((log["offset"] + log["length"] - 1) // ext).astype(np.int64)
+        ok = last < m.nextents
+        log, first, last = log[ok], first[ok], last[ok]
+        writes = log["op"] == record.WRITE
+        was_unwritten = m.written[first] == 0
+        for f, l in zip(first[writes].tolist(), last[writes].tolist()):
+            m.written[f:l + 1] = 1
+        dev = m.dev[first]
+        log = log.copy()
+        log["latency_ns"] = self.lat[dev, log["op"].astype(np.int64)].astype(np.uint64)
+        self.count["reads"] += int((~writes).sum())
+        self.count["writes"] += int(writes.sum())
+        hits = int((dev == 0).sum())
+        self.count["fast_hits"] += hits
+        self.win[0] += len(log)
+        self.win[1] += hits
+        np.add.at(self.heat, first, 1.0)
+        np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
+        self.newest_ts = int(log["time_ns"].max())
+        self.engine.feed(log)
+        # the write frontier: unwritten extents after a first write go where
+        # the policy just put new data, with a remap and no copy
+        if self.frontier:
+            for e in np.unique(last[writes & was_unwritten]).tolist():
+                want = self.engine.device(e)
+                for k in range(1, self.frontier + 1):
+                    x = e + k
+                    if x >= m.nextents or m.written[x]:
+                        break
+                    if m.dev[x] != want and self.engine.device(x) != want:
+                        self.engine.set_devices([x], [want])
+
+    # ---- migrating ----
+
+    def check_lost(self):
+        """Records the kernel could not deliver may have been writes: nothing is unwritten any more."""
+        if not self.unsure and self.cap.stats()["lost"]:
+            self.unsure = True
+            self.meta.written[:] = 1
+            self.log("eBPF records were lost: every extent now counts as written (no more remaps without copy)")
+
+    def plan(self):
+        self.check_lost()
+        t = time.monotonic_ns()
+        moves = self.engine.take_moves()
+        for e, want in moves.items():
+            self.pending[e] = (want, t, self.newest_ts)
+        m = self.meta
+        plan = []
+        for e in list(self.pending):
+            want, t_dec, t_seen = self.pending[e]
+            src = int(m.dev[e])
+            if want == src or want < 0:
+                del self.pending[e]
+                continue
+            if not self.free[want]:
+                continue
+            plan.append({"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want,
+                         "dst_slot": self.free[want].pop(0), "copy": bool(m.written[e]) or self.unsure,
+                         "decided_ns": t_dec, "seen_ns": t_seen})
+            del self.pending[e]
+            if len(plan) >= self.max_batch:
+                break
+        return plan
+
+    def execute(self, plan):
+        m = self.meta
+        ext = m.extent_bytes
+        off = lambda d, s: layout.slot_offset(m, d, s)
+        lost0 = self.cap.stats()["lost"]
+        self.mwrites = []
+        t_start = time.monotonic_ns()
+        try:
+            for mv in plan:
+                if mv["copy"]:
+                    self.copier.copy(mv["src"], off(mv["src"], mv["src_slot"]), mv["dst"],
+                                     off(mv["dst"], mv["dst_slot"]), ext)
+                    self.pump(0)
+                    self.copier.throttle.feedback(float(self.lat[:, 0].max()) if self.lat_n.any() else 0)
+            self.crash("after_copy")
+        except OSError as exc:
+            self._give_back(plan, "copy failed: %s" % exc)
+            self.mwrites = None
+            return
+        susp = time.monotonic_ns()
+        try:
+            self.dev.suspend(flush=True)
+        except DmError as exc:
+            self._give_back(plan, str(exc))
+            self.mwrites = None
+            return
+        old = m.copy()
+        new = None
+        try:
+            self.crash("after_suspend")
+            self.drain()
+            writes = np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 4), np.int64)
+            self.mwrites = None
+            unsure = self.cap.stats()["lost"] != lost0
+            self.check_lost()
+            recopied = 0
+            for mv in plan:
+                if not mv["copy"] and (m.written[mv["extent"]] or unsure):
+                    mv["copy"] = True          # written since it was planned: its data must move too
+                    mv["late"] = True
+                if mv.get("late") or unsure:
+                    self.copier.copy(mv["src"], off(mv["src"], mv["src_slot"]), mv["dst"],
+                                     off(mv["dst"], mv["dst_slot"]), ext, limit=False)
+                    recopied += ext
+                    continue
+                if not mv["copy"]:
+                    continue
+                lo = off(mv["src"], mv["src_slot"])
+                hit = writes[(writes[:, 0] == mv["src"]) & (writes[:, 3] >= t_start) &
+                             (writes[:, 1] < lo + ext) & (writes[:, 1] + writes[:, 2] > lo)]
+                for _, o, n, _ in hit.tolist():
+                    a = max(o, lo) // 4096 * 4096
+                    z = min(-(-(o + n) // 4096) * 4096, lo + ext)
+                    self.copier.copy(mv["src"], a, mv["dst"], off(mv["dst"], mv["dst_slot"]) + (a - lo), z - a,
+                                     limit=False)
+                    recopied += z - a
+            self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
+            self.crash("after_recopy")
+            new = m.copy()
+            for mv in plan:
+                new.dev[mv["extent"]] = mv["dst"]
+                new.slot[mv["extent"]] = mv["dst_slot"]
+            new.generation += 1
+            new.counters = dict(self.count)
+            new.save(self.paths.meta)
+            self.crash("after_meta")
+            self.dev.load(layout.table(new))
+            self.crash("after_load")
+            self.dev.resume()
+        except Exception as exc:      # roll back: the old mapping, persisted, loaded and resumed
+            self.log("batch rolled back: %s" % exc)
+            try:
+                if new is not None:
+                    old.save(self.paths.meta)
+                self.dev.load(layout.table(old))
+            finally:
+                self.dev.resume()
+            self._give_back(plan, None)
+            self.count["rollbacks"] += 1
+            return
+        done = time.monotonic_ns()
+        self.stalls.append((done - susp) / 1e6)
+        self.crash("after_resume")
+        self.meta = m = new
+        self.batches += 1
+        self.count["batches"] += 1
+        self.count["recopied_bytes"] += recopied
+        for mv in plan:                   # the old slots are free only now
+            self.free[mv["src"]].append(mv["src_slot"])
+            if mv["copy"]:
+                self.count["migrated_bytes"] += ext
+            else:
+                self.count["remaps_without_copy"] += 1
+            self.count["promotions" if mv["dst"] < mv["src"] else "evictions"] += 1
+            if mv["seen_ns"]:
+                self.decision_ns.append(done - mv["seen_ns"])
+            self.decisions.append({"time": time.time(), "extent": mv["extent"], "from": mv["src"], "to": mv["dst"],
+                                   "copy": mv["copy"]})
+
+    def _give_back(self, plan, why):
+        """Moves not done: slots back to the free lists, the engine told where the extents still are."""
+        if why:
+            self.log("moves not done: %s" % why)
+        for mv in plan:
+            self.free[mv["dst"]].insert(0, mv["dst_slot"])
+        ex = [mv["extent"] for mv in plan]
+        self.engine.set_devices(ex, self.meta.dev[ex])
+
+    # ---- the loop ----
+
+    def status(self):
+        m = self.meta
+        nd = len(m.members)
+        used = np.bincount(m.dev, minlength=nd)
+        written = np.bincount(m.dev[m.written == 1], minlength=nd)
+        st = sorted(self.stalls)
+        pct = lambda a, q: a[min(len(a) - 1, int(q * len(a)))] if a else None
+        dec = sorted(self.decision_ns)
+        wall = time.time() - self.t0
+        total = self.count["reads"] + self.count["writes"]
+        hot = np.argsort(-self.heat)[:20]
+        cs = self.cap.stats()
+        return {
+            "name": m.name, "uuid": m.uuid, "state": "running", "pid": os.getpid(), "path": self.dev.path,
+            "policy": self.policy, "extent_bytes": m.extent_bytes, "extents": m.nextents,
+            "size_bytes": m.size_bytes, "generation": m.generation, "uptime_s": wall,
+            "devices": [{"path": x["path"], "slots": x["slots"], "spares": x["spares"], "extents": int(used[i]),
+                         "written_extents": int(written[i]), "fill": used[i] / x["slots"],
+                         "free_slots": len(self.free[i]),
+                         "read_latency_us": self.lat[i, 0] / 1e3, "write_latency_us": self.lat[i, 1] / 1e3}
+                        for i, x in enumerate(m.members)],
+            "reads": self.count["reads"], "writes": self.count["writes"],
+            "fast_hit_ratio": self.count["fast_hits"] / total if total else 0.0,
+            "promotions": self.count["promotions"], "evictions": self.count["evictions"],
+            "remaps_without_copy": self.count["remaps_without_copy"],
+            "migrated_bytes": self.count["migrated_bytes"], "recopied_bytes": self.count["recopied_bytes"],
+            "batches": self.count["batches"], "rollbacks": self.count["rollbacks"],
+            "pending_moves": len(self.pending),
+            "copy_bandwidth_bytes_s": self.copier.bandwidth(), "copy_rate_limit_bytes_s": self.copier.throttle.rate,
+            "stall_ms": {"last": st and self.stalls[-1], "p50": pct(st, 0.5), "p99": pct(st, 0.99),
+                         "max": st[-1] if st else None, "count": len(st)},
+            "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
+                                     "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
+            "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,
+            "agents": self.engine.stats().get("agents", []),
+            "ebpf": {"events": cs["events"], "lost": cs["lost"]},
+            "unsure_after_crash": self.unsure,
+            "hot_extents": [{"extent": int(e), "device": int(m.dev[e]), "heat": float(self.heat[e]),
+                             "reads": int(self.rw[e, 0]), "writes": int(self.rw[e, 1])}
+                            for e in hot.tolist() if self.heat[e] > 0],
+            "decisions": list(self.decisions)[-20:],
+            "timeline": list(self.timeline),
+        }
+
+    def run(self):
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        last_mig = last_status = last_tl = last_save = time.monotonic()
+        write_json_atomic(self.paths.status, self.status())
+        while not self.stop:
+            self.pump(50)
+            now = time.monotonic()
+            if now - last_mig >= self.interval:
+                last_mig = now
+                plan = self.plan()
+                if plan:
+                    self.execute(plan)
+                elif self.lat_n.any():
+                    self.copier.throttle.idle_latency(float(self.lat[:, 0].max()))
+            if now - last_tl >= 5.0:
+                last_tl = now
+                self.timeline.append({"t": round(time.time() - self.t0, 1), "requests": self.win[0],
+                                      "fast_hit_ratio": self.win[1] / self.win[0] if self.win[0] else None})
+                self.win = [0, 0]
+                self.heat *= 0.5
+            if now - last_status >= 1.0:
+                last_status = now
+                write_json_atomic(self.paths.status, self.status())
+            if now - last_save >= 60 and self.engine.agents():
+                last_save = now
+                self.engine.save_agents(self.paths.agents)
+        self.shutdown()
+
+    def _on_signal(self, *_):
+        self.stop = True
+
+    def shutdown(self):
+        """hbl down: agents saved, I/O flushed, written extents recorded exactly, device removed."""
+        m = self.meta
+        if self.engine.agents():
+            self.engine.save_agents(self.paths.agents)
+        self.dev.suspend(flush=True)
+        self.drain()
+        self.check_lost()
+        m.clean = True          # the written extents are known exactly (or all counted as written)
+        m.counters = dict(self.count)
+        m.save(self.paths.meta)
+        self.cap.close()
+        self.copier.close()
+        self.dev.resume()
+        try:
+            self.dev.remove()
+        except DmError as exc:
+            m.clean = False
+            m.save(self.paths.meta)
+            write_json_atomic(self.paths.status, dict(self.status(), state="stopped-device-busy"))
+            raise HblError("%s: the controller stopped but the device stays (%s); its mapping is saved" % (
+                m.name, exc)) from None
+        st = self.status()
+        st["state"] = "stopped"
+        write_json_atomic(self.paths.status, st)
+        self.log("%s down: generation %d, %d promotions, %d evictions, %s migrated" % (
+            m.name, m.generation, self.count["promotions"], self.count["evictions"],
+            "%.1f MiB" % (self.count["migrated_bytes"] / 2**20)))

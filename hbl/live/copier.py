@@ -1,0 +1,92 @@
+"""Copy jobs: move an extent's bytes between members with O_DIRECT.
+
+The copy runs while I/O continues; the controller re-copies, under suspend,
+whatever was written meanwhile.  Bandwidth is limited by a token bucket whose
+rate backs off when the foreground latency rises (additive increase,
+multiplicative decrease), so migrations yield to the application.
+"""
+import mmap
+import os
+import time
+
+CHUNK = 256 << 10
+
+
+class Throttle:
+    """Token bucket in bytes/s; feedback() adjusts the rate from foreground latency."""
+
+    def __init__(self, rate=64 << 20, floor=4 << 20, ceiling=1 << 30):
+        self.rate, self.floor, self.ceiling = float(rate), float(floor), float(ceiling)
+        self.tokens, self.t = 0.0, time.monotonic()
+        self.baseline = None        # foreground latency with no copy running (EWMA, ns)
+
+    def take(self, n):
+        while True:
+            now = time.monotonic()
+            self.tokens = min(self.rate * 0.05, self.tokens + (now - self.t) * self.rate)
+            self.t = now
+            if self.tokens >= n or self.tokens >= self.rate * 0.05:
+                self.tokens -= n
+                return
+            time.sleep(min(0.05, (n - self.tokens) / self.rate))
+
+    def idle_latency(self, ns):
+        """Foreground latency seen while nothing was copied."""
+        if ns > 0:
+            self.baseline = ns if self.baseline is None else 0.9 * self.baseline + 0.1 * ns
+
+    def feedback(self, ns):
+        """Foreground latency seen during a copy: back off above 1.5x the idle level."""
+        if ns <= 0 or self.baseline is None:
+            return
+        if ns > 1.5 * self.baseline:
+            self.rate = max(self.floor, self.rate * 0.7)
+        else:
+            self.rate = min(self.ceiling, self.rate + (4 << 20))
+
+
+class Copier:
+    """O_DIRECT file descriptors on the members, one aligned buffer."""
+
+    def __init__(self, paths, throttle=None):
+        self.paths = list(paths)
+        self.fds = [os.open(p, os.O_RDWR | os.O_DIRECT) for p in paths]
+        self.buf = mmap.mmap(-1, CHUNK)
+        self.throttle = throttle or Throttle()
+        self.bytes = 0
+        self.seconds = 0.0
+
+    def close(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+        self.buf.close()
+
+    def copy(self, src, src_off, dst, dst_off, length, limit=True):
+        """Copy length bytes (multiples of 4 KiB, aligned) from member src to member dst."""
+        t = time.monotonic()
+        done = 0
+        view = memoryview(self.buf)
+        while done < length:
+            n = min(CHUNK, length - done)
+            if limit:
+                self.throttle.take(n)
+            part = view[:n]
+            got = os.preadv(self.fds[src], [part], src_off + done)
+            if got != n:
+                raise OSError("short read from %s at %d: %d of %d bytes" % (self.paths[src], src_off + done, got, n))
+            put = os.pwritev(self.fds[dst], [part], dst_off + done)
+            if put != n:
+                raise OSError("short write to %s at %d: %d of %d bytes" % (self.paths[dst], dst_off + done, put, n))
+            done += n
+        view.release()
+        self.bytes += length
+        self.seconds += time.monotonic() - t
+
+    def flush(self, devs):
+        """Make what was copied durable (device write caches included)."""
+        for d in sorted(set(devs)):
+            os.fsync(self.fds[d])
+
+    def bandwidth(self):
+        return self.bytes / self.seconds if self.seconds > 0 else 0.0

@@ -1,0 +1,105 @@
+"""Extents and slots: how a live device's logical space sits on its members.
+
+Each member keeps its first extent for the superblock; the rest is cut into
+slots of one extent.  The logical device has as many extents as all members
+have slots, minus a few spare slots per device held back so that a move always
+has somewhere to go.  The dm table is built from the mapping, one linear
+target per run of extents that are contiguous on the same member.
+"""
+import fcntl
+import os
+import struct
+
+import numpy as np
+
+from dmsetup import Linear, Table
+from hbl.errors import HblError
+
+SECTOR = 512
+BLKGETSIZE64 = 0x80081272
+
+
+def device_size(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        buf = fcntl.ioctl(fd, BLKGETSIZE64, b"\0" * 8)
+        return struct.unpack("<Q", buf)[0]
+    finally:
+        os.close(fd)
+
+
+def parse_size(text):
+    """'1M' -> 1048576; plain numbers are bytes."""
+    t = str(text).strip().upper().rstrip("B").rstrip("I")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        return int(float(t[:-1] if t[-1:] in "KMG" else t) * mult)
+    except ValueError:
+        raise HblError("%r is not a size (e.g. 1M, 256K, 4194304)" % text) from None
+
+
+def default_spares(slots):
+    """A few spare slots: 1% of the device, at least 4, at most 64."""
+    return int(min(64, max(4, slots // 100)))
+
+
+def plan_members(paths, extent_bytes, spares=None):
+    if extent_bytes < 64 << 10 or extent_bytes & (extent_bytes - 1):
+        raise HblError("the extent size must be a power of two of at least 64K, not %d" % extent_bytes)
+    members = []
+    for p in paths:
+        size = device_size(p)
+        slots = size // extent_bytes - 1          # the first extent holds the superblock
+        sp = default_spares(slots) if spares is None else int(spares)
+        if slots < sp + 2:
+            raise HblError("%s: %d bytes hold %d extents of %d bytes; at least %d are needed (%d spare)" % (
+                p, size, max(slots, 0), extent_bytes, sp + 2, sp))
+        members.append({"path": p, "size": size, "slots": int(slots), "spares": sp, "data_start": extent_bytes})
+    return members
+
+
+def capacities(members):
+    """Extents each member may hold (its slots less its spares)."""
+    return [m["slots"] - m["spares"] for m in members]
+
+
+def initial_mapping(members):
+    """Logical extents laid out over the members in order, fastest first; nothing written yet."""
+    caps = capacities(members)
+    dev = np.concatenate([np.full(c, i, np.int8) for i, c in enumerate(caps)])
+    slot = np.concatenate([np.arange(c, dtype=np.int32) for c in caps])
+    return dev, slot, np.zeros(len(dev), np.uint8)
+
+
+def table(meta, paths=None):
+    """The dm-linear table of a mapping: merged runs of contiguous extents."""
+    paths = paths or [m["path"] for m in meta.members]
+    ext = meta.extent_bytes // SECTOR
+    dev, slot = meta.dev, meta.slot
+    n = len(dev)
+    # a run breaks where the device changes or the slot does not follow
+    brk = np.ones(n, bool)
+    brk[1:] = (dev[1:] != dev[:-1]) | (slot[1:] != slot[:-1] + 1)
+    starts = np.flatnonzero(brk)
+    ends = np.append(starts[1:], n)
+    targets = []
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        d = int(dev[s])
+        off = (meta.members[d]["data_start"] // SECTOR) + int(slot[s]) * ext
+        targets.append(Linear((e - s) * ext, paths[d], off))
+    return Table(targets)
+
+
+def free_slots(meta):
+    """Per member, the slots no extent uses (sorted)."""
+    out = []
+    for d, m in enumerate(meta.members):
+        used = np.zeros(m["slots"], bool)
+        used[meta.slot[meta.dev == d]] = True
+        out.append(np.flatnonzero(~used).tolist())
+    return out
+
+
+def slot_offset(meta, d, s):
+    """Byte offset of slot s on member d."""
+    return meta.members[d]["data_start"] + int(s) * meta.extent_bytes
