@@ -15,8 +15,9 @@ EPILOG_UP = """examples:
   hbl up fast0 --dev /dev/nvme0n1 --dev /dev/sdb --policy smq --foreground
   hbl up fast0 --dev ... --agent trained.hbl                  agents trained with hbl simulate --save-agent
 
-State (metadata, log, status, saved agents) lives in /var/lib/hbl/NAME
-(--state-dir or HBL_STATE_DIR to change).  Writing a device destroys what it
+State (metadata, log, saved agents) lives in /var/lib/hbl/NAME (--state-dir
+or HBL_STATE_DIR to change); the controller's lock and live status in
+/run/hbl/NAME.  Writing a device destroys what it
 holds: hbl refuses devices that are mounted, in use, or carry a file system,
 partition table or other signature (--force overrides signatures only)."""
 
@@ -164,6 +165,7 @@ def cmd_up(a):
     if a.agent:
         cmd += ["--agent", os.path.abspath(a.agent)]
     os.makedirs(paths.dir, mode=0o700, exist_ok=True)
+    os.makedirs(paths.run, mode=0o700, exist_ok=True)
     if os.path.exists(paths.status):
         os.unlink(paths.status)
     log = open(paths.log, "ab")

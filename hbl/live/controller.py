@@ -43,18 +43,24 @@ from hbl.live.meta import Meta, MetaError, parse_superblock, read_head
 
 CRASH_POINTS = ("after_copy", "after_suspend", "after_recopy", "after_meta", "after_load", "after_resume")
 STATE_DIR = "/var/lib/hbl"
+RUN_DIR = "/run/hbl"
 
 
 # ---- where a device's files live ----
 
 class Paths:
+    """Persistent state (metadata, saved agents, log) in the state directory; the
+    controller's lock and live status under /run (a dm name is unique per host, and
+    locks need a local file system)."""
+
     def __init__(self, name, state_dir=None):
         self.dir = os.path.join(state_dir or os.environ.get("HBL_STATE_DIR") or STATE_DIR, name)
+        self.run = os.path.join(os.environ.get("HBL_RUN_DIR") or RUN_DIR, name)
         self.meta = os.path.join(self.dir, "meta")
-        self.lock = os.path.join(self.dir, "lock")
-        self.status = os.path.join(self.dir, "status.json")
         self.log = os.path.join(self.dir, "controller.log")
         self.agents = os.path.join(self.dir, "agents.hbl")
+        self.lock = os.path.join(self.run, "lock")
+        self.status = os.path.join(self.run, "status.json")
 
 
 def controller_pid(paths):
@@ -202,6 +208,7 @@ class Controller:
         from hbl.capture import Capture, resolve_device
         m = self.meta
         os.makedirs(self.paths.dir, exist_ok=True)
+        os.makedirs(self.paths.run, mode=0o700, exist_ok=True)
         self.lockfd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self.lockfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -323,6 +330,12 @@ class Controller:
                 del self.pending[e]
                 continue
             if not self.free[want]:
+                if want > src:
+                    # No room below: an eviction that cannot happen now is
+                    # undone in the engine (it will decide again).  A
+                    # promotion waits: the fast device has spares.
+                    self.engine.set_devices([e], [src])
+                    del self.pending[e]
                 continue
             plan.append({"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want,
                          "dst_slot": self.free[want].pop(0), "copy": bool(m.written[e]) or self.unsure,
@@ -346,6 +359,7 @@ class Controller:
                                      off(mv["dst"], mv["dst_slot"]), ext)
                     self.pump(0)
                     self.copier.throttle.feedback(float(self.lat[:, 0].max()) if self.lat_n.any() else 0)
+            self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
             self.crash("after_copy")
         except OSError as exc:
             self._give_back(plan, "copy failed: %s" % exc)
@@ -388,7 +402,9 @@ class Controller:
                     self.copier.copy(mv["src"], a, mv["dst"], off(mv["dst"], mv["dst_slot"]) + (a - lo), z - a,
                                      limit=False)
                     recopied += z - a
-            self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
+            if recopied:
+                self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
+            t_recopy = time.monotonic_ns()
             self.crash("after_recopy")
             new = m.copy()
             for mv in plan:
@@ -397,6 +413,7 @@ class Controller:
             new.generation += 1
             new.counters = dict(self.count)
             new.save(self.paths.meta)
+            t_meta = time.monotonic_ns()
             self.crash("after_meta")
             self.dev.load(layout.table(new))
             self.crash("after_load")
@@ -414,6 +431,11 @@ class Controller:
             return
         done = time.monotonic_ns()
         self.stalls.append((done - susp) / 1e6)
+        if done - susp > 200e6:
+            self.log("long stall %.0f ms: suspend+drain+re-copy %.0f, metadata %.0f, load+resume %.0f "
+                     "(%d moves, %d bytes re-copied)" % ((done - susp) / 1e6, (t_recopy - susp) / 1e6,
+                                                        (t_meta - t_recopy) / 1e6, (done - t_meta) / 1e6,
+                                                        len(plan), recopied))
         self.crash("after_resume")
         self.meta = m = new
         self.batches += 1
@@ -529,6 +551,7 @@ class Controller:
         m.clean = True          # the written extents are known exactly (or all counted as written)
         m.counters = dict(self.count)
         m.save(self.paths.meta)
+        final = self.status()
         self.cap.close()
         self.copier.close()
         self.dev.resume()
@@ -537,12 +560,11 @@ class Controller:
         except DmError as exc:
             m.clean = False
             m.save(self.paths.meta)
-            write_json_atomic(self.paths.status, dict(self.status(), state="stopped-device-busy"))
+            write_json_atomic(self.paths.status, dict(final, state="stopped-device-busy"))
             raise HblError("%s: the controller stopped but the device stays (%s); its mapping is saved" % (
                 m.name, exc)) from None
-        st = self.status()
-        st["state"] = "stopped"
-        write_json_atomic(self.paths.status, st)
+        final["state"] = "stopped"
+        write_json_atomic(self.paths.status, final)
         self.log("%s down: generation %d, %d promotions, %d evictions, %s migrated" % (
             m.name, m.generation, self.count["promotions"], self.count["evictions"],
             "%.1f MiB" % (self.count["migrated_bytes"] / 2**20)))

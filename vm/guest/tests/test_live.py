@@ -1,0 +1,227 @@
+"""The live device end to end, inside the VM: `hbl up` over the emulated NVMe
+and HDD, a verifying workload while the agents migrate, crashes of the
+controller at every step of the migration protocol and at random moments,
+and the refusals."""
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FAST, SLOW
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HBL = [sys.executable, "-m", "hbl.cli"]
+STATE = "/run/hbl-test"
+MIB = 1 << 20
+REGION = 600 * MIB            # the workload's region starts on the HDD part of the logical space
+BLOCKS = 65536                # 256 MiB of 4 KiB blocks
+
+pytest.importorskip("hbl.capture")
+
+
+def hbl(*args, env=None, check=True, timeout=300):
+    e = dict(os.environ, HBL_STATE_DIR=STATE, **(env or {}))
+    r = subprocess.run(HBL + list(args), capture_output=True, text=True, env=e, timeout=timeout, cwd="/hbl")
+    if check and r.returncode != 0:
+        raise AssertionError("hbl %s failed (%d):\n%s\n%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def status(name):
+    return json.loads(hbl("status", name, "--json").stdout)
+
+
+def heads():
+    """Digests of the first MiB of both members (superblocks and the start of the data)."""
+    out = []
+    for p in (FAST, SLOW):
+        with open(p, "rb", buffering=0) as f:
+            out.append(hashlib.sha256(f.read(MIB)).hexdigest())
+    return out
+
+
+def wipe():
+    for name in os.listdir("/dev/mapper") if os.path.isdir("/dev/mapper") else []:
+        if name.startswith("h") and name != "control":
+            subprocess.run(["dmsetup", "remove", "--force", name], capture_output=True)
+    for p in (FAST, SLOW):
+        with open(p, "r+b", buffering=0) as f:
+            f.write(bytes(MIB))
+            os.fsync(f.fileno())
+    shutil.rmtree(STATE, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh():
+    wipe()
+    yield
+    for name in ("h0", "h1", "h2"):
+        if os.path.exists(os.path.join(STATE, name, "meta")):
+            hbl("down", name, check=False)
+    wipe()
+
+
+def controller_alive(name):
+    from hbl.live.controller import Paths, controller_pid
+    return controller_pid(Paths(name, STATE)) is not None
+
+
+CRASH_BLOCKS = 180_000        # 700 MiB from offset 0: more than the NVMe holds, so extents keep moving
+
+
+def blockcheck(action, log, seconds=10, seed=1, background=False):
+    cmd = [sys.executable, os.path.join(HERE, "blockcheck.py"), action, "/dev/mapper/h1", log,
+           "--blocks", str(CRASH_BLOCKS), "--offset", "0", "--seconds", str(seconds), "--seed", str(seed)]
+    if background:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    return r.returncode, r.stdout + r.stderr
+
+
+# ---- refusals ----
+
+def test_refuses_ext4_signature_and_changes_nothing(fresh):
+    subprocess.run(["mkfs.ext4", "-q", "-F", FAST], check=True)
+    before = heads()
+    r = hbl("up", "h0", "--dev", FAST, "--dev", SLOW, check=False)
+    assert r.returncode == 2
+    assert FAST in r.stderr and "ext2/3/4 file system" in r.stderr and "--force" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert heads() == before
+    assert not os.path.exists("/dev/mapper/h0") and not os.path.exists(os.path.join(STATE, "h0", "meta"))
+
+
+def test_refuses_mounted_device_even_with_force(fresh):
+    subprocess.run(["mkfs.ext4", "-q", "-F", FAST], check=True)
+    os.makedirs("/run/hbl-mnt", exist_ok=True)
+    subprocess.run(["mount", FAST, "/run/hbl-mnt"], check=True)
+    try:
+        from hbl.live.meta import parse_superblock, read_head
+        before = heads()[1]            # (the mounted file system itself may touch its own first MiB)
+        for extra in ([], ["--force"]):
+            r = hbl("up", "h0", "--dev", FAST, "--dev", SLOW, *extra, check=False)
+            assert r.returncode == 2
+            assert "mounted on /run/hbl-mnt" in r.stderr and "Traceback" not in r.stderr
+        assert heads()[1] == before
+        assert parse_superblock(read_head(FAST)) is None and parse_superblock(read_head(SLOW)) is None
+    finally:
+        subprocess.run(["umount", "/run/hbl-mnt"], check=True)
+
+
+def test_refuses_corrupt_metadata_and_changes_nothing(fresh):
+    hbl("up", "h0", "--dev", FAST, "--dev", SLOW, "--policy", "lru")
+    hbl("down", "h0")
+    meta = os.path.join(STATE, "h0", "meta")
+    data = bytearray(open(meta, "rb").read())
+    data[len(data) // 2] ^= 0x40          # one flipped bit in the mapping
+    open(meta, "wb").write(data)
+    before = heads()
+    r = hbl("up", "h0", check=False)
+    assert r.returncode == 2
+    assert meta in r.stderr and "checksum" in r.stderr and "Traceback" not in r.stderr
+    assert not os.path.exists("/dev/mapper/h0")
+    assert open(meta, "rb").read() == bytes(data) and heads() == before
+
+
+def test_refuses_a_member_of_another_device(fresh):
+    hbl("up", "h0", "--dev", FAST, "--dev", SLOW, "--policy", "lru")
+    hbl("down", "h0")
+    r = hbl("up", "h2", "--dev", FAST, "--dev", SLOW, check=False)
+    assert r.returncode == 2 and "hbl member superblock" in r.stderr
+    # and re-assembly checks the members are the ones it was built on
+    r = hbl("up", "h0", check=True)
+    assert status("h0")["state"] == "running"
+
+
+# ---- end to end with fio ----
+
+def test_fio_verify_while_agents_migrate(fresh):
+    hbl("up", "h0", "--dev", FAST, "--dev", SLOW)          # harmonia
+    st0 = status("h0")
+    assert st0["state"] == "running" and st0["policy"] == "harmonia"
+    seconds = int(os.environ.get("HBL_LIVE_SECONDS", "75"))
+    r = subprocess.run(["fio", "--name=zipf", "--filename=/dev/mapper/h0", "--direct=1", "--ioengine=libaio",
+                        "--iodepth=4", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--offset=%d" % REGION,
+                        "--size=%d" % (BLOCKS * 4096), "--random_distribution=zipf:1.2", "--verify=crc32c",
+                        "--verify_backlog=256", "--verify_fatal=1", "--time_based", "--runtime=%d" % seconds,
+                        "--output-format=json"], capture_output=True, text=True, timeout=seconds + 300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    job = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
+    assert job["error"] == 0
+    time.sleep(2)
+    st = status("h0")
+    print(json.dumps({k: st[k] for k in ("reads", "writes", "fast_hit_ratio", "promotions", "evictions",
+                                          "migrated_bytes", "stall_ms", "timeline", "controller_cpu")}))
+    assert st["promotions"] > 0 and st["migrated_bytes"] > 0
+    assert st["ebpf"]["lost"] == 0 and st["rollbacks"] == 0
+    hits = [w["fast_hit_ratio"] for w in st["timeline"] if w["fast_hit_ratio"] is not None and w["requests"] > 50]
+    assert len(hits) >= 4
+    assert max(hits[-3:]) > hits[0] + 0.2, hits          # the hot extents came to the NVMe
+    # down and up: same mapping, the data still verifies
+    gen = st["generation"]
+    down = hbl("down", "h0")
+    assert "is down (stopped)" in down.stdout
+    assert not os.path.exists("/dev/mapper/h0")
+    hbl("up", "h0")
+    assert status("h0")["generation"] == gen
+    top = hbl("top", "h0", "--once").stdout
+    assert "hbl top h0" in top and "latest decisions" in top
+
+
+# ---- crashes ----
+
+def wait_dead(name, timeout=120):
+    t = time.time()
+    while controller_alive(name) and time.time() - t < timeout:
+        time.sleep(0.2)
+    return not controller_alive(name)
+
+
+def test_crash_at_every_protocol_step_and_at_random(fresh):
+    from hbl.live.controller import CRASH_POINTS
+    log = "/run/hbl-test-ck.log"
+    if os.path.exists(log):
+        os.unlink(log)
+    hbl("up", "h1", "--dev", FAST, "--dev", SLOW, "--policy", "lru", "--interval", "0.3")
+    rc, out = blockcheck("run", log, seconds=8, seed=100)
+    assert rc == 0, out
+    report = []
+    for i, point in enumerate(CRASH_POINTS):
+        hbl("down", "h1")
+        hbl("up", "h1", "--interval", "0.3", env={"HBL_CRASH_AT": point})
+        writer = blockcheck("run", log, seconds=10, seed=200 + i, background=True)
+        assert wait_dead("h1"), "the controller did not reach crash point %s" % point
+        hbl("up", "h1")                                    # re-assembles: reload + resume the held I/O
+        out, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, "%s: %s %s" % (point, out, err)
+        rc, vout = blockcheck("verify", log)
+        assert rc == 0, "after a crash at %s: %s" % (point, vout)
+        logtext = open(os.path.join(STATE, "h1", "controller.log")).read()
+        assert "crash point %s reached" % point in logtext
+        report.append({"point": point, "writer": json.loads(out), "verify": json.loads(vout)})
+    rng = random.Random(7)
+    for k in range(3):
+        pid = status("h1")["pid"]
+        writer = blockcheck("run", log, seconds=8, seed=300 + k, background=True)
+        time.sleep(rng.uniform(1.0, 6.0))
+        os.kill(pid, signal.SIGKILL)
+        assert wait_dead("h1")
+        hbl("up", "h1")
+        out, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, out + err
+        rc, vout = blockcheck("verify", log)
+        assert rc == 0, "after a random kill: %s" % vout
+        report.append({"point": "random", "writer": json.loads(out), "verify": json.loads(vout)})
+    st = status("h1")
+    assert st["promotions"] + st["evictions"] > 0
+    with open("/out/crash-report.json", "w") as f:
+        json.dump({"runs": report, "crash_points": list(CRASH_POINTS), "random_kills": 3,
+                   "final_status": {k: st[k] for k in ("generation", "promotions", "evictions", "batches")}}, f,
+                  indent=1)
