@@ -299,6 +299,8 @@ def cmd_vm(a):
             raise HblError("give a command: hbl vm run -- CMD")
     elif a.vm_command == "test":
         cmd = "python3 -m pytest -p no:cacheprovider -rs vm/guest/tests " + " ".join(a.pytest_args)
+    elif getattr(a, "live", False):
+        cmd = "python3 vm/guest/bench_live.py"
     else:   # bench
         cmd = "python3 vm/guest/tests/bench_stall.py && sh vm/guest/bench_fio.sh"
     r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
@@ -451,7 +453,11 @@ def build_parser():
     vt = vsub.add_parser("test", help="run the guest test suite (device-mapper mechanics)")
     vt.add_argument("pytest_args", nargs=argparse.REMAINDER)
     vsub.add_parser("shell", help="an interactive shell in the guest (poweroff -f to leave)")
-    vsub.add_parser("bench", help="table-reload stalls and emulated device latency, inside the guest")
+    vbe = vsub.add_parser("bench", help="table-reload stalls and emulated device latency, inside the guest; "
+                          "--live: hbl's live device against dm-cache")
+    vbe.add_argument("--live", action="store_true",
+                     help="hbl up with harmonia, smq and lru against the kernel's dm-cache smq, same devices and "
+                          "fio workload (about 12 minutes under TCG)")
     for vp in (vr, vt, vsub.choices["shell"], vsub.choices["bench"]):
         vp.add_argument("--timeout", type=int, default=1200, help="seconds before QEMU is killed (default 1200)")
         vp.add_argument("--fast-mb", type=int, default=512, help="NVMe size (default 512)")

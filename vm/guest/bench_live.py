@@ -94,15 +94,36 @@ def run_dmcache():
     return res
 
 
+def raw_copy():
+    """The copy job's bandwidth HDD -> NVMe with no limit, against fio reading the HDD and writing the NVMe."""
+    from hbl.live.copier import Copier
+    out = {}
+    for dev, rw in ((SLOW, "read"), (FAST, "write")):
+        r = subprocess.run(["fio", "--name=raw", "--filename=" + dev, "--rw=" + rw, "--bs=256k", "--direct=1",
+                            "--ioengine=psync", "--size=64M", "--offset=%d" % (256 * MIB), "--output-format=json"],
+                           capture_output=True, text=True, check=True)
+        j = json.loads(r.stdout)["jobs"][0][rw]
+        out["fio_%s_%s_mib_s" % (os.path.basename(dev), rw)] = j["bw_bytes"] / MIB
+    c = Copier([FAST, SLOW])
+    for i in range(64):
+        c.copy(1, (256 + i) * MIB, 0, (256 + i) * MIB, MIB, limit=False)
+    c.flush([0])
+    out["copier_hdd_to_nvme_mib_s"] = c.bandwidth() / MIB
+    c.close()
+    return out
+
+
 def main():
     rows = {}
+    raw = raw_copy()
+    print("raw: %s" % json.dumps(raw), file=sys.stderr, flush=True)
     for policy in ("harmonia", "smq", "lru"):
         rows["hbl-" + policy] = run_hbl(policy)
         print("done hbl-%s" % policy, file=sys.stderr, flush=True)
     rows["dm-cache-smq"] = run_dmcache()
     out = {"warm_s": WARM, "measure_s": MEASURE, "workload": "fio randrw 70% reads, 4 KiB, zipf:1.2 over 800 MiB, "
            "qd 4, libaio, direct", "devices": "QEMU NVMe 512 MiB + virtio disk 1 GiB at 100 IOPS (TCG)",
-           "results": rows}
+           "raw_copy": raw, "results": rows}
     json.dump(out, open("/out/live-bench.json", "w"), indent=1)
     print("%-14s %9s %11s %11s %11s %11s %8s %8s %9s" % ("config", "IOPS", "mean (us)", "read p99", "write p99",
                                                         "hit ratio", "promote", "evict", "stall p99"))
@@ -111,6 +132,16 @@ def main():
         print("%-14s %9.0f %11.0f %11.0f %11.0f %11.3f %8d %8d %9s" % (
             k, r["iops"], r["mean_latency_us"], r["read_p99_us"], r["write_p99_us"], r["fast_hit_ratio"],
             r["promotions"], r["evictions"], "%.0f ms" % sp if sp is not None else "-"))
+    print("copy bandwidth (64 extents HDD -> NVMe, no limit): %.1f MiB/s; fio on the raw devices: HDD read "
+          "%.1f MiB/s, NVMe write %.1f MiB/s" % (raw["copier_hdd_to_nvme_mib_s"], raw["fio_vda_read_mib_s"],
+                                                 raw["fio_nvme0n1_write_mib_s"]))
+    for k, r in rows.items():
+        if "stall_ms" in r:
+            print("%s: stall p50 %.0f ms p99 %.0f ms max %.0f ms; request seen -> remap done p50 %.0f ms p99 "
+                  "%.0f ms; controller CPU %.0f%%; copies at %.1f MiB/s" % (
+                      k, r["stall_ms"]["p50"] or 0, r["stall_ms"]["p99"] or 0, r["stall_ms"]["max"] or 0,
+                      r["decision_to_remap_ms"]["p50"] or 0, r["decision_to_remap_ms"]["p99"] or 0,
+                      100 * r["controller_cpu"], r["copy_bandwidth_mib_s"]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,258 @@
+"""The live device's layers that need no device-mapper: the engine (the C
+policies in live mode), metadata, layout and the safety checks (the last on
+real loop devices, as root).  The controller itself runs in the VM
+(vm/guest/tests/test_live.py, run by tests/test_vm.py)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hbl import record
+from hbl.errors import HblError
+from hbl.live import layout
+from hbl.live.engine import Engine
+from hbl.live.meta import Meta, MetaError, new_uuid, parse_superblock, superblock
+
+MIB = 1 << 20
+
+
+def requests(extents, ops, t0=0):
+    r = record.empty(len(extents))
+    r["offset"] = np.asarray(extents) * MIB
+    r["length"] = 4096
+    r["op"] = ops
+    r["latency_ns"] = 100_000
+    r["time_ns"] = t0 + np.arange(len(extents)) * 1000
+    return r
+
+
+# ---- engine ----
+
+@pytest.mark.parametrize("policy", ["lru", "smq", "cde", "harmonia", "sibyl"])
+def test_engine_moves_respect_capacity_and_agree_with_its_table(policy):
+    e = Engine(policy, MIB, [8, 200])
+    e.set_devices(np.arange(200), np.ones(200))
+    rng = np.random.default_rng(1)
+    for k in range(40):
+        ex = rng.zipf(1.3, 64) % 200
+        e.feed(requests(ex, rng.integers(0, 2, 64), t0=k * 10**6))
+        e.check()
+        moves = e.take_moves()
+        for x, d in moves.items():
+            assert d == e.device(x)
+    st = e.stats()
+    assert st["used_pages"][0] <= 8 and sum(st["used_pages"]) == 200
+    assert st["promotions"] > 0
+
+
+def test_engine_lru_promotes_the_accessed_extent_and_evicts_the_oldest():
+    e = Engine("lru", MIB, [2, 10])
+    e.set_devices(np.arange(10), [0, 0] + [1] * 8)
+    e.feed(requests([5], [record.READ]))
+    assert e.take_moves() == {0: 1, 5: 0}    # 5 promoted; 0, least recently placed, evicted for it
+    assert e.stats()["used_pages"] == [2, 8]
+    assert e.take_moves() == {}              # taken once
+
+
+def test_engine_put_back_restores_a_move_not_done():
+    e = Engine("lru", MIB, [2, 10])
+    e.set_devices(np.arange(10), [0, 0] + [1] * 8)
+    e.feed(requests([7], [record.READ]))
+    assert e.take_moves()[7] == 0
+    e.set_devices([7], [1])                  # the controller could not do it
+    assert e.device(7) == 1
+    e.check()
+
+
+def test_engine_refuses_bad_input():
+    with pytest.raises(HblError):
+        Engine("no-such-policy", MIB, [2, 10])
+    with pytest.raises(HblError):
+        Engine("lru", MIB, [2])
+    e = Engine("lru", MIB, [2, 10])
+    with pytest.raises(HblError):
+        e.set_devices([1], [5])
+
+
+def test_engine_agents_come_from_a_simulator_run(tmp_path):
+    """An agent trained by hbl simulate loads into the live engine (same policy, same shapes)."""
+    from hbl.sim import simulate
+    path = tmp_path / "a.hbl"
+    simulate("synth:zipf:requests=3000", hss="cost", policy="harmonia", save_agents=str(path))
+    e = Engine("harmonia", MIB, [8, 100])
+    e.load_agents(str(path))
+    with pytest.raises(HblError):
+        Engine("sibyl", MIB, [8, 100]).load_agents(str(path))
+
+
+# ---- metadata ----
+
+def meta(n=50):
+    members = [{"path": "/dev/a", "size": 32 * MIB, "slots": 31, "spares": 4, "data_start": MIB},
+               {"path": "/dev/b", "size": 64 * MIB, "slots": 63, "spares": 4, "data_start": MIB}]
+    dev, slot, written = layout.initial_mapping(members)
+    return Meta("t", new_uuid(), MIB, members, dev, slot, written)
+
+
+def test_meta_round_trip_and_atomic_replace(tmp_path):
+    m = meta()
+    m.written[3] = 1
+    m.generation = 7
+    p = str(tmp_path / "meta")
+    m.save(p)
+    got = Meta.load(p)
+    assert (got.dev == m.dev).all() and (got.slot == m.slot).all() and (got.written == m.written).all()
+    assert got.generation == 7 and got.uuid == m.uuid and got.members == m.members
+    assert os.listdir(tmp_path) == ["meta"]          # no temporary file left behind
+    assert oct(os.stat(p).st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "magic", "header", "empty"])
+def test_meta_damage_is_refused_with_the_file_named(tmp_path, damage):
+    p = str(tmp_path / "meta")
+    meta().save(p)
+    data = bytearray(open(p, "rb").read())
+    if damage == "flip":
+        data[-10] ^= 1
+    elif damage == "truncate":
+        data = data[:-5]
+    elif damage == "magic":
+        data[0] ^= 0xff
+    elif damage == "header":
+        data[20] ^= 1
+    else:
+        data = b""
+    open(p, "wb").write(data)
+    with pytest.raises(MetaError) as exc:
+        Meta.load(p)
+    assert p in str(exc.value)
+
+
+def test_meta_refuses_a_mapping_that_uses_a_slot_twice(tmp_path):
+    m = meta()
+    m.slot[1] = m.slot[0]
+    with pytest.raises(MetaError, match="same slot"):
+        m.save(str(tmp_path / "meta"))
+    assert not os.path.exists(tmp_path / "meta")
+
+
+def test_superblock_round_trip_and_damage():
+    u = new_uuid()
+    b = superblock(u, 1, 2, MIB, 64 * MIB, MIB)
+    assert len(b) == 4096
+    sb = parse_superblock(b)
+    assert sb["uuid"] == u and sb["index"] == 1 and sb["extent_bytes"] == MIB
+    bad = bytearray(b)
+    bad[20] ^= 1
+    assert parse_superblock(bytes(bad)) == {"damaged": True}
+    assert parse_superblock(bytes(4096)) is None
+
+
+# ---- layout ----
+
+def test_layout_capacity_spares_and_merged_table():
+    m = meta()
+    caps = layout.capacities(m.members)
+    assert caps == [27, 59] and m.nextents == 86
+    t = layout.table(m)
+    assert len(t) == 2 and t.sectors == 86 * 2048
+    # move extent 5 to the HDD's first spare slot: the table splits around it
+    free = layout.free_slots(m)
+    assert free[0] == [27, 28, 29, 30] and free[1] == [59, 60, 61, 62]
+    m.dev[5], m.slot[5] = 1, free[1][0]
+    t = layout.table(m)
+    segs = [(s, x.sectors, x.dev, x.offset) for s, x in t.segments()]
+    assert segs[1] == (5 * 2048, 2048, "/dev/b", (1 + 59) * 2048)
+    assert sum(x.sectors for _, x in t.segments()) == 86 * 2048
+    assert layout.free_slots(m)[0][0] == 5
+
+
+def test_sizes_parse():
+    assert layout.parse_size("1M") == MIB and layout.parse_size("256K") == 256 << 10
+    assert layout.parse_size("4194304") == 4 * MIB
+    with pytest.raises(HblError):
+        layout.parse_size("lots")
+
+
+# ---- safety, on real loop devices ----
+
+def _loop_why():
+    if os.geteuid() != 0:
+        return "needs root (loop devices)"
+    if subprocess.run(["losetup", "-f"], capture_output=True).returncode:
+        return "no free loop device"
+    return None
+
+
+LOOP_WHY = _loop_why()
+
+
+@pytest.fixture
+def loops(tmp_path):
+    if LOOP_WHY:
+        pytest.skip(LOOP_WHY)
+    devs = []
+    for i, mb in enumerate((16, 32)):
+        f = tmp_path / ("d%d.img" % i)
+        with open(f, "wb") as fh:
+            fh.truncate(mb * MIB)
+        devs.append(subprocess.run(["losetup", "-f", "--show", str(f)], capture_output=True, text=True,
+                                   check=True).stdout.strip())
+    yield devs
+    for d in devs:
+        subprocess.run(["losetup", "-d", d])
+
+
+def hbl(*args, state):
+    return subprocess.run([sys.executable, "-m", "hbl.cli"] + list(args) + ["--state-dir", state],
+                          capture_output=True, text=True)
+
+
+def test_safety_signatures(loops):
+    from hbl.live.safety import Refused, check_device, check_devices
+    fast, slow = loops
+    check_devices([fast, slow])                     # blank: fine
+    subprocess.run(["mkfs.ext4", "-q", "-F", fast], check=True)
+    with pytest.raises(Refused, match="ext2/3/4"):
+        check_device(fast)
+    check_device(fast, force=True)                  # --force overrides a signature
+    with open(slow, "r+b") as f:                    # a GPT header, as a partitioning tool leaves it
+        f.seek(510)
+        f.write(b"\x55\xaa" + b"EFI PART")
+    with pytest.raises(Refused, match="GPT partition table"):
+        check_device(slow)
+    with pytest.raises(Refused, match="same device"):
+        check_devices([fast, fast], force=True)
+    with pytest.raises(Refused, match="2 to 4"):
+        check_devices([fast])
+
+
+def test_safety_mounted_is_refused_even_with_force(loops, tmp_path):
+    from hbl.live.safety import Refused, check_device
+    fast, _ = loops
+    subprocess.run(["mkfs.ext4", "-q", "-F", fast], check=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", fast, str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount ext4 here")
+    try:
+        with pytest.raises(Refused, match="mounted on %s" % mnt):
+            check_device(fast, force=True)
+    finally:
+        subprocess.run(["umount", str(mnt)])
+
+
+def test_up_refuses_before_writing_anything(loops, tmp_path):
+    """On a host without device-mapper, hbl up says so and writes nothing: no superblock, no metadata."""
+    fast, slow = loops
+    state = str(tmp_path / "state")
+    r = hbl("up", "t0", "--dev", fast, "--dev", slow, state=state)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    if os.path.exists("/dev/mapper/control"):
+        pytest.skip("device-mapper is available here: the VM suite covers hbl up")
+    assert "device-mapper is not available" in r.stderr
+    with open(fast, "rb") as f:
+        assert parse_superblock(f.read(4096)) is None
+    assert not os.path.exists(os.path.join(state, "t0", "meta"))
