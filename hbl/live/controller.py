@@ -303,8 +303,9 @@ class Controller:
                     x = e + k
                     if x >= m.nextents or m.written[x]:
                         break
-                    if m.dev[x] != want and self.engine.device(x) != want:
+                    if m.dev[x] != want and x not in self.pending:
                         self.engine.set_devices([x], [want])
+                        self.pending[x] = (want, 0, 0)
 
     # ---- migrating ----
 
