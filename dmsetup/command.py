@@ -32,6 +32,10 @@ class Command:
         info = self.info(name)
         return info["major"], info["minor"]
 
+    def prepare(self, table):
+        """Nothing to build ahead for the command: the table itself."""
+        return table
+
     def load(self, name, table):
         self._run("load", name, stdin=table.text())
 

@@ -97,8 +97,12 @@ class Device:
         return self
 
     def load(self, table):
-        table.validate()
-        self._do("load", self.dm.load, self.name, table, table=table)
+        """Load a Table (validated first) or what dm.prepare() made of one."""
+        if isinstance(table, Table):
+            table.validate()
+            self._do("load", self.dm.load, self.name, table, table=table)
+        else:
+            self._do("load", self.dm.load, self.name, table)
 
     def suspend(self, flush=True):
         self._do("suspend", self.dm.suspend, self.name, flush)

@@ -47,6 +47,13 @@ class DmIoctlError(OSError):
     pass
 
 
+class Prepared:
+    """A table packed for TABLE_LOAD."""
+
+    def __init__(self, payload, count):
+        self.payload, self.count = payload, count
+
+
 class Control:
     """An open /dev/mapper/control."""
 
@@ -102,8 +109,8 @@ class Control:
         hdr, _ = self.call(DEV_CREATE, name, uuid=uuid)
         return decode_dev(hdr["dev"])
 
-    def load(self, name, table):
-        """Load `table` (a dmsetup.Table) as the inactive table of `name`."""
+    def prepare(self, table):
+        """The TABLE_LOAD payload of `table`, built ahead (to keep a suspend short)."""
         payload = bytearray()
         for start, t in table.segments():
             params = t.args().encode() + b"\0"
@@ -112,7 +119,12 @@ class Control:
             SPEC.pack_into(spec, 0, start, t.sectors, 0, nxt, t.type.encode()[:DM_MAX_TYPE_NAME - 1])
             spec[SPEC.size:SPEC.size + len(params)] = params
             payload += spec
-        self.call(TABLE_LOAD, name, payload=bytes(payload), target_count=len(table))
+        return Prepared(bytes(payload), len(table))
+
+    def load(self, name, table):
+        """Load `table` (a dmsetup.Table, or what prepare() made of one) as the inactive table of `name`."""
+        p = table if isinstance(table, Prepared) else self.prepare(table)
+        self.call(TABLE_LOAD, name, payload=p.payload, target_count=p.count)
 
     def suspend(self, name, flush=True):
         self.call(DEV_SUSPEND, name, flags=SUSPEND | (0 if flush else NOFLUSH))

@@ -191,6 +191,8 @@ class Controller:
         self.t0 = time.time()
         self.cpu0 = self._cpu()
         self.lost0 = 0
+        self.last_stall = None
+        self.held = None                                   # requests seen under suspend, decided after
 
     @staticmethod
     def _cpu():
@@ -226,6 +228,7 @@ class Controller:
         self.dm_dev = resolve_device(self.dev.path)[0]
         self.member_dev = {resolve_device(x["path"])[0]: i for i, x in enumerate(m.members)}
         self.copier = Copier([x["path"] for x in m.members], Throttle(self._copy_rate()))
+        self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (
             m.name, m.nextents, m.extent_bytes >> 10, ", ".join(x["path"] for x in m.members), self.policy,
             ", agents from " + self.agent_source if self.agent_source else "",
@@ -247,6 +250,18 @@ class Controller:
         empty = 0
         while empty < 2:
             empty = empty + 1 if self.pump(0) == 0 else 0
+
+    def drain_until(self, wall_ns, max_polls=1000):
+        """While I/O flows: read records until one completed after wall_ns (the ring is in
+        completion order, so every earlier completion has then been read) or none is left."""
+        for _ in range(max_polls):
+            b = self.cap.poll(0)
+            if not len(b):
+                return True
+            self.observe(b)
+            if int((b["time_ns"] + b["latency_ns"]).max()) >= wall_ns:
+                return True
+        return False
 
     def observe(self, b):
         m = self.meta
@@ -293,11 +308,18 @@ class Controller:
         np.add.at(self.heat, first, 1.0)
         np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())
+        if self.held is not None:         # under suspend: decide after the resume
+            self.held.append((log, last, writes & was_unwritten))
+            return
+        self.decide(log, last, writes & was_unwritten)
+
+    def decide(self, log, last, first_writes):
+        m = self.meta
         self.engine.feed(log)
         # the write frontier: unwritten extents after a first write go where
         # the policy just put new data, with a remap and no copy
         if self.frontier:
-            for e in np.unique(last[writes & was_unwritten]).tolist():
+            for e in np.unique(last[first_writes]).tolist():
                 want = self.engine.device(e)
                 for k in range(1, self.frontier + 1):
                     x = e + k
@@ -360,22 +382,42 @@ class Controller:
                                      off(mv["dst"], mv["dst_slot"]), ext)
                     self.pump(0)
                     self.copier.throttle.feedback(float(self.lat[:, 0].max()) if self.lat_n.any() else 0)
+            # a second pass while I/O still flows: what was written during the first,
+            # so that little is left to copy under suspend
+            t_pass2 = time.monotonic_ns()
+            self.drain_until(t_pass2 + self.clock_offset + 1_000_000)
+            self.recopy([mv for mv in plan if mv["copy"]], t_start, limit=True)
             self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
             self.crash("after_copy")
         except OSError as exc:
             self._give_back(plan, "copy failed: %s" % exc)
             self.mwrites = None
             return
-        susp = time.monotonic_ns()
+        # everything that does not depend on what happens under suspend is prepared now:
+        # the new mapping, its encoded metadata and its table
+        new = m.copy()
+        for mv in plan:
+            new.dev[mv["extent"]] = mv["dst"]
+            new.slot[mv["extent"]] = mv["dst_slot"]
+        new.generation += 1
+        new.counters = dict(self.count)
+        new.validate(self.paths.meta)
+        new_bytes = new.encode()
+        new_table = layout.table(new)
+        new_table.validate()
+        new_table = self.dm.prepare(new_table)
+        old = m.copy()
+        committed = False
+        t = {"suspend": time.monotonic_ns()}
         try:
             self.dev.suspend(flush=True)
         except DmError as exc:
             self._give_back(plan, str(exc))
             self.mwrites = None
             return
-        old = m.copy()
-        new = None
+        self.held = []
         try:
+            t["suspended"] = time.monotonic_ns()
             self.crash("after_suspend")
             self.drain()
             writes = np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 4), np.int64)
@@ -391,53 +433,45 @@ class Controller:
                     self.copier.copy(mv["src"], off(mv["src"], mv["src_slot"]), mv["dst"],
                                      off(mv["dst"], mv["dst_slot"]), ext, limit=False)
                     recopied += ext
-                    continue
-                if not mv["copy"]:
-                    continue
-                lo = off(mv["src"], mv["src_slot"])
-                hit = writes[(writes[:, 0] == mv["src"]) & (writes[:, 3] >= t_start) &
-                             (writes[:, 1] < lo + ext) & (writes[:, 1] + writes[:, 2] > lo)]
-                for _, o, n, _ in hit.tolist():
-                    a = max(o, lo) // 4096 * 4096
-                    z = min(-(-(o + n) // 4096) * 4096, lo + ext)
-                    self.copier.copy(mv["src"], a, mv["dst"], off(mv["dst"], mv["dst_slot"]) + (a - lo), z - a,
-                                     limit=False)
-                    recopied += z - a
+            recopied += self.recopy([mv for mv in plan if mv["copy"] and not (mv.get("late") or unsure)],
+                                    t_pass2, writes=writes)
             if recopied:
                 self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
-            t_recopy = time.monotonic_ns()
+            t["recopied"] = time.monotonic_ns()
             self.crash("after_recopy")
-            new = m.copy()
-            for mv in plan:
-                new.dev[mv["extent"]] = mv["dst"]
-                new.slot[mv["extent"]] = mv["dst_slot"]
-            new.generation += 1
-            new.counters = dict(self.count)
-            new.save(self.paths.meta)
-            t_meta = time.monotonic_ns()
+            # (the file's written flags may lag: they count only after a clean shutdown)
+            new.save(self.paths.meta, new_bytes)
+            committed = True
+            t["persisted"] = time.monotonic_ns()
             self.crash("after_meta")
-            self.dev.load(layout.table(new))
+            self.dev.load(new_table)
+            t["loaded"] = time.monotonic_ns()
             self.crash("after_load")
             self.dev.resume()
         except Exception as exc:      # roll back: the old mapping, persisted, loaded and resumed
             self.log("batch rolled back: %s" % exc)
             try:
-                if new is not None:
+                if committed:
                     old.save(self.paths.meta)
                 self.dev.load(layout.table(old))
             finally:
                 self.dev.resume()
             self._give_back(plan, None)
             self.count["rollbacks"] += 1
+            self._release_held()
             return
         done = time.monotonic_ns()
+        done_wall = time.time_ns()
+        susp = t["suspend"]
         self.stalls.append((done - susp) / 1e6)
+        self.last_stall = {"suspend": (t["suspended"] - susp) / 1e6, "drain_recopy": (t["recopied"] - t["suspended"]) / 1e6,
+                           "metadata": (t["persisted"] - t["recopied"]) / 1e6, "load": (t["loaded"] - t["persisted"]) / 1e6,
+                           "resume": (done - t["loaded"]) / 1e6, "moves": len(plan), "recopied_bytes": recopied}
         if done - susp > 200e6:
-            self.log("long stall %.0f ms: suspend+drain+re-copy %.0f, metadata %.0f, load+resume %.0f "
-                     "(%d moves, %d bytes re-copied)" % ((done - susp) / 1e6, (t_recopy - susp) / 1e6,
-                                                        (t_meta - t_recopy) / 1e6, (done - t_meta) / 1e6,
-                                                        len(plan), recopied))
+            self.log("long stall %.0f ms: %s" % ((done - susp) / 1e6, json.dumps(self.last_stall)))
         self.crash("after_resume")
+        self._release_held()
+        new.written |= m.written          # writes observed since the new mapping was prepared
         self.meta = m = new
         self.batches += 1
         self.count["batches"] += 1
@@ -450,9 +484,37 @@ class Controller:
                 self.count["remaps_without_copy"] += 1
             self.count["promotions" if mv["dst"] < mv["src"] else "evictions"] += 1
             if mv["seen_ns"]:
-                self.decision_ns.append(done - mv["seen_ns"])
+                self.decision_ns.append(done_wall - mv["seen_ns"])
             self.decisions.append({"time": time.time(), "extent": mv["extent"], "from": mv["src"], "to": mv["dst"],
                                    "copy": mv["copy"]})
+
+    def _release_held(self):
+        held, self.held = self.held or [], None
+        for args in held:
+            self.decide(*args)
+
+    def recopy(self, plan, since_ns, limit=False, writes=None):
+        """Copy again, for each move, the span of the old slot that member writes
+        completed at or after since_ns touched (one I/O per extent); bytes copied."""
+        if writes is None:
+            writes = np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 4), np.int64)
+        m, ext = self.meta, self.meta.extent_bytes
+        # member write records carry wall-clock completion times; 50 ms of slack
+        # covers the two clocks' offset being read at different moments
+        since = since_ns + self.clock_offset - 50_000_000
+        done = 0
+        for mv in plan:
+            lo = layout.slot_offset(m, mv["src"], mv["src_slot"])
+            hit = writes[(writes[:, 0] == mv["src"]) & (writes[:, 3] >= since) &
+                         (writes[:, 1] < lo + ext) & (writes[:, 1] + writes[:, 2] > lo)]
+            if not len(hit):
+                continue
+            a = max(int(hit[:, 1].min()), lo) // 4096 * 4096
+            z = min(-(-int((hit[:, 1] + hit[:, 2]).max()) // 4096) * 4096, lo + ext)
+            self.copier.copy(mv["src"], a, mv["dst"], layout.slot_offset(m, mv["dst"], mv["dst_slot"]) + (a - lo),
+                             z - a, limit=limit)
+            done += z - a
+        return done
 
     def _give_back(self, plan, why):
         """Moves not done: slots back to the free lists, the engine told where the extents still are."""
@@ -495,7 +557,7 @@ class Controller:
             "pending_moves": len(self.pending),
             "copy_bandwidth_bytes_s": self.copier.bandwidth(), "copy_rate_limit_bytes_s": self.copier.throttle.rate,
             "stall_ms": {"last": st and self.stalls[-1], "p50": pct(st, 0.5), "p99": pct(st, 0.99),
-                         "max": st[-1] if st else None, "count": len(st)},
+                         "max": st[-1] if st else None, "count": len(st), "last_breakdown": self.last_stall},
             "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
                                      "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
             "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,
