@@ -385,7 +385,8 @@ class Controller:
             # a second pass while I/O still flows: what was written during the first,
             # so that little is left to copy under suspend
             t_pass2 = time.monotonic_ns()
-            self.drain_until(t_pass2 + self.clock_offset + 1_000_000)
+            if not self.drain_until(t_pass2 + self.clock_offset + 1_000_000):
+                t_pass2 = t_start          # not sure every earlier write was read: re-copy them all under suspend
             self.recopy([mv for mv in plan if mv["copy"]], t_start, limit=True)
             self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
             self.crash("after_copy")
