@@ -256,3 +256,59 @@ def test_up_refuses_before_writing_anything(loops, tmp_path):
     with open(fast, "rb") as f:
         assert parse_superblock(f.read(4096)) is None
     assert not os.path.exists(os.path.join(state, "t0", "meta"))
+
+
+# ---- the commands, offline (no device-mapper needed) ----
+
+def test_status_and_top_of_a_device_that_is_down(tmp_path):
+    import json
+    state = str(tmp_path)
+    m = meta()
+    os.makedirs(os.path.join(state, "t"))
+    m.counters = {"reads": 10, "writes": 5, "promotions": 3, "evictions": 2, "migrated_bytes": 5 * MIB}
+    m.save(os.path.join(state, "t", "meta"))
+    env = dict(os.environ, HBL_RUN_DIR=str(tmp_path / "run"))
+    r = subprocess.run([sys.executable, "-m", "hbl.cli", "status", "t", "--json", "--state-dir", state],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert st["state"] == "down" and st["extents"] == 86 and st["promotions"] == 3
+    assert [d["extents"] for d in st["devices"]] == [27, 59] and [d["free_slots"] for d in st["devices"]] == [4, 4]
+    r = subprocess.run([sys.executable, "-m", "hbl.cli", "status", "t", "--state-dir", state],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "t: down" in r.stdout and "/dev/b" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "hbl.cli", "top", "t", "--once", "--state-dir", state],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "hbl top t" in r.stdout and "none yet" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["status", "nope"], "no live device nope"),
+    (["top", "nope", "--once"], "no live device nope"),
+    (["status", "bad/name"], "not a usable device name"),
+])
+def test_commands_name_what_is_wrong(tmp_path, args, message):
+    r = subprocess.run([sys.executable, "-m", "hbl.cli"] + args + ["--state-dir", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_up_without_devices_needs_metadata_and_no_creation_flags(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("hbl up checks for root first")
+    r = hbl("up", "nope", state=str(tmp_path))
+    assert r.returncode == 2 and "no live device nope" in r.stderr and "--dev FAST --dev SLOW" in r.stderr
+    os.makedirs(tmp_path / "t")
+    meta().save(str(tmp_path / "t" / "meta"))
+    r = hbl("up", "t", "--force", state=str(tmp_path))
+    assert r.returncode == 2 and "go with --dev" in r.stderr
+
+
+def test_controller_pid_is_none_without_a_running_controller(tmp_path, monkeypatch):
+    from hbl.live.controller import Paths, controller_pid
+    monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
+    p = Paths("x", str(tmp_path))
+    assert controller_pid(p) is None
+    os.makedirs(os.path.dirname(p.lock), exist_ok=True)
+    open(p.lock, "w").write("12345")
+    assert controller_pid(p) is None           # a stale pid file without the lock held means nothing

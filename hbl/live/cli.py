@@ -202,7 +202,7 @@ def _read_status(paths):
 
 
 def cmd_down(a):
-    from dmsetup import Device, backend
+    from dmsetup import backend
     from hbl.live.controller import controller_pid
     from hbl.live.safety import mounts_of
     _root("hbl down")
@@ -234,10 +234,14 @@ def cmd_down(a):
     except OSError:
         print("hbl: %s is not up" % a.name, file=sys.stderr)
         return 0
-    # the controller died and left the device: it keeps serving the saved mapping; take it down
-    Device(a.name, dm).remove()
-    print("hbl: %s had no controller (it died?); device removed, mapping generation %d kept" % (
-        a.name, m.generation))
+    # The controller died and left the device, perhaps suspended or with a table
+    # the metadata does not describe yet: make the metadata's table live first
+    # (as hbl up would), so that nothing written before the removal is misplaced.
+    from hbl.live.controller import assemble, check_members
+    check_members(m)
+    assemble(m, dm).remove()
+    print("hbl: %s had no controller (it died?); its table was rebuilt from the metadata (generation %d) "
+          "and the device removed" % (a.name, m.generation))
     return 0
 
 
