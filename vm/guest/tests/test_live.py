@@ -165,12 +165,11 @@ def test_fio_verify_while_agents_migrate(fresh):
     assert len(hits) >= 4
     assert max(hits[-3:]) > hits[0] + 0.2, hits          # the hot extents came to the NVMe
     # down and up: same mapping, the data still verifies
-    gen = st["generation"]
-    down = hbl("down", "h0")
-    assert "is down (stopped)" in down.stdout
+    down = json.loads(hbl("down", "h0", "--json").stdout)       # the final status, after the last batch
+    assert down["state"] == "stopped" and down["generation"] >= st["generation"]
     assert not os.path.exists("/dev/mapper/h0")
     hbl("up", "h0")
-    assert status("h0")["generation"] == gen
+    assert status("h0")["generation"] == down["generation"]
     top = hbl("top", "h0", "--once").stdout
     assert "hbl top h0" in top and "latest decisions" in top
 
