@@ -12,6 +12,7 @@
  *     decision cache of 512 states (exact: cleared at every sync) .. ours
  *     reward = t_ref / latency - penalty x forced evictions,
  *       floored at 0; t_ref = one page read on the fastest device; penalty 0.1 .. ours (Sibyl's form)
+ *       (harmonia: penalty 0 by default, see policies/harmonia.c: eviction is the migration agent's job)
  *   migration agent (Harmonia):
  *     gamma 0.1, lr 1e-2, batch 256, buffer 1000, epsilon 0.001 .. Harmonia (secondhand)
  *     reward over the next n = 50 requests: n t_ref / sum of latencies .. Harmonia
