@@ -254,7 +254,6 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             if (pt->dev[x] == 0) hits++;
         }
         done = arrival + (double)r->latency_ns;
-        write = 0;   /* below: every differing target is a move */
     } else {
         for (uint32_t i = 0; i < n; i++) {
             uint32_t x = slots[i];
@@ -274,7 +273,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
         }
     }
 
-    if (!write) {               /* a read may promote or evict what it just read */
+    if (!write || s->live) {    /* a read may promote or evict what it just read (live: any request) */
         for (uint32_t i = 0; i < n; i++) {
             int t = targets[i];
             if (t >= 0 && t < s->cfg.ndev && t != pt->dev[slots[i]])
@@ -291,7 +290,6 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     }
 
     double lat = done - arrival;
-    if (s->live) write = r->op == HBL_OP_WRITE;
     s->st.requests++;
     if (write) { s->st.writes++; s->st.write_bytes += r->length; }
     else { s->st.reads++; s->st.read_bytes += r->length; }

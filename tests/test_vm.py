@@ -68,7 +68,6 @@ def test_live_device_survives_qemu_kill(tmp_path):
     ck = "python3 vm/guest/tests/blockcheck.py %s /dev/mapper/hq /out/ck.log --blocks 180000"
     first = env + ("python3 -m hbl.cli up hq --dev /dev/nvme0n1 --dev /dev/vdb --dev /dev/vda --policy lru "
                    "--interval 0.3 && touch /out/up && " + ck % "run" + " --seconds 900")
-    t_boot = 0
     try:
         vmrun.run(first, images, disks=disks, disk_dir=str(disk_dir), out_dir=str(out), timeout=75)
         raise AssertionError("the first guest finished: it should have been killed")

@@ -246,18 +246,11 @@ def cmd_down(a):
 
 
 def _offline_status(paths, m):
-    import numpy as np
     from hbl.live import layout
-    used = np.bincount(m.dev, minlength=len(m.members))
-    free = layout.free_slots(m)
-    c = m.counters
     up = os.path.exists("/dev/mapper/" + m.name)
-    return {"name": m.name, "uuid": m.uuid, "state": "up without controller" if up else "down",
-            "policy": m.policy, "extent_bytes": m.extent_bytes, "extents": m.nextents, "size_bytes": m.size_bytes,
-            "generation": m.generation, "clean": m.clean,
-            "devices": [{"path": x["path"], "slots": x["slots"], "spares": x["spares"], "extents": int(used[i]),
-                         "fill": used[i] / x["slots"], "free_slots": len(free[i])} for i, x in enumerate(m.members)],
-            **{k: c.get(k, 0) for k in ("reads", "writes", "promotions", "evictions", "migrated_bytes")}}
+    return {**layout.describe(m, layout.free_slots(m)), "state": "up without controller" if up else "down",
+            "clean": m.clean,
+            **{k: m.counters.get(k, 0) for k in ("reads", "writes", "promotions", "evictions", "migrated_bytes")}}
 
 
 def status_of(paths, name):

@@ -39,7 +39,7 @@ from hbl import record
 from hbl.errors import HblError
 from hbl.live import layout
 from hbl.live.copier import Copier, Throttle
-from hbl.live.meta import Meta, MetaError, parse_superblock, read_head
+from hbl.live.meta import Meta, parse_superblock, read_head
 
 CRASH_POINTS = ("after_copy", "after_suspend", "after_recopy", "after_meta", "after_load", "after_resume")
 STATE_DIR = "/var/lib/hbl"
@@ -142,7 +142,7 @@ def assemble(meta, dm=None):
 
 class Controller:
     def __init__(self, paths, policy=None, params=None, agent=None, interval=0.5, max_batch=16, frontier=4,
-                 copy_rate=64 << 20, seed=1, log=None):
+                 copy_rate=None, seed=1, log=None):
         from hbl.live.engine import Engine
         self.paths = paths
         self.log = log or (lambda msg: print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True))
@@ -156,6 +156,7 @@ class Controller:
         m.clean = False
         m.policy, m.params = self.policy, self.params
         self.interval, self.max_batch, self.frontier = interval, max_batch, frontier
+        self.copy_rate = copy_rate or int(os.environ.get("HBL_COPY_RATE", 64 << 20))
         self.crash_at = os.environ.get("HBL_CRASH_AT", "")
         self.crash_after = int(os.environ.get("HBL_CRASH_AFTER", "0"))
         if self.crash_at and self.crash_at not in CRASH_POINTS:
@@ -190,7 +191,6 @@ class Controller:
         self.newest_ts = 0
         self.t0 = time.time()
         self.cpu0 = self._cpu()
-        self.lost0 = 0
         self.last_stall = None
         self.held = None                                   # requests seen under suspend, decided after
 
@@ -198,6 +198,10 @@ class Controller:
     def _cpu():
         r = resource.getrusage(resource.RUSAGE_SELF)
         return r.ru_utime + r.ru_stime
+
+    def foreground_latency(self):
+        """The slowest member's read latency now (EWMA, ns), 0 before any was seen."""
+        return float(self.lat[:, 0].max()) if self.lat_n.any() else 0.0
 
     def crash(self, point):
         if self.crash_at == point and self.batches >= self.crash_after:
@@ -227,15 +231,12 @@ class Controller:
         self.cap = Capture([self.dev.path] + [x["path"] for x in m.members], fast=True)
         self.dm_dev = resolve_device(self.dev.path)[0]
         self.member_dev = {resolve_device(x["path"])[0]: i for i, x in enumerate(m.members)}
-        self.copier = Copier([x["path"] for x in m.members], Throttle(self._copy_rate()))
+        self.copier = Copier([x["path"] for x in m.members], Throttle(self.copy_rate))
         self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (
             m.name, m.nextents, m.extent_bytes >> 10, ", ".join(x["path"] for x in m.members), self.policy,
             ", agents from " + self.agent_source if self.agent_source else "",
             "; not shut down cleanly last time: every extent counts as written" if self.unsure else ""))
-
-    def _copy_rate(self):
-        return int(os.environ.get("HBL_COPY_RATE", 64 << 20))
 
     # ---- observing ----
 
@@ -269,7 +270,9 @@ class Controller:
         isdm = b["device"] == self.dm_dev
         mem = b[~isdm]
         if len(mem):
-            idx = np.array([self.member_dev.get(int(d), -1) for d in mem["device"]])
+            idx = np.full(len(mem), -1)
+            for dev_t, i in self.member_dev.items():
+                idx[mem["device"] == dev_t] = i
             for d in range(len(m.members)):
                 for op in (0, 1):
                     sel = (idx == d) & (mem["op"] == op) & (mem["latency_ns"] > 0)
@@ -294,8 +297,11 @@ class Controller:
         log, first, last = log[ok], first[ok], last[ok]
         writes = log["op"] == record.WRITE
         was_unwritten = m.written[first] == 0
-        for f, l in zip(first[writes].tolist(), last[writes].tolist()):
-            m.written[f:l + 1] = 1
+        m.written[first[writes]] = 1
+        m.written[last[writes]] = 1
+        wide = writes & (last - first > 1)    # requests over three or more extents: their middles too
+        for f, l in zip(first[wide].tolist(), last[wide].tolist()):
+            m.written[f + 1:l] = 1
         dev = m.dev[first]
         log = log.copy()
         log["latency_ns"] = self.lat[dev, log["op"].astype(np.int64)].astype(np.uint64)
@@ -327,7 +333,7 @@ class Controller:
                         break
                     if m.dev[x] != want and x not in self.pending:
                         self.engine.set_devices([x], [want])
-                        self.pending[x] = (want, 0, 0)
+                        self.pending[x] = (want, 0)
 
     # ---- migrating ----
 
@@ -340,14 +346,13 @@ class Controller:
 
     def plan(self):
         self.check_lost()
-        t = time.monotonic_ns()
         moves = self.engine.take_moves()
         for e, want in moves.items():
-            self.pending[e] = (want, t, self.newest_ts)
+            self.pending[e] = (want, self.newest_ts)
         m = self.meta
         plan = []
         for e in list(self.pending):
-            want, t_dec, t_seen = self.pending[e]
+            want, t_seen = self.pending[e]
             src = int(m.dev[e])
             if want == src or want < 0:
                 del self.pending[e]
@@ -362,7 +367,7 @@ class Controller:
                 continue
             plan.append({"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want,
                          "dst_slot": self.free[want].pop(0), "copy": bool(m.written[e]) or self.unsure,
-                         "decided_ns": t_dec, "seen_ns": t_seen})
+                         "seen_ns": t_seen})
             del self.pending[e]
             if len(plan) >= self.max_batch:
                 break
@@ -381,7 +386,7 @@ class Controller:
                     self.copier.copy(mv["src"], off(mv["src"], mv["src_slot"]), mv["dst"],
                                      off(mv["dst"], mv["dst_slot"]), ext)
                     self.pump(0)
-                    self.copier.throttle.feedback(float(self.lat[:, 0].max()) if self.lat_n.any() else 0)
+                    self.copier.throttle.feedback(self.foreground_latency())
             # a second pass while I/O still flows: what was written during the first,
             # so that little is left to copy under suspend
             t_pass2 = time.monotonic_ns()
@@ -530,9 +535,7 @@ class Controller:
 
     def status(self):
         m = self.meta
-        nd = len(m.members)
-        used = np.bincount(m.dev, minlength=nd)
-        written = np.bincount(m.dev[m.written == 1], minlength=nd)
+        written = np.bincount(m.dev[m.written == 1], minlength=len(m.members))
         st = sorted(self.stalls)
         pct = lambda a, q: a[min(len(a) - 1, int(q * len(a)))] if a else None
         dec = sorted(self.decision_ns)
@@ -540,15 +543,13 @@ class Controller:
         total = self.count["reads"] + self.count["writes"]
         hot = np.argsort(-self.heat)[:20]
         cs = self.cap.stats()
+        out = layout.describe(m, self.free)
+        for i, d in enumerate(out["devices"]):
+            d.update(written_extents=int(written[i]), read_latency_us=self.lat[i, 0] / 1e3,
+                     write_latency_us=self.lat[i, 1] / 1e3)
         return {
-            "name": m.name, "uuid": m.uuid, "state": "running", "pid": os.getpid(), "path": self.dev.path,
-            "policy": self.policy, "extent_bytes": m.extent_bytes, "extents": m.nextents,
-            "size_bytes": m.size_bytes, "generation": m.generation, "uptime_s": wall,
-            "devices": [{"path": x["path"], "slots": x["slots"], "spares": x["spares"], "extents": int(used[i]),
-                         "written_extents": int(written[i]), "fill": used[i] / x["slots"],
-                         "free_slots": len(self.free[i]),
-                         "read_latency_us": self.lat[i, 0] / 1e3, "write_latency_us": self.lat[i, 1] / 1e3}
-                        for i, x in enumerate(m.members)],
+            **out, "state": "running", "pid": os.getpid(), "path": self.dev.path, "policy": self.policy,
+            "uptime_s": wall,
             "reads": self.count["reads"], "writes": self.count["writes"],
             "fast_hit_ratio": self.count["fast_hits"] / total if total else 0.0,
             "promotions": self.count["promotions"], "evictions": self.count["evictions"],
@@ -585,8 +586,8 @@ class Controller:
                 plan = self.plan()
                 if plan:
                     self.execute(plan)
-                elif self.lat_n.any():
-                    self.copier.throttle.idle_latency(float(self.lat[:, 0].max()))
+                else:
+                    self.copier.throttle.idle_latency(self.foreground_latency())
             if now - last_tl >= 5.0:
                 last_tl = now
                 self.timeline.append({"t": round(time.time() - self.t0, 1), "requests": self.win[0],

@@ -103,3 +103,14 @@ def free_slots(meta):
 def slot_offset(meta, d, s):
     """Byte offset of slot s on member d."""
     return meta.members[d]["data_start"] + int(s) * meta.extent_bytes
+
+
+def describe(meta, free):
+    """What `hbl status` shows of a mapping, running or not: the device, and per member
+    its slots, spares, extents, fill and free slots (`free` as free_slots() gives it)."""
+    used = np.bincount(meta.dev, minlength=len(meta.members))
+    return {"name": meta.name, "uuid": meta.uuid, "policy": meta.policy, "extent_bytes": meta.extent_bytes,
+            "extents": meta.nextents, "size_bytes": meta.size_bytes, "generation": meta.generation,
+            "devices": [{"path": x["path"], "slots": x["slots"], "spares": x["spares"], "extents": int(used[i]),
+                         "fill": used[i] / x["slots"], "free_slots": len(free[i])}
+                        for i, x in enumerate(meta.members)]}

@@ -15,6 +15,7 @@ CRC32, header CRC32), then the payload: one line of JSON, then three arrays
 (device int8, slot int32, written uint8; one entry per extent).
 """
 import json
+import mmap
 import os
 import struct
 import uuid as uuidlib
@@ -187,7 +188,6 @@ def parse_superblock(data):
 def write_superblock(path, block):
     fd = os.open(path, os.O_WRONLY | os.O_DIRECT | os.O_SYNC)
     try:
-        import mmap
         buf = mmap.mmap(-1, SB_BYTES)
         buf.write(block)
         os.pwritev(fd, [buf], 0)

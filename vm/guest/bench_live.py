@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, "/hbl")
 from dmsetup import Cache, Device, Linear, Table, backend  # noqa: E402
