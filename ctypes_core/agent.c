@@ -22,6 +22,10 @@
 #include "hbl_internal.h"
 #include "nn.h"
 
+/* floats of slack past an inference output layer: values_of reads the last,
+ * partial group of atoms as a whole vector */
+#define OUT_SLACK 8
+
 struct hbl_agent {
     struct hbl_agent_config cfg;
     struct hbl_mlp m;
@@ -101,7 +105,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->bs = alloc(ag, B * F); ag->bs2 = alloc(ag, B * F); ag->ba = alloc(ag, B); ag->br = alloc(ag, B * sizeof(_Float16));
     size_t u = (size_t)ag->m.units;
     ag->x = alloc(ag, 16 * 4); ag->x2 = alloc(ag, 16 * 4);
-    ag->z = alloc(ag, u * 4); ag->a = alloc(ag, u * 4); ag->z2 = alloc(ag, (size_t)ag->m.punits * 4);
+    ag->z = alloc(ag, u * 4); ag->a = alloc(ag, u * 4); ag->z2 = alloc(ag, ((size_t)ag->m.punits + OUT_SLACK) * 4);
     ag->scratch = alloc(ag, 2 * (size_t)ag->m.widest * 4); ag->dout = alloc(ag, (size_t)ag->nout * 4);
     if (cfg->cache) {
         ag->ckey = alloc(ag, (size_t)cfg->cache * 8);
@@ -149,7 +153,9 @@ static inline void to_input(const struct hbl_agent *ag, const uint8_t *s, float 
 }
 
 /* Expected value of each action from an output layer (C51: softmax over the
- * atoms, then the mean of the support; eight atoms at a time). */
+ * atoms, then the mean of the support; eight atoms at a time).  The last,
+ * partial group of atoms is read as a whole vector (`out` has OUT_SLACK
+ * floats past its end); only its own lanes are used. */
 static void values_of(const struct hbl_agent *ag, const float *out, float *v)
 {
     if (ag->cfg.head == HBL_HEAD_DQN) {
@@ -160,7 +166,12 @@ static void values_of(const struct hbl_agent *ag, const float *out, float *v)
     for (int k = 0; k < ag->cfg.nactions; k++) {
         const float *l = out + k * A;
         float mx = l[0];
-        for (int i = 1; i < A; i++) mx = l[i] > mx ? l[i] : mx;
+        if (A8) {
+            v8f m8 = v8_load(l);
+            for (int i = 8; i < A8; i += 8) m8 = v8_max(m8, v8_load(l + i));
+            mx = v8_hmax(m8);
+        }
+        for (int i = A8; i < A; i++) mx = l[i] > mx ? l[i] : mx;
         v8f se8 = {}, sz8 = {};
         for (int i = 0; i < A8; i += 8) {
             v8f e = v8_exp(v8_load(l + i) - mx);
@@ -169,10 +180,12 @@ static void values_of(const struct hbl_agent *ag, const float *out, float *v)
         }
         float se = 0, sz = 0;
         for (int j = 0; j < 8; j++) { se += se8[j]; sz += sz8[j]; }
-        for (int i = A8; i < A; i++) {
-            float e = hbl_expf(l[i] - mx);
-            se += e;
-            sz += e * ag->support[i];
+        if (A8 < A) {
+            v8f e = v8_exp(v8_load(l + A8) - mx);
+            for (int i = A8; i < A; i++) {
+                se += e[i - A8];
+                sz += e[i - A8] * ag->support[i];
+            }
         }
         v[k] = sz / se;
     }
@@ -190,7 +203,7 @@ static int argmax(const float *v, int n)
 static int greedy(const struct hbl_agent *ag, const uint8_t *state, float *v)
 {
     float x[16] = {0}, z[2048];
-    if (ag->m.punits > 2048) return 0;
+    if (ag->m.punits + OUT_SLACK > 2048) return 0;
     to_input(ag, state, x);
     values_of(ag, hbl_mlp_infer(&ag->m, ag->w_inf, x, z), v);
     return argmax(v, ag->cfg.nactions);
@@ -369,6 +382,12 @@ void hbl_agent_tick(struct hbl_agent *ag)
 void hbl_agent_get_stats(const struct hbl_agent *ag, struct hbl_agent_stats *out) { *out = ag->st; }
 void hbl_agent_get_config(const struct hbl_agent *ag, struct hbl_agent_config *out) { *out = ag->cfg; }
 uint64_t hbl_agent_memory_bytes(const struct hbl_agent *ag) { return ag->bytes; }
+
+int32_t hbl_agent_params(const struct hbl_agent *ag, float *out, int32_t max)
+{
+    if (max >= ag->m.np) memcpy(out, ag->w_train, (size_t)ag->m.np * sizeof(float));
+    return ag->m.np;
+}
 
 double hbl_agent_bench_inference(const struct hbl_agent *ag, const uint8_t *states, int32_t nstates, int64_t n)
 {

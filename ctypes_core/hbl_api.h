@@ -186,6 +186,9 @@ void hbl_agent_sync(struct hbl_agent *a);
 void hbl_agent_tick(struct hbl_agent *a);
 void hbl_agent_get_stats(const struct hbl_agent *a, struct hbl_agent_stats *out);
 void hbl_agent_get_config(const struct hbl_agent *a, struct hbl_agent_config *out);
+/* The training network's parameters (layer by layer: weights row-major [out][in],
+ * then biases); returns their count, copying them when max allows. */
+int32_t hbl_agent_params(const struct hbl_agent *a, float *out, int32_t max);
 /* Bytes allocated for the agent: networks, optimizer state, buffer, scratch. */
 uint64_t hbl_agent_memory_bytes(const struct hbl_agent *a);
 /* Mean ns per greedy decision over n calls on the given states (measured in C):

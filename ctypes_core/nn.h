@@ -63,23 +63,42 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 
 static inline v8f v8_load(const float *p) { v8f v; memcpy(&v, p, sizeof(v)); return v; }
 static inline void v8_store(float *p, v8f v) { memcpy(p, &v, sizeof(v)); }
+#if defined(__AVX__)
+#include <immintrin.h>
+/* min, max and floor are one instruction each with AVX (v8f is __m256) */
+static inline v8f v8_min(v8f a, v8f b) { return _mm256_min_ps(a, b); }
+static inline v8f v8_max(v8f a, v8f b) { return _mm256_max_ps(a, b); }
+static inline v8f v8_floor(v8f x) { return _mm256_floor_ps(x); }
+#else
 static inline v8f v8_min(v8f a, v8f b) { v8i m = a < b; return (v8f)((m & (v8i)a) | (~m & (v8i)b)); }
 static inline v8f v8_max(v8f a, v8f b) { v8i m = a > b; return (v8f)((m & (v8i)a) | (~m & (v8i)b)); }
+static inline v8f v8_floor(v8f x)
+{
+    v8i ti = __builtin_convertvector(x, v8i);            /* truncation */
+    v8f tf = __builtin_convertvector(ti, v8f);
+    v8i above = x < tf;                                  /* -1 where truncation rounded up */
+    return __builtin_convertvector(ti + above, v8f);
+}
+#endif
 
-/* hbl_expf on eight lanes */
+/* hbl_expf on eight lanes (the same operations, so the same bits) */
 static inline v8f v8_exp(v8f x)
 {
     x = v8_max(v8_min(x, (v8f){} + 87.0f), (v8f){} - 87.0f);
     v8f t = x * 1.44269504f;
-    v8i ti = __builtin_convertvector(t, v8i);            /* truncation */
-    v8f tf = __builtin_convertvector(ti, v8f);
-    v8i below = t < tf;                                  /* -1 where truncation rounded up */
-    ti += below;
-    tf = __builtin_convertvector(ti, v8f);               /* floor(t) */
+    v8f tf = v8_floor(t);
     v8f f = t - tf;
     v8f p = 1.0f + f * (0.693147182f + f * (0.240226507f + f * (0.0555041087f +
             f * (0.00961812911f + f * (0.00133335581f + f * 0.000154035304f)))));
-    return (v8f)((v8i)p + (ti << 23));
+    return (v8f)((v8i)p + (__builtin_convertvector(tf, v8i) << 23));
+}
+
+/* largest of eight lanes */
+static inline float v8_hmax(v8f v)
+{
+    float m = v[0];
+    for (int j = 1; j < 8; j++) m = v[j] > m ? v[j] : m;
+    return m;
 }
 
 static inline uint64_t hbl_xorshift(uint64_t *s)

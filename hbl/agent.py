@@ -82,6 +82,13 @@ class Agent:
     def sync(self):
         lib.hbl_agent_sync(self.ptr)
 
+    def params(self):
+        """The training network's parameters, as hbl_mlp lays them out (a copy)."""
+        n = lib.hbl_agent_params(self.ptr, ffi.NULL, 0)
+        out = np.zeros(n, np.float32)
+        lib.hbl_agent_params(self.ptr, ffi.cast("float *", ffi.from_buffer(out)), n)
+        return out
+
     def memory_bytes(self):
         return int(lib.hbl_agent_memory_bytes(self.ptr))
 

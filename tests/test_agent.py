@@ -56,6 +56,33 @@ def test_gradient_matches_finite_differences():
         assert abs(grad[i] - numeric) <= 1e-3 + 1e-2 * abs(numeric), (i, grad[i], numeric)
 
 
+@pytest.mark.parametrize("nactions,atoms", [(2, 51), (3, 51), (4, 21), (2, 8), (2, 5)])
+def test_decision_values_match_numpy(nactions, atoms):
+    """The decision path (transposed, padded inference weights; the C51 expectation
+    eight atoms at a time, with a partial last group) against NumPy on the same weights."""
+    nbins = [2, 8, 64, 64, 8, nactions, 64]
+    ag = Agent(nbins=nbins, nactions=nactions, atoms=atoms, vmin=-3.0, vmax=7.0, seed=11)
+    rng = np.random.default_rng(2)
+    for _ in range(300):   # move the weights away from their initialisation
+        s, s2 = (rng.integers(0, nbins).astype(np.uint8) for _ in range(2))
+        ag.remember(s, int(rng.integers(nactions)), float(rng.random() * 5), s2)
+    for _ in range(20):
+        ag.train()
+    ag.sync()
+    params = ag.params().astype(np.float64)
+    sizes = [7, 20, 30, nactions * atoms]
+    support = np.linspace(-3.0, 7.0, atoms)
+    scale = 1.0 / (np.array(nbins) - 1)
+    for s in rng.integers(0, nbins, size=(40, 7)).astype(np.uint8):
+        logits = np_forward(params, s * scale, sizes).reshape(nactions, atoms)
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        expected = (p * support).sum(axis=1) / p.sum(axis=1)
+        got = np.array(ag.values(s))
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+        if np.sort(expected)[-1] - np.sort(expected)[-2] > 1e-3:
+            assert ag.greedy(s) == int(np.argmax(expected))
+
+
 def np_project(r, gamma, p, vmin, vmax):
     A = len(p)
     z = np.linspace(vmin, vmax, A)
