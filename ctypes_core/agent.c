@@ -12,6 +12,15 @@
  * The decision path (act) does one forward pass with no allocation; training
  * walks a minibatch one sample at a time, accumulating gradients, so its
  * scratch memory is one sample's activations whatever the batch size.
+ *
+ * Training runs either interleaved with the decisions (hbl_agent_tick, the
+ * simulator's way: deterministic) or, in background mode (the live
+ * controller), on another thread calling hbl_agent_background.  There, `lock`
+ * guards what the decision path touches (inference weights, decision cache,
+ * experience buffer, exploration rng, stats) and `tlock` the training state
+ * (training weights, optimizer moments, scratch); tlock is taken first.  A
+ * training step holds `lock` only to copy one transition at a time, and a
+ * sync only to copy the weights, so a decision waits at most that long.
  */
 #pragma GCC optimize("O3", "fast-math")
 #include <math.h>
@@ -19,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include "hbl_internal.h"
 #include "nn.h"
 
@@ -46,7 +56,16 @@ struct hbl_agent {
     uint64_t *ckey; uint8_t *cact; uint32_t cmask; uint8_t cgen;
     uint64_t bytes;
     struct hbl_agent_stats st;
+    /* background mode: set only while no other thread uses the agent */
+    int async;
+    pthread_mutex_t lock, tlock;
+    uint64_t trng, trained_at, synced_at;
 };
+
+static inline void lock(struct hbl_agent *ag) { if (ag->async) pthread_mutex_lock(&ag->lock); }
+static inline void unlock(struct hbl_agent *ag) { if (ag->async) pthread_mutex_unlock(&ag->lock); }
+static inline void tlock(struct hbl_agent *ag) { if (ag->async) pthread_mutex_lock(&ag->tlock); }
+static inline void tunlock(struct hbl_agent *ag) { if (ag->async) pthread_mutex_unlock(&ag->tlock); }
 
 static void *alloc(struct hbl_agent *ag, size_t n)
 {
@@ -133,6 +152,9 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     hbl_mlp_init_params(&ag->m, ag->w_train, &ag->rng);
     hbl_mlp_transpose(&ag->m, ag->w_train, ag->w_inf);
     ag->st.epsilon = 1.0;
+    ag->trng = ag->rng ^ 0x5DEECE66DULL;
+    pthread_mutex_init(&ag->lock, NULL);
+    pthread_mutex_init(&ag->tlock, NULL);
     return ag;
 }
 
@@ -144,6 +166,8 @@ void hbl_agent_free(struct hbl_agent *ag)
     free(ag->x); free(ag->x2); free(ag->z); free(ag->a); free(ag->z2);
     free(ag->scratch); free(ag->dout); free(ag->support); free(ag->proj); free(ag->probs);
     free(ag->ckey); free(ag->cact);
+    pthread_mutex_destroy(&ag->lock);
+    pthread_mutex_destroy(&ag->tlock);
     free(ag);
 }
 
@@ -249,6 +273,7 @@ void hbl_agent_values(const struct hbl_agent *ag, const uint8_t *state, float *o
 int32_t hbl_agent_act(struct hbl_agent *ag, const uint8_t *state)
 {
     const struct hbl_agent_config *c = &ag->cfg;
+    lock(ag);
     double frac = c->warmup ? (double)ag->st.decisions / c->warmup : 1.0;
     double eps = frac >= 1.0 ? c->epsilon : 1.0 + (c->epsilon - 1.0) * frac;
     ag->st.epsilon = eps;
@@ -261,12 +286,14 @@ int32_t hbl_agent_act(struct hbl_agent *ag, const uint8_t *state)
         a = greedy_cached(ag, state);
     }
     ag->st.actions[a]++;
+    unlock(ag);
     return a;
 }
 
 void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, float reward, const uint8_t *s2)
 {
     int F = ag->cfg.nfeatures;
+    lock(ag);
     int64_t i = ag->head;
     memcpy(ag->bs + i * F, s, F);
     memcpy(ag->bs2 + i * F, s2, F);
@@ -277,6 +304,7 @@ void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, 
     ag->st.buffered++;
     ag->st.reward_sum += reward;
     ag->st.reward_ewma = ag->st.buffered == 1 ? reward : 0.999 * ag->st.reward_ewma + 0.001 * reward;
+    unlock(ag);
 }
 
 void hbl_c51_project(float r, float gamma, const float *p, int32_t A, float vmin, float vmax, float *out)
@@ -323,7 +351,12 @@ static void optimizer_step(struct hbl_agent *ag)
 double hbl_agent_train(struct hbl_agent *ag)
 {
     const struct hbl_agent_config *c = &ag->cfg;
-    if (ag->nbuf < c->batch) return 0.0;
+    tlock(ag);
+    lock(ag);
+    int64_t nbuf = ag->nbuf;
+    unlock(ag);
+    if (nbuf < c->batch) { tunlock(ag); return 0.0; }
+    uint64_t *rng = ag->async ? &ag->trng : &ag->rng;   /* act() draws from ag->rng */
     const struct hbl_mlp *m = &ag->m;
     int F = c->nfeatures, NA = c->nactions, A = c->atoms, out_off = m->uoff[m->nl - 1];
     int c51 = c->head == HBL_HEAD_C51;
@@ -331,11 +364,16 @@ double hbl_agent_train(struct hbl_agent *ag)
     double loss = 0;
     memset(ag->grad, 0, (size_t)m->np * sizeof(float));
     for (int k = 0; k < c->batch; k++) {
-        int64_t i = (int64_t)(hbl_xorshift(&ag->rng) % (uint64_t)ag->nbuf);
+        uint8_t s1[16], s2[16];
+        lock(ag);
+        int64_t i = (int64_t)(hbl_xorshift(rng) % (uint64_t)nbuf);
         int act = ag->ba[i];
         float r = (float)ag->br[i];
-        to_input(ag, ag->bs + i * F, ag->x);
-        to_input(ag, ag->bs2 + i * F, ag->x2);
+        memcpy(s1, ag->bs + i * F, (size_t)F);
+        memcpy(s2, ag->bs2 + i * F, (size_t)F);
+        unlock(ag);
+        to_input(ag, s1, ag->x);
+        to_input(ag, s2, ag->x2);
         /* target from the inference (target) network */
         const float *o2 = hbl_mlp_infer(m, ag->w_inf, ag->x2, ag->z2);
         values_of(ag, o2, v);
@@ -360,32 +398,67 @@ double hbl_agent_train(struct hbl_agent *ag)
         hbl_mlp_backward(m, ag->w_train, ag->x, ag->z, ag->a, ag->dout, ag->grad, ag->scratch);
     }
     optimizer_step(ag);
+    lock(ag);
     ag->st.train_steps++;
-    ag->st.last_loss = loss / c->batch;
-    return ag->st.last_loss;
+    if (ag->async) ag->st.background_steps++;
+    double mean = ag->st.last_loss = loss / c->batch;
+    unlock(ag);
+    tunlock(ag);
+    return mean;
 }
 
 void hbl_agent_sync(struct hbl_agent *ag)
 {
+    tlock(ag);
+    lock(ag);
     hbl_mlp_transpose(&ag->m, ag->w_train, ag->w_inf);
     cache_invalidate(ag);
     ag->st.syncs++;
+    unlock(ag);
+    tunlock(ag);
 }
 
 void hbl_agent_tick(struct hbl_agent *ag)
 {
+    if (ag->async) return;   /* the background thread trains and syncs */
     uint64_t d = ag->st.decisions;
     if (d % (uint64_t)ag->cfg.train_every == 0) hbl_agent_train(ag);
     if (d % (uint64_t)ag->cfg.sync_every == 0) hbl_agent_sync(ag);
 }
 
-void hbl_agent_get_stats(const struct hbl_agent *ag, struct hbl_agent_stats *out) { *out = ag->st; }
+void hbl_agent_set_background(struct hbl_agent *ag, int32_t on)
+{
+    ag->trained_at = ag->synced_at = ag->st.decisions;
+    ag->async = on != 0;
+}
+
+int32_t hbl_agent_background(struct hbl_agent *ag)
+{
+    lock(ag);
+    uint64_t d = ag->st.decisions;
+    unlock(ag);
+    int did = 0;
+    if (d >= ag->trained_at + (uint64_t)ag->cfg.train_every) { ag->trained_at = d; hbl_agent_train(ag); did = 1; }
+    if (d >= ag->synced_at + (uint64_t)ag->cfg.sync_every) { ag->synced_at = d; hbl_agent_sync(ag); did = 1; }
+    return did;
+}
+
+void hbl_agent_get_stats(const struct hbl_agent *ag, struct hbl_agent_stats *out)
+{
+    struct hbl_agent *w = (struct hbl_agent *)ag;   /* the lock, not the agent, changes */
+    lock(w);
+    *out = ag->st;
+    unlock(w);
+}
 void hbl_agent_get_config(const struct hbl_agent *ag, struct hbl_agent_config *out) { *out = ag->cfg; }
 uint64_t hbl_agent_memory_bytes(const struct hbl_agent *ag) { return ag->bytes; }
 
 int32_t hbl_agent_params(const struct hbl_agent *ag, float *out, int32_t max)
 {
+    struct hbl_agent *w = (struct hbl_agent *)ag;
+    tlock(w);
     if (max >= ag->m.np) memcpy(out, ag->w_train, (size_t)ag->m.np * sizeof(float));
+    tunlock(w);
     return ag->m.np;
 }
 
@@ -481,6 +554,7 @@ int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *
     strncpy(name, policy, sizeof(name) - 1);
     uint32_t version = AGENT_VERSION, count = (uint32_t)n;
     put(&w, AGENT_MAGIC, 8); put(&w, &version, 4); put(&w, name, 32); put(&w, &count, 4);
+    for (int k = 0; k < n; k++) { tlock(agents[k]); lock(agents[k]); }   /* a consistent snapshot */
     for (int k = 0; k < n; k++) {
         const struct hbl_agent *ag = agents[k];
         struct shape s;
@@ -490,6 +564,7 @@ int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *
         put(&w, ag->w_inf, (size_t)ag->m.pnp * 4u); put(&w, ag->w_train, np * 4u);
         put(&w, ag->m1, np * 4u); put(&w, ag->m2, np * 4u); put(&w, &ag->adam_t, 8);
     }
+    for (int k = n - 1; k >= 0; k--) { unlock(agents[k]); tunlock(agents[k]); }
     uint64_t h = w.h;
     if (fwrite(&h, 1, 8, w.f) != 8) w.bad = 1;
     if (fflush(w.f) || w.bad) { fclose(w.f); remove(tmp); snprintf(err, errlen, "%s: write failed", tmp); return -1; }
@@ -558,11 +633,16 @@ int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *
             size_t pn = (size_t)ag->m.pnp * 4u, need = pn + (size_t)np * 12u + 8;
             if (off + need > (size_t)size - 8) { snprintf(err, errlen, "%s: truncated", path); goto out; }
             if (pass == 1) {
+                tlock(ag);
+                lock(ag);
                 memcpy(ag->w_inf, buf + off, pn);
                 memcpy(ag->w_train, buf + off + pn, np * 4u);
                 memcpy(ag->m1, buf + off + pn + np * 4u, np * 4u);
                 memcpy(ag->m2, buf + off + pn + np * 8u, np * 4u);
                 memcpy(&ag->adam_t, buf + off + pn + np * 12u, 8);
+                cache_invalidate(ag);   /* its decisions were of the old weights */
+                unlock(ag);
+                tunlock(ag);
             }
             off += need;
         }

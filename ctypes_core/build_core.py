@@ -45,7 +45,7 @@ ffibuilder.set_source(
     sources=sources(),
     include_dirs=[str(HERE.relative_to(HERE.parent))],
     extra_compile_args=["-O3", "-march=native", "-ffast-math", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-    libraries=["m"],
+    libraries=["m", "pthread"],
 )
 
 if __name__ == "__main__":

@@ -164,6 +164,7 @@ struct hbl_agent_config {
 
 struct hbl_agent_stats {
     uint64_t decisions, explorations, train_steps, syncs, buffered;
+    uint64_t background_steps;  /* train steps taken by a background thread */
     uint64_t actions[8];       /* decisions per action (device) */
     double epsilon, last_loss, reward_sum, reward_ewma;
 };
@@ -184,6 +185,13 @@ double hbl_agent_train(struct hbl_agent *a);
 void hbl_agent_sync(struct hbl_agent *a);
 /* Bookkeeping after a decision: trains and syncs on schedule (the simulator's interleaving). */
 void hbl_agent_tick(struct hbl_agent *a);
+/* Background training (the live controller): with it on, tick() no longer
+ * trains or syncs, and another thread calls hbl_agent_background(), which
+ * trains and syncs on the same schedule (train_every, sync_every decisions)
+ * while act() and remember() go on; returns 1 if it did either.  Switch it on
+ * and off only while no other thread uses the agent. */
+void hbl_agent_set_background(struct hbl_agent *a, int32_t on);
+int32_t hbl_agent_background(struct hbl_agent *a);
 void hbl_agent_get_stats(const struct hbl_agent *a, struct hbl_agent_stats *out);
 void hbl_agent_get_config(const struct hbl_agent *a, struct hbl_agent_config *out);
 /* The training network's parameters (layer by layer: weights row-major [out][in],
@@ -221,6 +229,10 @@ int32_t hbl_sim_save_agents(const struct hbl_sim *s, const char *path, char *err
 int32_t hbl_sim_load_agents(struct hbl_sim *s, const char *path, char *err, int32_t errlen);
 /* The n-th agent of the policy (0 = placement, 1 = migration), NULL if none. */
 struct hbl_agent *hbl_sim_agent(const struct hbl_sim *s, int32_t i);
+/* Train the policy's agents on a thread of their own (on = 1) or inline again
+ * (on = 0, waits for the thread); for the live engine, where decisions must not
+ * wait for training.  Runs with it on are not reproducible.  0 or -1 (err). */
+int32_t hbl_sim_background_training(struct hbl_sim *s, int32_t on, char *err, int32_t errlen);
 
 /* ---- Live mode: the simulator's policies deciding for a real device ----
  * Pages are extents.  The controller feeds requests it observed (latency_ns

@@ -126,6 +126,7 @@ struct hbl_sim {
      * are queued for the controller to carry out instead of being charged here */
     int live;
     uint64_t *mq; uint64_t nmq, mqcap;   /* queued moves: page numbers */
+    struct hbl_trainer *trainer;         /* background training thread, or NULL */
 };
 
 /* Helpers policies may use. */

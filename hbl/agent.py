@@ -95,8 +95,8 @@ class Agent:
     def stats(self):
         st = ffi.new("struct hbl_agent_stats *")
         lib.hbl_agent_get_stats(self.ptr, st)
-        out = {k: getattr(st, k) for k in ("decisions", "explorations", "train_steps", "syncs", "buffered",
-                                           "epsilon", "last_loss", "reward_ewma")}
+        out = {k: getattr(st, k) for k in ("decisions", "explorations", "train_steps", "background_steps", "syncs",
+                                           "buffered", "epsilon", "last_loss", "reward_ewma")}
         out["actions"] = [st.actions[i] for i in range(self.nactions)]
         return out
 

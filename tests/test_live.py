@@ -87,6 +87,48 @@ def test_engine_agents_come_from_a_simulator_run(tmp_path):
         Engine("sibyl", MIB, [8, 100]).load_agents(str(path))
 
 
+def test_engine_trains_on_its_own_thread_while_deciding(tmp_path):
+    """With background training the request path only decides and remembers: every
+    train step and sync happens on the trainer thread, on the same schedule, while
+    decisions, moves, stats and agent saves go on; stopping joins the thread and
+    leaves the agents inline-trainable, and the engine's table consistent."""
+    import time
+    e = Engine("harmonia", MIB, [16, 400], params=["warmup=200", "m_warmup=50"])
+    e.set_devices(np.arange(400), np.ones(400))
+    rng = np.random.default_rng(3)
+    e.start_training()
+    e.start_training()                      # idempotent
+    steps = []
+    for k in range(300):
+        ex = rng.zipf(1.2, 64) % 400
+        e.feed(requests(ex, rng.integers(0, 2, 64), t0=k * 10**6))
+        e.take_moves()
+        if k % 50 == 0:
+            steps.append(e.stats()["agents"][0]["train_steps"])
+            e.save_agents(str(tmp_path / "a.hbl"))   # a consistent snapshot while training
+    deadline = time.monotonic() + 10
+    while e.stats()["agents"][0]["syncs"] < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    e.stop_training()
+    e.check()
+    placement, migration = e.stats()["agents"]
+    decisions = placement["decisions"]
+    assert decisions > 5000
+    # trained by the thread, at most once per 1000 decisions (train_every), and caught up
+    assert 1 <= placement["train_steps"] <= decisions // 1000
+    assert placement["background_steps"] == placement["train_steps"]     # none in the request path
+    assert placement["syncs"] >= 5
+    assert migration["background_steps"] == migration["train_steps"] >= 1
+    assert steps == sorted(steps)
+    Engine("harmonia", MIB, [16, 400]).load_agents(str(tmp_path / "a.hbl"))
+    # inline again: the next decisions train in the request path, the thread is gone
+    before = e.stats()["agents"][0]["train_steps"]
+    for k in range(40):
+        e.feed(requests(rng.zipf(1.2, 64) % 400, rng.integers(0, 2, 64), t0=(300 + k) * 10**6))
+    after = e.stats()["agents"][0]
+    assert after["train_steps"] > before and after["background_steps"] == placement["background_steps"]
+
+
 # ---- metadata ----
 
 def meta(n=50):

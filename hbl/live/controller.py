@@ -578,6 +578,7 @@ class Controller:
         signal.signal(signal.SIGINT, self._on_signal)
         last_mig = last_status = last_tl = last_save = time.monotonic()
         write_json_atomic(self.paths.status, self.status())
+        self.engine.start_training()
         while not self.stop:
             self.pump(50)
             now = time.monotonic()
@@ -608,6 +609,7 @@ class Controller:
     def shutdown(self):
         """hbl down: agents saved, I/O flushed, written extents recorded exactly, device removed."""
         m = self.meta
+        self.engine.stop_training()
         if self.engine.agents():
             self.engine.save_agents(self.paths.agents)
         self.dev.suspend(flush=True)

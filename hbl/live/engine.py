@@ -79,6 +79,14 @@ class Engine:
     def agents(self):
         return self.sim.agents()
 
+    def start_training(self):
+        """Learning policies train on a thread of their own from now on, so a decision
+        never waits for a training step (the controller has one thread for everything else)."""
+        self.sim.background_training(True)
+
+    def stop_training(self):
+        self.sim.background_training(False)
+
     def load_agents(self, path):
         self.sim.load_agents(path)
 
