@@ -474,6 +474,23 @@ double hbl_agent_bench_inference(const struct hbl_agent *ag, const uint8_t *stat
     return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)n;
 }
 
+double hbl_agent_bench_linear(const struct hbl_agent *ag, const uint8_t *states, int32_t nstates, int64_t n)
+{
+    struct timespec t0, t1;
+    volatile float sink = 0;
+    int F = ag->cfg.nfeatures;
+    float x[16] = {0}, z[2048];
+    if (ag->m.punits > 2048) return 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int64_t i = 0; i < n; i++) {
+        to_input(ag, states + (i % nstates) * F, x);
+        sink += hbl_mlp_infer_linear(&ag->m, ag->w_inf, x, z)[i % ag->nout];
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    (void)sink;
+    return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)n;
+}
+
 double hbl_agent_bench_decisions(struct hbl_agent *ag, const uint8_t *states, int32_t nstates,
                                  int32_t sync_every, int64_t n)
 {

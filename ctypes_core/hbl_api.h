@@ -202,6 +202,8 @@ uint64_t hbl_agent_memory_bytes(const struct hbl_agent *a);
 /* Mean ns per greedy decision over n calls on the given states (measured in C):
  * a full forward pass each time, */
 double hbl_agent_bench_inference(const struct hbl_agent *a, const uint8_t *states, int32_t nstates, int64_t n);
+/* or the multiply-adds alone (the layers without activations or the C51 expectation: a floor), */
+double hbl_agent_bench_linear(const struct hbl_agent *a, const uint8_t *states, int32_t nstates, int64_t n);
 /* or as decisions are made: through the decision cache, emptied every sync_every decisions. */
 double hbl_agent_bench_decisions(struct hbl_agent *a, const uint8_t *states, int32_t nstates,
                                  int32_t sync_every, int64_t n);

@@ -181,6 +181,19 @@ const float *hbl_mlp_infer(const struct hbl_mlp *m, const float *wt, const float
     return z + m->puoff[m->nl - 1];
 }
 
+/* The same layers without their activations: the multiply-adds alone, which
+ * `hbl bench` times to show what part of a decision no exponential can save. */
+const float *hbl_mlp_infer_linear(const struct hbl_mlp *m, const float *wt, const float *x, float *z)
+{
+    const float *in = x;
+    for (int l = 0; l < m->nl; l++) {
+        float *zl = z + m->puoff[l];
+        affine_t(wt + m->pwoff[l], wt + m->pboff[l], in, m->sizes[l], m->psizes[l + 1], zl);
+        in = zl;
+    }
+    return z + m->puoff[m->nl - 1];
+}
+
 /* ---- reference entry points for the tests ---- */
 
 int32_t hbl_mlp_nparams(const int32_t *sizes, int32_t nlayers)

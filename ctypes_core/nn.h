@@ -42,6 +42,8 @@ void hbl_mlp_transpose(const struct hbl_mlp *m, const float *w, float *wt);
 /* Forward pass over inference weights: x holds psizes[0] floats (padding zero),
  * z m->punits; returns a pointer to the outputs (in z). */
 const float *hbl_mlp_infer(const struct hbl_mlp *m, const float *wt, const float *x, float *z);
+/* The same without activations (a benchmark's floor, not a network). */
+const float *hbl_mlp_infer_linear(const struct hbl_mlp *m, const float *wt, const float *x, float *z);
 
 /* exp(x) for |x| < 87 to about 1e-6 relative error, written so that loops of it vectorize. */
 static inline float hbl_expf(float x)

@@ -109,6 +109,11 @@ class Agent:
         a, p = self._state(states)
         return lib.hbl_agent_bench_inference(self.ptr, p, len(a), n)
 
+    def bench_linear_ns(self, states, n=1_000_000):
+        """ns per pass of the layers' multiply-adds alone (no activations, no C51 expectation)."""
+        a, p = self._state(states)
+        return lib.hbl_agent_bench_linear(self.ptr, p, len(a), n)
+
     def bench_decision_ns(self, states, sync_every=1000, n=1_000_000):
         a, p = self._state(states)
         return lib.hbl_agent_bench_decisions(self.ptr, p, len(a), sync_every, n)

@@ -49,6 +49,7 @@ def agent_figures(sim):
     return {
         "placement_inference_ns": agents[0].bench_forward_ns(states),
         "placement_decision_ns": agents[0].bench_decision_ns(states),
+        "placement_linear_ns": agents[0].bench_linear_ns(states),
         "agents_memory_bytes": sum(a.memory_bytes() for a in agents),
     }
 
@@ -103,6 +104,9 @@ def format_bench(b):
         lines.append("harmonia placement agent: %.0f ns per forward pass, %.0f ns per decision with the "
                      "decision cache (states of its last 1000 real decisions)" % (
                          b["placement_inference_ns"], b["placement_decision_ns"]))
+        if "placement_linear_ns" in b:
+            lines.append("  of which the layers' multiply-adds alone (no activations, no C51 expectation): %.0f ns" % (
+                b["placement_linear_ns"]))
         lines.append("harmonia agents' memory: %d bytes (%.1f KiB)" % (
             b["agents_memory_bytes"], b["agents_memory_bytes"] / 1024))
     base = b.get("baseline_libcachesim_lru_requests_per_second")

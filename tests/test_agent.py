@@ -212,3 +212,4 @@ def test_memory_and_inference_figures():
     expected = sum(a.memory_bytes() for a in sim.agents())
     assert f["agents_memory_bytes"] == expected and expected > 50_000
     assert 0 < f["placement_decision_ns"] and 0 < f["placement_inference_ns"]
+    assert 0 < f["placement_linear_ns"]
