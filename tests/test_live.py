@@ -98,17 +98,18 @@ def test_engine_trains_on_its_own_thread_while_deciding(tmp_path):
     rng = np.random.default_rng(3)
     e.start_training()
     e.start_training()                      # idempotent
-    steps = []
-    for k in range(300):
+    steps, k = [], 0
+    deadline = time.monotonic() + 60
+    # paced like the controller (a batch every few ms), until the thread has synced 5 times
+    while (k < 300 or e.stats()["agents"][0]["syncs"] < 5) and time.monotonic() < deadline:
         ex = rng.zipf(1.2, 64) % 400
         e.feed(requests(ex, rng.integers(0, 2, 64), t0=k * 10**6))
         e.take_moves()
         if k % 50 == 0:
             steps.append(e.stats()["agents"][0]["train_steps"])
             e.save_agents(str(tmp_path / "a.hbl"))   # a consistent snapshot while training
-    deadline = time.monotonic() + 10
-    while e.stats()["agents"][0]["syncs"] < 5 and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.002)
+        k += 1
     e.stop_training()
     e.check()
     placement, migration = e.stats()["agents"]
@@ -123,8 +124,8 @@ def test_engine_trains_on_its_own_thread_while_deciding(tmp_path):
     Engine("harmonia", MIB, [16, 400]).load_agents(str(tmp_path / "a.hbl"))
     # inline again: the next decisions train in the request path, the thread is gone
     before = e.stats()["agents"][0]["train_steps"]
-    for k in range(40):
-        e.feed(requests(rng.zipf(1.2, 64) % 400, rng.integers(0, 2, 64), t0=(300 + k) * 10**6))
+    for j in range(40):
+        e.feed(requests(rng.zipf(1.2, 64) % 400, rng.integers(0, 2, 64), t0=(k + j) * 10**6))
     after = e.stats()["agents"][0]
     assert after["train_steps"] > before and after["background_steps"] == placement["background_steps"]
 
