@@ -301,9 +301,10 @@ def cmd_status(a):
             _fmt_bytes(st["copy_bandwidth_bytes_s"]), _fmt_bytes(st["copy_rate_limit_bytes_s"]),
             100 * st["controller_cpu"], st["ebpf"]["events"], st["ebpf"]["lost"]))
         for i, ag in enumerate(st.get("agents", [])):
-            print("  agent %d (%s): %d decisions, %d training steps, epsilon %.3f, reward (EWMA) %.3f" % (
-                i, "placement" if i == 0 else "migration", ag["decisions"], ag["train_steps"], ag["epsilon"],
-                ag["reward_ewma"]))
+            print("  agent %d (%s): %d decisions, %d training steps (%d on the training thread), epsilon %.3f, "
+                  "reward (EWMA) %.3f" % (i, "placement" if i == 0 else "migration", ag["decisions"],
+                                          ag["train_steps"], ag.get("background_steps", 0), ag["epsilon"],
+                                          ag["reward_ewma"]))
     return 0
 
 

@@ -161,6 +161,9 @@ def test_fio_verify_while_agents_migrate(fresh):
                                           "migrated_bytes", "stall_ms", "timeline", "controller_cpu")}))
     assert st["promotions"] > 0 and st["migrated_bytes"] > 0
     assert st["ebpf"]["lost"] == 0 and st["rollbacks"] == 0
+    placement = st["agents"][0]              # trained, and only off the request path
+    assert placement["train_steps"] > 0 and placement["background_steps"] == placement["train_steps"]
+    assert "on the training thread" in hbl("status", "h0").stdout
     hits = [w["fast_hit_ratio"] for w in st["timeline"] if w["fast_hit_ratio"] is not None and w["requests"] > 50]
     assert len(hits) >= 4
     assert max(hits[-3:]) > hits[0] + 0.2, hits          # the hot extents came to the NVMe
