@@ -27,6 +27,7 @@ struct hbl_pagetable {
     uint8_t *home_copy;  /* 1: the slowest device still holds a valid copy (promoted, not rewritten) */
     uint64_t *aux64;     /* scratch owned by the active policy */
     uint32_t *aux32;
+    uint32_t *decision;  /* the placement agent's decision awaiting this page's next access (index + 1), 0 = none */
 };
 
 int hbl_pt_init(struct hbl_pagetable *pt, uint32_t cap);

@@ -38,6 +38,17 @@ struct hbl_placement_agent {
     int action, pending;
     float reward;
     uint64_t evictions_before;
+    /* reward=1: a decision is rewarded at its page's next access, with that
+     * access's latency (the live engine's default: there a request was served
+     * before its decision, so its own latency says nothing of the action).
+     * Pending decisions wait in a ring of `window`; one pushed out unanswered
+     * (its page was not accessed again) earns 0. */
+    int page_reward;
+    uint32_t window, rhead;
+    struct hbl_pdecision { uint32_t slot; uint8_t s[HBL_NFEATURES]; uint8_t a, live; float pen; } *ring;
+    int64_t resolve;        /* ring entry answered by the current request, -1 if none */
+    uint32_t decided;       /* ring entry of the current request's decision */
+    uint8_t next[HBL_NFEATURES];
 };
 
 int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_params *p,

@@ -198,6 +198,34 @@ def test_agent_config_errors():
         Agent(nbins=[2], nactions=9)
     with pytest.raises(HblError, match="unknown parameter 'lrr'"):
         simulate("bundled:mds_0", policy="harmonia", params=["lrr=1"])
+    with pytest.raises(HblError, match="window must be"):
+        simulate("bundled:mds_0", policy="sibyl", params=["reward=1", "window=0"])
+
+
+def test_page_reward_teaches_from_each_pages_next_access():
+    """reward=1: a decision is rewarded when its page is next accessed, or with 0 once
+    `window` later decisions pushed it out; the default rewards the request itself."""
+    from hbl import record
+    from hbl.devices import load_hss
+
+    def run(pages, params):
+        reqs = record.empty(len(pages))
+        reqs["offset"] = np.asarray(pages) * 4096
+        reqs["length"] = 4096
+        reqs["op"] = record.WRITE
+        reqs["time_ns"] = np.arange(len(pages)) * 1000
+        sim = Simulator(load_hss("perf"), "sibyl", [100, None], params=params)
+        sim.feed(reqs)
+        return sim.agents()[0].stats()
+
+    once = np.arange(3000)                     # no page comes back
+    twice = np.repeat(np.arange(1500), 2)      # each page comes back at once
+    st = run(once, ["reward=1", "window=64"])
+    assert st["buffered"] == 3000 - 64 and st["reward_ewma"] == 0     # all pushed out unanswered
+    st = run(twice, ["reward=1", "window=64"])
+    # a first access is answered by the next request, a second waits: the 32 of the last 64 decisions still do
+    assert st["buffered"] == 3000 - 32 and st["reward_ewma"] > 0
+    assert run(once, [])["reward_ewma"] > 0                           # the request's own latency
 
 
 def test_memory_and_inference_figures():

@@ -22,7 +22,7 @@ struct state {
 
 static const char *const params[] = {
     "lr", "gamma", "epsilon", "warmup", "batch", "buffer", "train_every", "sync_every", "head", "atoms",
-    "hidden1", "hidden2", "optimizer", "vmin", "vmax", "cache", "penalty", "place_reads",
+    "hidden1", "hidden2", "optimizer", "vmin", "vmax", "cache", "penalty", "place_reads", "reward", "window",
     "m_lr", "m_gamma", "m_epsilon", "m_warmup", "m_batch", "m_buffer", "m_train_every", "m_sync_every",
     "m_head", "m_atoms", "m_hidden1", "m_hidden2", "m_optimizer", "m_vmin", "m_vmax", "m_cache",
     "m_candidates", "m_moves", "m_reward_n", "m_pingpong", "m_reward", "m_move_cost",
