@@ -38,7 +38,9 @@ def add_parsers(sub):
     up.add_argument("--extent", default="1M", help="extent size, the unit of placement (default 1M)")
     up.add_argument("--spares", type=int, help="spare extents held back per device (default 1%%, 4..64)")
     up.add_argument("--policy", help="placement/migration policy (default harmonia; hbl policies lists them)")
-    up.add_argument("--param", action="append", metavar="K=V", help="policy parameter (repeatable)")
+    up.add_argument("--param", action="append", metavar="K=V",
+                    help="policy parameter (repeatable); the placement agents of sibyl and harmonia default to "
+                         "reward=1, train_every=25, sync_every=250 here (see hbl/live/engine.py)")
     up.add_argument("--agent", help="load the policy's agents from this file (hbl simulate --save-agent)")
     up.add_argument("--force", action="store_true", help="write devices that carry a signature")
     up.add_argument("--foreground", action="store_true", help="run the controller here, not as a daemon")
