@@ -118,6 +118,7 @@ def test_100_remaps_under_verifying_fio(ioctl_dm):
                     d.load(table())
                 stalls.append(time.time() - t0)
                 free[src].append(slot)      # the old slot is reused only after the new table is live
+                time.sleep(0.05)            # let fio's I/O flow between suspends, as in real use
         finally:
             fio.terminate()
             out, err = fio.communicate(timeout=120)
