@@ -462,21 +462,28 @@ int32_t hbl_agent_params(const struct hbl_agent *ag, float *out, int32_t max)
     return ag->m.np;
 }
 
+/* Mean ns per call of n calls started at t0 (the agent benchmarks). */
+static double ns_since(const struct timespec *t0, int64_t n)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return ((t1.tv_sec - t0->tv_sec) * 1e9 + (t1.tv_nsec - t0->tv_nsec)) / (double)n;
+}
+
 double hbl_agent_bench_inference(const struct hbl_agent *ag, const uint8_t *states, int32_t nstates, int64_t n)
 {
-    struct timespec t0, t1;
+    struct timespec t0;
     volatile int sink = 0;
     int F = ag->cfg.nfeatures;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int64_t i = 0; i < n; i++) sink += hbl_agent_greedy(ag, states + (i % nstates) * F);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     (void)sink;
-    return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)n;
+    return ns_since(&t0, n);
 }
 
 double hbl_agent_bench_linear(const struct hbl_agent *ag, const uint8_t *states, int32_t nstates, int64_t n)
 {
-    struct timespec t0, t1;
+    struct timespec t0;
     volatile float sink = 0;
     int F = ag->cfg.nfeatures;
     float x[16] = {0}, z[2048];
@@ -486,15 +493,14 @@ double hbl_agent_bench_linear(const struct hbl_agent *ag, const uint8_t *states,
         to_input(ag, states + (i % nstates) * F, x);
         sink += hbl_mlp_infer_linear(&ag->m, ag->w_inf, x, z)[i % ag->nout];
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     (void)sink;
-    return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)n;
+    return ns_since(&t0, n);
 }
 
 double hbl_agent_bench_decisions(struct hbl_agent *ag, const uint8_t *states, int32_t nstates,
                                  int32_t sync_every, int64_t n)
 {
-    struct timespec t0, t1;
+    struct timespec t0;
     volatile int sink = 0;
     int F = ag->cfg.nfeatures;
     cache_invalidate(ag);
@@ -503,9 +509,8 @@ double hbl_agent_bench_decisions(struct hbl_agent *ag, const uint8_t *states, in
         if (i && i % sync_every == 0) cache_invalidate(ag);
         sink += greedy_cached(ag, states + (i % nstates) * F);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     (void)sink;
-    return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)n;
+    return ns_since(&t0, n);
 }
 
 int32_t hbl_agent_buffer_states(const struct hbl_agent *ag, uint8_t *out, int32_t max)

@@ -168,30 +168,30 @@ static void swish(float *v, int n)
     }
 }
 
-const float *hbl_mlp_infer(const struct hbl_mlp *m, const float *wt, const float *x, float *z)
+static inline __attribute__((always_inline)) const float *infer(
+    const struct hbl_mlp *m, const float *wt, const float *x, float *z, const int activate)
 {
     const float *in = x;
     for (int l = 0; l < m->nl; l++) {
         int no = m->psizes[l + 1];
         float *zl = z + m->puoff[l];
         affine_t(wt + m->pwoff[l], wt + m->pboff[l], in, m->sizes[l], no, zl);
-        if (l < m->nl - 1) swish(zl, no);
+        if (activate && l < m->nl - 1) swish(zl, no);
         in = zl;
     }
     return z + m->puoff[m->nl - 1];
+}
+
+const float *hbl_mlp_infer(const struct hbl_mlp *m, const float *wt, const float *x, float *z)
+{
+    return infer(m, wt, x, z, 1);
 }
 
 /* The same layers without their activations: the multiply-adds alone, which
  * `hbl bench` times to show what part of a decision no exponential can save. */
 const float *hbl_mlp_infer_linear(const struct hbl_mlp *m, const float *wt, const float *x, float *z)
 {
-    const float *in = x;
-    for (int l = 0; l < m->nl; l++) {
-        float *zl = z + m->puoff[l];
-        affine_t(wt + m->pwoff[l], wt + m->pboff[l], in, m->sizes[l], m->psizes[l + 1], zl);
-        in = zl;
-    }
-    return z + m->puoff[m->nl - 1];
+    return infer(m, wt, x, z, 0);
 }
 
 /* ---- reference entry points for the tests ---- */
