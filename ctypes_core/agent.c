@@ -74,6 +74,18 @@ static void *alloc(struct hbl_agent *ag, size_t n)
     return p;
 }
 
+/* The inference weights start on a cache line: every row is a whole number of
+ * AVX registers, so then no load of the decision path splits a line (with
+ * malloc's 16-byte alignment, half of them did on some runs: 285 ns a
+ * decision against 245). */
+static void *alloc_lines(struct hbl_agent *ag, size_t n)
+{
+    n = (n + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, n ? n : 64);
+    if (p) { memset(p, 0, n); ag->bytes += n; }
+    return p;
+}
+
 static int config_check(const struct hbl_agent_config *c, char *err, int errlen)
 {
     const char *why = NULL;
@@ -119,7 +131,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     for (int f = 0; f < cfg->nfeatures; f++)
         ag->scale[f] = cfg->nbins[f] > 1 ? 1.0f / (float)(cfg->nbins[f] - 1) : 0.0f;
     size_t np = (size_t)ag->m.np, B = (size_t)cfg->buffer, F = (size_t)cfg->nfeatures;
-    ag->w_inf = alloc(ag, (size_t)ag->m.pnp * 4); ag->w_train = alloc(ag, np * 4); ag->grad = alloc(ag, np * 4);
+    ag->w_inf = alloc_lines(ag, (size_t)ag->m.pnp * 4); ag->w_train = alloc(ag, np * 4); ag->grad = alloc(ag, np * 4);
     ag->m1 = alloc(ag, np * 4); ag->m2 = alloc(ag, np * 4);
     ag->bs = alloc(ag, B * F); ag->bs2 = alloc(ag, B * F); ag->ba = alloc(ag, B); ag->br = alloc(ag, B * sizeof(_Float16));
     size_t u = (size_t)ag->m.units;
