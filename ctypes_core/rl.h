@@ -21,10 +21,11 @@ void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const st
 /* State of page `slot` for a request of `npages` pages (write or not). */
 void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, int write,
                          uint32_t npages, uint32_t slot, uint8_t *out);
-/* Agent hyper-parameters: defaults, overridden by params named prefix + key. */
+/* Agent hyper-parameters: defaults (the migration agent's, or the placement
+ * agent's in the simulator or in live mode), overridden by params named prefix + key. */
 void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features *f, int nfeatures,
                            int nactions, const struct hbl_params *p, const char *prefix, int migration,
-                           uint64_t seed);
+                           int live, uint64_t seed);
 /* Service time of one page read on the fastest device: rewards are this over a latency. */
 double hbl_reference_latency(const struct hbl_sim *s);
 

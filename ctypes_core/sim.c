@@ -316,9 +316,10 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
 
 /* ---- public API ---- */
 
-struct hbl_sim *hbl_sim_new(const struct hbl_sim_config *cfg, const char *policy,
-                            const struct hbl_params *params, void *plugin,
-                            char *err, int32_t errlen)
+/* live is set before the policy's init: policies may choose other defaults in live mode */
+static struct hbl_sim *sim_new(const struct hbl_sim_config *cfg, const char *policy,
+                               const struct hbl_params *params, void *plugin, int live,
+                               char *err, int32_t errlen)
 {
     if (cfg->ndev < 2 || cfg->ndev > HBL_MAX_DEVICES) {
         snprintf(err, errlen, "a hybrid system has 2 to 4 devices, not %d", cfg->ndev);
@@ -355,6 +356,7 @@ struct hbl_sim *hbl_sim_new(const struct hbl_sim_config *cfg, const char *policy
     s->cfg = *cfg;
     s->ops = ops;
     s->plugin = plugin;
+    s->live = live;
     s->initial_dev = cfg->ndev - 1;
     for (int d = 0; d < HBL_MAX_DEVICES; d++) {
         s->lru_head[d] = s->lru_tail[d] = HBL_NONE;
@@ -376,6 +378,13 @@ struct hbl_sim *hbl_sim_new(const struct hbl_sim_config *cfg, const char *policy
         return NULL;
     }
     return s;
+}
+
+struct hbl_sim *hbl_sim_new(const struct hbl_sim_config *cfg, const char *policy,
+                            const struct hbl_params *params, void *plugin,
+                            char *err, int32_t errlen)
+{
+    return sim_new(cfg, policy, params, plugin, 0, err, errlen);
 }
 
 void hbl_sim_free(struct hbl_sim *s)
@@ -591,9 +600,7 @@ static void live_queue(struct hbl_sim *s, uint32_t x)
 struct hbl_sim *hbl_live_new(const struct hbl_sim_config *cfg, const char *policy,
                              const struct hbl_params *params, char *err, int32_t errlen)
 {
-    struct hbl_sim *s = hbl_sim_new(cfg, policy, params, NULL, err, errlen);
-    if (s) s->live = 1;
-    return s;
+    return sim_new(cfg, policy, params, NULL, 1, err, errlen);
 }
 
 int32_t hbl_live_set_devices(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n)

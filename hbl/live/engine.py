@@ -11,25 +11,11 @@ import numpy as np
 from hbl.core import ffi, lib
 from hbl.devices import HSS, PROFILES
 from hbl.errors import HblError
-from hbl.sim import Simulator, parse_params
+from hbl.sim import Simulator
 
 # Service models only matter to policies that read them; the live engine has
 # no device model.  Fastest first, the slowest last.
 LIVE_PROFILES = ("H", "N", "M")
-
-# Where a live device needs other defaults than the simulator (--param still
-# overrides them).  For the placement agents:
-# - reward=1: a request reaches the engine after it was served, where its
-#   extent was, so its own latency says nothing of the decision taken on it;
-#   each decision is rewarded at its extent's next access instead.  With the
-#   simulator's reward the agents' choices stay arbitrary: in the host
-#   emulation of the live loop (tests/test_live.py), harmonia's fast-device hit
-#   ratio ranged 0.00-0.87 over six seeds, against 0.86-0.87 with these defaults;
-# - train_every=25, sync_every=250: a live device makes thousands of decisions
-#   where a trace has millions; at one step per 1000 decisions the agents
-#   would hardly train (and they train on their own thread here).
-LIVE_PARAMS = {p: {"reward": 1, "train_every": 25, "sync_every": 250}
-               for p in ("sibyl", "harmonia", "harmonia-placement-only")}
 
 
 class Engine:
@@ -42,7 +28,6 @@ class Engine:
         names = list(LIVE_PROFILES[:ndev - 1]) + ["L"]
         hss = HSS("live", [PROFILES[n] for n in names], [1.0] * ndev)
         caps = [int(c) for c in capacities[:-1]] + [None]     # the slowest holds the rest
-        params = dict(LIVE_PARAMS.get(policy, {}), **parse_params(params))
         self.sim = Simulator(hss, policy, caps, params=params, seed=seed, live=True, page_size=extent_bytes,
                              migrate_every=migrate_every, migrate_max=migrate_max, timeline_every=0,
                              queue_depth=0, speed=1.0)
