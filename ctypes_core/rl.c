@@ -169,7 +169,7 @@ void hbl_placement_agent_free(struct hbl_placement_agent *pa)
 
 /* reward=1: a new decision takes the oldest ring entry; if that one is still
  * waiting, its page was not accessed within `window` decisions: reward 0
- * (less any eviction penalty) */
+ * (rewards are floored at 0, so its eviction penalty cannot lower it) */
 static uint32_t ring_push(struct hbl_placement_agent *pa, struct hbl_sim *s, uint32_t slot,
                           const uint8_t *state, int a)
 {
@@ -214,22 +214,23 @@ void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s
 
 void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim *s, double latency_ns)
 {
+    double speed = pa->lref / (latency_ns > 1 ? latency_ns : 1);
+    /* the evictions this request's decision forced */
+    double pen = pa->penalty * (double)(s->st.fallback_evictions - pa->evictions_before);
     if (pa->page_reward) {
         if (pa->resolve >= 0 && pa->ring[pa->resolve].live) {
             struct hbl_pdecision *e = &pa->ring[pa->resolve];
-            double r = pa->lref / (latency_ns > 1 ? latency_ns : 1) - e->pen;
+            double r = speed - e->pen;
             hbl_agent_remember(pa->ag, e->s, e->a, (float)(r > 0 ? r : 0), pa->next);
             e->live = 0;
         }
         pa->resolve = -1;
-        if (pa->pending == -1)
-            pa->ring[pa->decided].pen = (float)(pa->penalty * (double)(s->st.fallback_evictions - pa->evictions_before));
+        if (pa->pending == -1) pa->ring[pa->decided].pen = (float)pen;
         pa->pending = 0;
         return;
     }
     if (pa->pending != -1) return;
-    double r = pa->lref / (latency_ns > 1 ? latency_ns : 1)
-             - pa->penalty * (double)(s->st.fallback_evictions - pa->evictions_before);
+    double r = speed - pen;
     pa->reward = (float)(r > 0 ? r : 0);
     pa->pending = 1;
 }
