@@ -23,14 +23,21 @@ struct hbl_request {
 };
 
 enum hbl_op { HBL_OP_READ = 0, HBL_OP_WRITE = 1, HBL_OP_DISCARD = 2, HBL_OP_FLUSH = 3 };
-enum { HBL_MAX_DEVICES = 4, HBL_MAX_CHANNELS = 64 };
+enum { HBL_MAX_DEVICES = 4, HBL_MAX_STREAMS = 16 };
 
-/* Service model of one device (see hbl/devices.py for the sources). */
+/* Service model of one device (see hbl/devices.py for the datasheets).
+ * An SSD is a pipeline: an I/O completes `latency` after it starts (a 4 KiB
+ * access costs exactly the datasheet's QD1 latency; larger ones add the
+ * transfer of the rest) and holds the device for 1/IOPS, or its transfer time
+ * if longer, so a saturated device delivers its rated IOPS and bandwidth.  An
+ * HDD serves one I/O at a time: latency + positioning + transfer. */
 struct hbl_device_params {
-    double read_latency_ns;    /* fixed cost of one read I/O */
-    double write_latency_ns;   /* fixed cost of one write I/O */
-    double read_bytes_per_ns;  /* transfer rate */
+    double read_latency_ns;    /* QD1 4 KiB read, including its transfer */
+    double write_latency_ns;   /* QD1 4 KiB write */
+    double read_bytes_per_ns;  /* sequential transfer rate */
     double write_bytes_per_ns;
+    double read_iops;          /* random 4 KiB at depth: the throughput ceiling; 0 = 1 / latency */
+    double write_iops;
     /* HDD positioning for a non-sequential I/O (all 0 for SSDs): rotation_ns + a seek
      * that grows with the square root of the distance, track_seek_ns for a short hop,
      * seek_ns at a third of span_pages (the average seek of datasheets). */
@@ -39,19 +46,28 @@ struct hbl_device_params {
     double rotation_ns;
     double span_pages;
     int64_t capacity_pages;    /* < 0: unlimited */
-    int32_t channels;          /* I/Os served in parallel (internal parallelism) */
+    int32_t streams;           /* HDD: sequential read streams its cache follows (read-ahead segments), >= 1 */
+};
+
+/* Background I/O (the copies of promotions, evictions and write-backs): a
+ * queue per device, served only while the device has no foreground I/O. */
+struct hbl_background_config {
+    uint32_t backlog_pages;    /* queued pages per device at most; a full queue makes an eviction synchronous */
+    double rate_bytes_per_ns;  /* per device; 0 = no limit beyond idle time */
+    double idle_ns;            /* the device must have been idle this long before a background I/O starts */
 };
 
 struct hbl_sim_config {
     int32_t ndev;              /* 2..4, fastest first */
     uint32_t page_size;        /* bytes per page (the unit of placement) */
     double speed;              /* open loop: arrival = trace time / speed */
-    int32_t queue_depth;       /* > 0: closed loop at this depth, trace times ignored */
+    int32_t queue_depth;       /* > 0: closed loop at this depth, trace times ignored; 0: open loop */
     uint32_t migrate_every;    /* requests between two calls of the policy's migrate() */
     uint32_t migrate_max;      /* moves the policy may ask for per call */
     uint32_t timeline_every;   /* requests per timeline row, 0 = no timeline */
     uint64_t seed;
     struct hbl_device_params dev[4];
+    struct hbl_background_config bg;
 };
 
 /* Named numeric parameters of a policy ("threshold" = 3, ...). */
@@ -67,18 +83,24 @@ struct hbl_sim_stats {
     uint64_t reads, writes;
     uint64_t read_bytes, write_bytes;
     uint64_t page_accesses;
-    uint64_t fast_page_hits;   /* page accesses served by device 0 */
     uint64_t read_page_accesses;
     uint64_t fast_read_hits;   /* page reads served by device 0 */
+    uint64_t write_page_accesses;
+    uint64_t fast_page_writes; /* page writes that landed on device 0 */
     uint64_t promotions;       /* moves to a faster device */
     uint64_t evictions;        /* moves to a slower device */
     uint64_t fallback_evictions; /* of which forced by a full device */
-    uint64_t clean_evictions;  /* of which free: the slowest device still had the data */
+    uint64_t clean_evictions;  /* of which free: the slowest device still had the data (or it is dead) */
+    uint64_t sync_evictions;   /* evictions a request waited for: the background queue was full */
+    uint64_t moves_refused;    /* optional moves (promotions, policy migrations) not made: queue full */
+    uint64_t background_ios;   /* background I/Os served */
     uint64_t migrated_bytes;
     uint64_t pages;            /* distinct pages seen */
     double latency_sum_ns;
     double first_arrival_ns, last_completion_ns;
-    double busy_ns[4];         /* per device, time its channels were busy (sum / channels) */
+    double busy_ns[4];         /* per device, time it was busy (foreground + background) */
+    double background_busy_ns[4];
+    double foreground_wait_ns; /* time requests waited behind background I/O already started */
     uint64_t used_pages[4];
     uint64_t dev_io_bytes[4];  /* foreground + migration bytes per device */
 };
@@ -87,7 +109,7 @@ struct hbl_timeline_row {
     uint64_t requests;         /* cumulative requests at the end of the window */
     double time_ns;            /* simulated time at the end of the window */
     double avg_latency_ns;     /* average over the window */
-    double fast_hit_ratio;     /* over the window */
+    double read_hit_ratio;     /* over the window: page reads served by device 0 */
     uint64_t promotions, evictions; /* cumulative */
     uint64_t fast_used_pages;
 };

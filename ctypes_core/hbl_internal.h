@@ -55,7 +55,7 @@ static inline int hbl_cmp_u64_desc(const void *a, const void *b)
 /* Log-linear latency histogram: about 1.5% resolution from 1 ns to hours. */
 #define HBL_HIST_SUB 64
 #define HBL_HIST_BUCKETS (58 * HBL_HIST_SUB + 2 * HBL_HIST_SUB)
-struct hbl_hist { uint64_t n; uint64_t b[HBL_HIST_BUCKETS]; };
+struct hbl_hist { uint64_t n, min, max; uint64_t b[HBL_HIST_BUCKETS]; };
 void hbl_hist_add(struct hbl_hist *h, uint64_t v);
 double hbl_hist_percentile(const struct hbl_hist *h, double q);
 
@@ -98,6 +98,9 @@ struct hbl_policy_ops {
 const struct hbl_policy_ops *hbl_policy_find(const char *name);
 
 
+struct hbl_bgop { uint64_t page; uint32_t npages; uint8_t write; };
+#define HBL_BG_MAX_RUN 256   /* pages one merged background I/O may cover */
+
 struct hbl_sim {
     struct hbl_sim_config cfg;
     struct hbl_pagetable pt;
@@ -106,8 +109,18 @@ struct hbl_sim {
     void *plugin;
     int initial_dev;            /* where pre-existing (first read) data lives */
     /* device model */
-    double free_at[4][64];
-    uint64_t seq_next[4];       /* page after the last I/O, for HDD sequential detection */
+    double free_at[4];          /* when the device can start its next I/O */
+    double fg_done[4];          /* latest completion of a foreground I/O: idle since then */
+    uint64_t head[4];           /* HDD: page after the last I/O (the head's position) */
+    uint64_t stream[4][HBL_MAX_STREAMS]; /* HDD: page after the end of each followed read stream */
+    uint32_t stream_rr[4];
+    /* background I/O: a bounded queue per device */
+    struct hbl_bgop *bgq[4];
+    uint32_t nbg[4], bgcap[4];
+    uint8_t bg_last[4];         /* the device's latest I/O was background */
+    uint64_t bgpages[4];
+    double bg_next[4];          /* rate limit: earliest start of the next background I/O */
+    double sync_done;           /* synchronous evictions of the current request complete here */
     uint32_t lru_head[4], lru_tail[4]; /* head = most recent */
     int64_t used[4];
     /* replay */
@@ -121,7 +134,7 @@ struct hbl_sim {
     /* metrics */
     struct hbl_sim_stats st;
     struct hbl_hist hist;
-    uint64_t win_req, win_pages, win_hits; double win_lat;
+    uint64_t win_req, win_rpages, win_rhits; double win_lat;
     struct hbl_timeline_row *tl; uint64_t ntl, tlcap;
     /* live mode (hbl_live_*): no device model; latencies are measured, and moves
      * are queued for the controller to carry out instead of being charged here */

@@ -1,6 +1,7 @@
 /* Log-linear histogram of latencies: exact below 128 ns, then 64 buckets per
  * power of two (about 1.5% resolution), so percentiles need bounded memory
  * however long the trace. */
+#include <math.h>
 #include "hbl_internal.h"
 
 static inline int bucket(uint64_t v)
@@ -22,6 +23,8 @@ static inline double bucket_mid(int i)
 void hbl_hist_add(struct hbl_hist *h, uint64_t v)
 {
     h->b[bucket(v)]++;
+    if (!h->n || v < h->min) h->min = v;
+    if (v > h->max) h->max = v;
     h->n++;
 }
 
@@ -30,10 +33,16 @@ double hbl_hist_percentile(const struct hbl_hist *h, double q)
     if (!h->n) return 0.0;
     if (q < 0) q = 0;
     if (q > 1) q = 1;
-    uint64_t rank = (uint64_t)(q * (double)(h->n - 1)) + 1, seen = 0;
+    /* nearest rank: the smallest value with at least q of the samples at or below it */
+    uint64_t rank = (uint64_t)ceil(q * (double)h->n), seen = 0;
+    if (rank < 1) rank = 1;
+    double v = bucket_mid(HBL_HIST_BUCKETS - 1);
     for (int i = 0; i < HBL_HIST_BUCKETS; i++) {
         seen += h->b[i];
-        if (seen >= rank) return bucket_mid(i);
+        if (seen >= rank) { v = bucket_mid(i); break; }
     }
-    return bucket_mid(HBL_HIST_BUCKETS - 1);
+    /* the extremes are kept exactly: a bucket's middle never lies outside them */
+    if (v < (double)h->min) v = (double)h->min;
+    if (v > (double)h->max) v = (double)h->max;
+    return v;
 }

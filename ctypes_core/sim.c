@@ -2,11 +2,15 @@
  * The trace-driven simulator: page table + device model + one policy.
  *
  * Requests arrive in batches from Python; everything per request happens here.
- * Device model: each device has `channels` FCFS servers; an I/O costs a fixed
- * latency plus size / bandwidth, plus a seek on an HDD when it does not continue
- * the previous I/O.  A request whose pages live on several devices is split and
- * completes when its last part does.  Migration I/O (read the source, write the
- * destination) is queued on the same servers, so it competes with foreground I/O.
+ * Replay is closed loop (a request is issued when one of the queue_depth
+ * before it completes, trace times ignored, as the papers replay) or open loop
+ * at trace time / speed.  Device model (struct hbl_device_params): an SSD is a
+ * pipeline with its datasheet's QD1 latency and IOPS ceiling, an HDD one I/O
+ * at a time with seeks, rotation and read-ahead streams.  A request whose pages
+ * live on several devices is split and completes when its last part does.
+ * Migrations (promotions, evictions, write-backs) are background I/O: queued
+ * per device and served in its idle time, as dm-cache and bcache do; a request
+ * waits for them only when the queue is full and it needs room.
  */
 #include <math.h>
 #include <stdio.h>
@@ -59,62 +63,205 @@ static void set_device(struct hbl_sim *s, uint32_t x, int to)
 
 /* ---- device model ---- */
 
-static double dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now)
+static inline int is_hdd(const struct hbl_device_params *p) { return p->rotation_ns + p->seek_ns > 0; }
+
+/* Positioning cost of an HDD I/O at `page`: none when it continues where the
+ * head is, or when a read continues a stream the drive's read-ahead follows
+ * (then the data comes from its cache and the head stays where it was). */
+static double positioning(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages)
+{
+    const struct hbl_device_params *p = &s->cfg.dev[d];
+    uint64_t end = page + npages;
+    int cont = page == s->head[d], followed = 0;
+    if (!write) {
+        uint64_t *st = s->stream[d];
+        for (int k = 0; k < p->streams; k++)
+            if (st[k] == page) { st[k] = end; followed = 1; break; }
+        if (!followed) st[s->stream_rr[d]++ % (uint32_t)p->streams] = end;
+    }
+    if (cont) { s->head[d] = end; return 0; }
+    if (followed) return 0;
+    double dist = s->head[d] == HBL_NEVER ? p->span_pages / 3 : fabs((double)page - (double)s->head[d]);
+    double seek = p->track_seek_ns + (p->seek_ns - p->track_seek_ns) * sqrt(3.0 * dist / p->span_pages);
+    if (seek > 2 * p->seek_ns) seek = 2 * p->seek_ns;   /* full stroke */
+    s->head[d] = end;
+    return p->rotation_ns + seek;
+}
+
+/* Start an I/O on device d no earlier than `at`; returns when it completes.
+ * See struct hbl_device_params for the model. */
+static double dev_start(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double at,
+                        int background)
 {
     const struct hbl_device_params *p = &s->cfg.dev[d];
     double bytes = (double)npages * s->cfg.page_size;
-    double svc = write ? p->write_latency_ns + bytes / p->write_bytes_per_ns
-                       : p->read_latency_ns + bytes / p->read_bytes_per_ns;
-    if (p->rotation_ns + p->seek_ns > 0 && page != s->seq_next[d]) {
-        double dist = s->seq_next[d] == HBL_NEVER ? p->span_pages / 3
-                    : fabs((double)page - (double)s->seq_next[d]);
-        double seek = p->track_seek_ns + (p->seek_ns - p->track_seek_ns) * sqrt(3.0 * dist / p->span_pages);
-        if (seek > 2 * p->seek_ns) seek = 2 * p->seek_ns;   /* full stroke */
-        svc += p->rotation_ns + seek;
+    double bw = write ? p->write_bytes_per_ns : p->read_bytes_per_ns;
+    double lat = (write ? p->write_latency_ns : p->read_latency_ns) + (bytes > 4096 ? (bytes - 4096) / bw : 0);
+    double hold;
+    if (is_hdd(p)) {
+        lat += positioning(s, d, write, page, npages);
+        hold = lat;
+    } else {
+        double iops = write ? p->write_iops : p->read_iops;
+        hold = iops > 0 ? 1e9 / iops : lat;
+        if (bytes / bw > hold) hold = bytes / bw;
     }
-    s->seq_next[d] = page + npages;
-    double *fa = s->free_at[d];
-    int k = 0;
-    for (int c = 1; c < p->channels; c++)
-        if (fa[c] < fa[k]) k = c;
-    double start = fa[k] > now ? fa[k] : now;
-    fa[k] = start + svc;
-    s->st.busy_ns[d] += svc / p->channels;
+    double start = s->free_at[d] > at ? s->free_at[d] : at;
+    s->free_at[d] = start + hold;
+    s->st.busy_ns[d] += hold;
+    if (background) s->st.background_busy_ns[d] += hold;
     s->st.dev_io_bytes[d] += (uint64_t)bytes;
-    return fa[k];
+    return start + lat;
 }
 
-/* Move one stored page with a copy (read source, write destination).  Data
- * promoted from the slowest device leaves its copy there (as dm-cache and
- * bcache do); until the page is written, evicting it back costs no I/O. */
+/* A foreground I/O: it waits for whatever the device has started (background
+ * I/O included: an I/O in service is not preempted). */
+static double dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now)
+{
+    if (s->free_at[d] > now && s->bg_last[d]) s->st.foreground_wait_ns += s->free_at[d] - now;
+    s->bg_last[d] = 0;
+    double done = dev_start(s, d, write, page, npages, now, 0);
+    if (done > s->fg_done[d]) s->fg_done[d] = done;
+    return done;
+}
+
+/* ---- background I/O: served in the devices' idle time ---- */
+
+static int bg_room(const struct hbl_sim *s, int d, uint32_t npages)
+{
+    return s->bgpages[d] + npages <= s->cfg.bg.backlog_pages;
+}
+
+/* Queue a background I/O; one that continues the last queued I/O of the same
+ * kind is merged with it (runs evicted together are written back as one I/O). */
+static void bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now)
+{
+    s->bgpages[d] += npages;
+    if (s->nbg[d]) {
+        struct hbl_bgop *t = &s->bgq[d][s->nbg[d] - 1];
+        if (t->write == write && t->npages + npages <= HBL_BG_MAX_RUN) {
+            if (t->page + t->npages == page) { t->npages += npages; return; }
+            if (page + npages == t->page) { t->page = page; t->npages += npages; return; }
+        }
+    }
+    if (s->nbg[d] == s->bgcap[d]) {
+        uint32_t cap = s->bgcap[d] ? 2 * s->bgcap[d] : 64;
+        struct hbl_bgop *q = realloc(s->bgq[d], cap * sizeof(*q));
+        if (!q) {               /* no memory for the queue: do it now instead */
+            s->bgpages[d] -= npages;
+            dev_io(s, d, write, page, npages, now);
+            return;
+        }
+        s->bgq[d] = q; s->bgcap[d] = cap;
+    }
+    if (!s->nbg[d] && s->bg_next[d] < now) s->bg_next[d] = now;   /* nothing was waiting: ready from now */
+    s->bgq[d][s->nbg[d]++] = (struct hbl_bgop){ page, npages, (uint8_t)write };
+}
+
+/* Take the queued I/O to serve next: on an HDD the first at or after the
+ * head's position in LBA order, wrapping around (C-SCAN, as an elevator
+ * does); elsewhere any (an SSD does not care). */
+static struct hbl_bgop bg_take(struct hbl_sim *s, int d)
+{
+    struct hbl_bgop *q = s->bgq[d];
+    uint32_t k = 0;
+    if (is_hdd(&s->cfg.dev[d])) {
+        uint64_t h = s->head[d] == HBL_NEVER ? 0 : s->head[d];
+        uint32_t lo = 0, ahead = UINT32_MAX;
+        for (uint32_t i = 0; i < s->nbg[d]; i++) {
+            if (q[i].page < q[lo].page) lo = i;
+            if (q[i].page >= h && (ahead == UINT32_MAX || q[i].page < q[ahead].page)) ahead = i;
+        }
+        k = ahead != UINT32_MAX ? ahead : lo;
+    }
+    struct hbl_bgop op = q[k];
+    q[k] = q[--s->nbg[d]];
+    s->bgpages[d] -= op.npages;
+    return op;
+}
+
+/* Serve device d's background queue in its idle time before `now`: an I/O
+ * starts only when no foreground I/O is in service (and, with idle_ns, has
+ * not been for that long), under the rate limit. */
+static void bg_advance(struct hbl_sim *s, int d, double now)
+{
+    const struct hbl_background_config *b = &s->cfg.bg;
+    while (s->nbg[d]) {
+        double start = s->free_at[d];
+        if (s->fg_done[d] + b->idle_ns > start) start = s->fg_done[d] + b->idle_ns;
+        if (s->bg_next[d] > start) start = s->bg_next[d];
+        if (start >= now) return;
+        struct hbl_bgop op = bg_take(s, d);
+        dev_start(s, d, op.write, op.page, op.npages, start, 1);
+        s->bg_last[d] = 1;
+        s->st.background_ios++;
+        if (b->rate_bytes_per_ns > 0)
+            s->bg_next[d] = start + (double)op.npages * s->cfg.page_size / b->rate_bytes_per_ns;
+    }
+}
+
+/* Make room in d's full queue for npages: serve queued I/O now, in the queue's
+ * order, as foreground work; returns when it completes. */
+static double bg_drain(struct hbl_sim *s, int d, uint32_t npages, double now)
+{
+    double done = now;
+    while (s->nbg[d] && !bg_room(s, d, npages)) {
+        struct hbl_bgop op = bg_take(s, d);
+        double t = dev_io(s, d, op.write, op.page, op.npages, now);
+        if (t > done) done = t;
+    }
+    return done;
+}
+
+/* Move one stored page with a copy (read source, write destination), queued
+ * as background I/O.  Data promoted from the slowest device leaves its copy
+ * there (as dm-cache and bcache do); until the page is written, evicting it
+ * back costs no I/O.  An optional move (a promotion, a policy's migration) is
+ * refused when the queues are full; a required one (an eviction that makes
+ * room) is then done at once, and the request being served waits for it.
+ * Returns 1 when the page moved. */
 static void make_room(struct hbl_sim *s, int d, double now, int64_t room);
 
 static void live_queue(struct hbl_sim *s, uint32_t x);
 
-static void migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed)
+static int migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed, int required)
 {
     int from = s->pt.dev[x];
-    make_room(s, to, now, 1);
     if (s->live) {                 /* the controller copies; nothing is kept twice */
+        make_room(s, to, now, 1);
         s->pt.last_mig[x] = s->nreq;
         if (to < from) s->st.promotions++; else s->st.evictions++;
         s->st.migrated_bytes += s->cfg.page_size;
         live_queue(s, x);
         set_device(s, x, to);
-        return;
+        return 1;
     }
+    int clean = to == hbl_slowest(s) && s->pt.home_copy[x];
+    if (!required && !clean && !(bg_room(s, to, 1) && (!read_needed || bg_room(s, from, 1)))) {
+        s->st.moves_refused++;
+        return 0;
+    }
+    make_room(s, to, now, 1);
     uint64_t page = s->pt.page[x];
     s->pt.last_mig[x] = s->nreq;
     if (to < from) s->st.promotions++; else s->st.evictions++;
-    if (to == hbl_slowest(s) && s->pt.home_copy[x]) {
+    if (clean) {
         s->st.clean_evictions++;
     } else {
-        if (read_needed) dev_io(s, from, 0, page, 1, now);
-        dev_io(s, to, 1, page, 1, now);
         s->st.migrated_bytes += s->cfg.page_size;
+        if (!bg_room(s, to, 1) || (read_needed && !bg_room(s, from, 1))) {
+            /* the queues are full: the request waits until they have room */
+            double t = bg_drain(s, to, 1, now);
+            if (read_needed) { double u = bg_drain(s, from, 1, now); if (u > t) t = u; }
+            if (t > s->sync_done) s->sync_done = t;
+            s->st.sync_evictions++;
+        }
+        if (read_needed) bg_push(s, from, 0, page, 1, now);
+        bg_push(s, to, 1, page, 1, now);
     }
     if (from == hbl_slowest(s)) s->pt.home_copy[x] = 1;
     set_device(s, x, to);
+    return 1;
 }
 
 /* The same fallback for every policy: until d has `room` free pages, its
@@ -125,7 +272,7 @@ static void make_room(struct hbl_sim *s, int d, double now, int64_t room)
     while (hbl_free_pages(s, d) < room && d + 1 < s->cfg.ndev) {
         uint32_t v = s->ops->victim ? s->ops->victim(s->pstate, s, d) : s->lru_tail[d];
         if (v == HBL_NONE) return;
-        migrate_page(s, v, d + 1, now, 1);
+        migrate_page(s, v, d + 1, now, 1, 1);
         s->st.fallback_evictions++;
     }
 }
@@ -188,11 +335,11 @@ static void timeline_push(struct hbl_sim *s, double now)
     row->requests = s->st.requests;
     row->time_ns = now;
     row->avg_latency_ns = s->win_req ? s->win_lat / s->win_req : 0;
-    row->fast_hit_ratio = s->win_pages ? (double)s->win_hits / s->win_pages : 0;
+    row->read_hit_ratio = s->win_rpages ? (double)s->win_rhits / s->win_rpages : 0;
     row->promotions = s->st.promotions;
     row->evictions = s->st.evictions;
     row->fast_used_pages = (uint64_t)s->used[0];
-    s->win_req = s->win_pages = s->win_hits = 0;
+    s->win_req = s->win_rpages = s->win_rhits = 0;
     s->win_lat = 0;
 }
 
@@ -205,7 +352,7 @@ static void run_migrations(struct hbl_sim *s, double now)
         if (x >= s->pt.n || t < 0 || t >= s->cfg.ndev) continue;
         int from = s->pt.dev[x];
         if (from < 0 || from == t) continue;
-        migrate_page(s, x, t, now, 1);
+        migrate_page(s, x, t, now, 1, 0);
     }
 }
 
@@ -230,6 +377,9 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
         arrival = r->time_ns > s->t0_ns ? (double)(r->time_ns - s->t0_ns) / s->cfg.speed : 0.0;
     }
     if (s->st.requests == 0) s->st.first_arrival_ns = arrival;
+    if (!s->live)
+        for (int d = 0; d < s->cfg.ndev; d++) bg_advance(s, d, arrival);
+    s->sync_done = arrival;
 
     struct hbl_pagetable *pt = &s->pt;
     uint32_t *slots = s->slots;
@@ -279,10 +429,11 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
         for (uint32_t i = 0; i < n; i++) {
             int t = targets[i];
             if (t >= 0 && t < s->cfg.ndev && t != pt->dev[slots[i]])
-                migrate_page(s, slots[i], t, arrival, 0);
+                migrate_page(s, slots[i], t, arrival, 0, 0);
         }
     }
     for (int d = 0; d < s->cfg.ndev - 1; d++) make_room(s, d, arrival, 0);
+    if (s->sync_done > done) done = s->sync_done;   /* evictions the queues could not take */
 
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = slots[i];
@@ -296,12 +447,13 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     if (write) { s->st.writes++; s->st.write_bytes += r->length; }
     else { s->st.reads++; s->st.read_bytes += r->length; }
     s->st.page_accesses += n;
-    s->st.fast_page_hits += hits;
-    if (!write) { s->st.read_page_accesses += n; s->st.fast_read_hits += hits; }
+    if (write) { s->st.write_page_accesses += n; s->st.fast_page_writes += hits; }
+    else { s->st.read_page_accesses += n; s->st.fast_read_hits += hits; }
     s->st.latency_sum_ns += lat;
     if (done > s->st.last_completion_ns) s->st.last_completion_ns = done;
     hbl_hist_add(&s->hist, (uint64_t)llround(lat));
-    s->win_req++; s->win_pages += n; s->win_hits += hits; s->win_lat += lat;
+    s->win_req++; s->win_lat += lat;
+    if (!write) { s->win_rpages += n; s->win_rhits += hits; }
     if (s->cfg.queue_depth > 0) heap_push(s, done);
     s->last_arrival = arrival;
 
@@ -331,14 +483,18 @@ static struct hbl_sim *sim_new(const struct hbl_sim_config *cfg, const char *pol
     }
     for (int d = 0; d < cfg->ndev; d++) {
         const struct hbl_device_params *p = &cfg->dev[d];
-        if (p->channels < 1 || p->channels > HBL_MAX_CHANNELS || p->read_bytes_per_ns <= 0 ||
-            p->write_bytes_per_ns <= 0 || p->read_latency_ns < 0 || p->write_latency_ns < 0 ||
-            p->seek_ns < 0 || p->rotation_ns < 0 || p->track_seek_ns < 0 || p->track_seek_ns > p->seek_ns ||
-            (p->seek_ns > 0 && p->span_pages < 1)) {
-            snprintf(err, errlen, "device %d: channels must be 1..%d, bandwidths > 0, latencies >= 0, track seek <= seek, span >= 1 page",
-                     d, HBL_MAX_CHANNELS);
+        if (!(p->read_bytes_per_ns > 0 && p->write_bytes_per_ns > 0 && p->read_latency_ns >= 0 &&
+              p->write_latency_ns >= 0 && p->read_iops >= 0 && p->write_iops >= 0 && p->seek_ns >= 0 &&
+              p->rotation_ns >= 0 && p->track_seek_ns >= 0 && p->track_seek_ns <= p->seek_ns &&
+              (p->seek_ns == 0 || p->span_pages >= 1) && p->streams >= 1 && p->streams <= HBL_MAX_STREAMS)) {
+            snprintf(err, errlen, "device %d: bandwidths must be > 0, latencies and IOPS >= 0, track seek <= seek, "
+                     "span >= 1 page, streams 1..%d", d, HBL_MAX_STREAMS);
             return NULL;
         }
+    }
+    if (!(cfg->bg.rate_bytes_per_ns >= 0 && cfg->bg.idle_ns >= 0)) {
+        snprintf(err, errlen, "background rate and idle time must be >= 0");
+        return NULL;
     }
     if (cfg->dev[cfg->ndev - 1].capacity_pages >= 0) {
         snprintf(err, errlen, "the slowest device must have unlimited capacity (it holds what fits nowhere else)");
@@ -360,7 +516,8 @@ static struct hbl_sim *sim_new(const struct hbl_sim_config *cfg, const char *pol
     s->initial_dev = cfg->ndev - 1;
     for (int d = 0; d < HBL_MAX_DEVICES; d++) {
         s->lru_head[d] = s->lru_tail[d] = HBL_NONE;
-        s->seq_next[d] = HBL_NEVER;
+        s->head[d] = HBL_NEVER;
+        for (int k = 0; k < HBL_MAX_STREAMS; k++) s->stream[d][k] = HBL_NEVER;
     }
     uint32_t mm = cfg->migrate_max ? cfg->migrate_max : 1;
     s->mslots = malloc(mm * sizeof(*s->mslots));
@@ -395,6 +552,7 @@ void hbl_sim_free(struct hbl_sim *s)
     hbl_pt_free(&s->pt);
     free(s->slots); free(s->targets); free(s->mslots); free(s->mtargets);
     free(s->inflight); free(s->tl); free(s->mq);
+    for (int d = 0; d < HBL_MAX_DEVICES; d++) free(s->bgq[d]);
     free(s);
 }
 

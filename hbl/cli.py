@@ -50,17 +50,38 @@ def _sim_args(p):
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="policy parameter (repeatable), e.g. --param promote=8 (see `hbl policies`)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--speed", type=float, help="open-loop replay speed factor (default 1: trace timing)")
     p.add_argument("--queue-depth", type=int,
-                   help="closed-loop replay at this queue depth (trace timestamps ignored)")
+                   help="closed-loop replay (the default, as the papers replay): a request is issued when "
+                        "one of the N before it completes, trace timestamps ignored (default 1)")
+    p.add_argument("--open-loop", action="store_true",
+                   help="replay at the trace's timestamps instead (queues build when the trace's bursts "
+                        "outrun the modelled devices)")
+    p.add_argument("--speed", type=float, help="open loop at trace time / F (implies --open-loop)")
+    p.add_argument("--background-backlog", type=int, metavar="PAGES",
+                   help="background I/O (promotions, evictions, write-backs) queued per device at most; when "
+                        "full, a request that needs room waits for it (default 256 = 1 MiB of 4 KiB pages, "
+                        "dm-cache's migration threshold)")
+    p.add_argument("--background-rate", type=float, metavar="MB/S",
+                   help="cap on background I/O per device (default 0: none; it runs in idle time only)")
+    p.add_argument("--background-idle", type=float, metavar="MS",
+                   help="idle time a device needs before background I/O starts (default 0)")
     p.add_argument("--page-size", type=int, help="bytes per page, the unit of placement (default 4096)")
     p.add_argument("--migrate-every", type=int, help="requests between migration rounds (default 1000)")
     p.add_argument("--migrate-max", type=int, help="moves per migration round at most (default 64)")
 
 
 def _sim_options(a):
-    opts = dict(speed=a.speed, queue_depth=a.queue_depth, page_size=a.page_size,
-                migrate_every=a.migrate_every, migrate_max=a.migrate_max)
+    opts = dict(speed=a.speed, queue_depth=a.queue_depth, open_loop=a.open_loop or None, page_size=a.page_size,
+                migrate_every=a.migrate_every, migrate_max=a.migrate_max,
+                background_backlog=a.background_backlog, background_rate_mb_s=a.background_rate,
+                background_idle_ms=a.background_idle)
+    if (a.speed is not None or a.open_loop) and a.queue_depth is not None:
+        raise HblError("--queue-depth is for closed-loop replay, --open-loop and --speed for open loop: choose one")
+    if a.background_backlog is not None and not 1 <= a.background_backlog <= 1 << 24:
+        raise HblError("--background-backlog must be 1 to 16777216 pages")
+    for name, v in (("--background-rate", a.background_rate), ("--background-idle", a.background_idle)):
+        if v is not None and not (v >= 0 and v < float("inf")):
+            raise HblError("%s must be a number >= 0" % name)
     if a.speed is not None and a.speed <= 0:
         raise HblError("--speed must be > 0")
     if a.queue_depth is not None and a.queue_depth < 1:
@@ -104,7 +125,7 @@ def _print_json(obj):
 # ---- commands ----
 
 def cmd_simulate(a):
-    from hbl.sim import simulate
+    from hbl.sim import replay_label, simulate
     plugin, policy = None, a.policy
     if policy.startswith("python:"):
         from hbl.plugin import load_policy
@@ -121,15 +142,23 @@ def cmd_simulate(a):
     if a.json:
         _print_json(r)
         return 0
-    print("policy %s on %s, HSS %s (%s), fast capacity %d pages of %d footprint" % (
-        r["policy"], r["trace"], r["hss"], "+".join(r["devices"]), r["capacity_pages"][0], r["footprint_pages"]))
+    print("policy %s on %s, HSS %s (%s), fast capacity %d pages of %d footprint; %s" % (
+        r["policy"], r["trace"], r["hss"], "+".join(r["devices"]), r["capacity_pages"][0], r["footprint_pages"],
+        replay_label(r["replay"])))
+    if "oracle_family" in r:
+        print("  oracle          best of %s" % ", ".join("%s %.1f us" % (
+            ",".join("%s=%g" % kv for kv in v["params"].items()), v["avg_latency_us"]) for v in r["oracle_family"]))
     print("  requests        %d (%d reads, %d writes; %d not simulated)" % (
         r["requests"], r["reads"], r["writes"], r["skipped"]))
     print("  avg latency     %.1f us   p50 %.1f  p95 %.1f  p99 %.1f  p99.9 %.1f us" % (
         r["avg_latency_us"], r["p50_latency_us"], r["p95_latency_us"], r["p99_latency_us"], r["p999_latency_us"]))
-    print("  fast hit ratio  %.3f (reads %.3f)" % (r["fast_hit_ratio"], r["read_hit_ratio"]))
-    print("  migrations      %d promotions, %d evictions (%d forced by a full device), %.1f MiB moved" % (
-        r["promotions"], r["evictions"], r["fallback_evictions"], r["migrated_bytes"] / 2 ** 20))
+    print("  read hit ratio  %.3f of page reads served by %s; %.3f of page writes landed there" % (
+        r["read_hit_ratio"], r["devices"][0], r["fast_write_share"]))
+    print("  migrations      %d promotions, %d evictions (%d forced by a full device, %d free), %.1f MiB moved" % (
+        r["promotions"], r["evictions"], r["fallback_evictions"], r["clean_evictions"], r["migrated_bytes"] / 2 ** 20))
+    print("  background I/O  %d I/Os in idle time; %d evictions waited for (queue full), %d moves refused; "
+          "%.1f us per request waiting behind it" % (r["background_ios"], r["sync_evictions"], r["moves_refused"],
+                                                     r["background_wait_us"]))
     print("  utilization     " + ", ".join("%s %.0f%%" % (d, 100 * u) for d, u in
                                           zip(r["devices"], r["device_utilization"])))
     print("  throughput      %.0f IOPS simulated; simulator ran %.2f M requests/s" % (
@@ -147,6 +176,8 @@ def cmd_simulate(a):
 
 def cmd_compare(a):
     from hbl import compare as cmp
+    if not 1 <= a.seeds <= 100:
+        raise HblError("--seeds must be 1 to 100")
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
     if a.from_json:
         summary = cmp.from_results(a.from_json)
@@ -154,7 +185,7 @@ def cmd_compare(a):
         summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=_reader_options(a), progress=not a.quiet,
                           synthetic_requests=a.synthetic_requests, fast_capacity=a.fast_capacity,
-                          params=a.param, seed=a.seed, **_sim_options(a))
+                          params=a.param, seed=a.seed, seeds=a.seeds, **_sim_options(a))
     if a.output:
         with open(a.output, "w") as f:
             json.dump(summary, f, indent=1, default=float)
@@ -325,20 +356,40 @@ def cmd_policies(a):
     return 0
 
 
+def _short_count(x):
+    return "%gk" % (x / 1000) if x >= 10000 else "%g" % x
+
+
 def cmd_devices(a):
     import dataclasses
     from hbl.devices import HSS_CONFIGS, PROFILES
+    if a.measure:
+        from hbl.measure import measure
+        if not a.seconds > 0 or a.seconds > 3600:
+            raise HblError("--seconds must be > 0 and at most 3600")
+        quiet = a.json or not sys.stderr.isatty()
+        prof, info = measure(a.measure, seconds=a.seconds, write=a.write, force=a.force,
+                             progress=None if quiet else lambda m: print(m, file=sys.stderr))
+        fields = {k: v for k, v in dataclasses.asdict(prof).items() if k not in ("name", "description")}
+        if a.json:
+            _print_json(dict(profile=fields, device=a.measure, **info))
+        else:
+            print("%s: modelled as %s%s" % (a.measure, "a disk (seeks)" if info["modelled_as"] == "hdd"
+                                            else "a pipeline (no seeks)",
+                                            "" if a.write else "; writes not measured (--write)"))
+            print(json.dumps(fields))
+            print("use it in an HSS file: {\"devices\": [{\"profile\": <the line above>, \"capacity\": \"10%\"}, ...]}")
+        return 0
     if a.json:
-        _print_json({"profiles": {k: dict(dataclasses.asdict(p), channels=p.parallelism())
-                                  for k, p in PROFILES.items()},
+        _print_json({"profiles": {k: dataclasses.asdict(p) for k, p in PROFILES.items()},
                      "hss": {k: {"devices": d, "capacities": c} for k, (d, c) in HSS_CONFIGS.items()}})
         return 0
     for k, p in PROFILES.items():
         extra = ", seek %.1f ms (track %.1f), rotation %.2f ms" % (p.seek_ms, p.track_seek_ms, p.rotation_ms) \
             if p.seek_ms else ""
-        print("%s  %-40s read %g us / write %g us, %g / %g MB/s, %d in parallel%s" % (
-            k, p.description, p.read_latency_us, p.write_latency_us, p.read_mb_s, p.write_mb_s,
-            p.parallelism(), extra))
+        iops = ", %s / %s IOPS" % (_short_count(p.read_iops), _short_count(p.write_iops)) if p.read_iops else ""
+        print("%s  %-40s read %g us / write %g us, %g / %g MB/s%s%s" % (
+            k, p.description, p.read_latency_us, p.write_latency_us, p.read_mb_s, p.write_mb_s, iops, extra))
     print()
     for k, (devs, caps) in HSS_CONFIGS.items():
         print("%-5s %s" % (k, " + ".join("%s (%s)" % (d, "%g%% of footprint" % (c * 100) if c else "unlimited")
@@ -392,6 +443,9 @@ def build_parser():
     c.add_argument("--json", action="store_true", help="print the full summary as JSON")
     c.add_argument("--output", metavar="FILE", help="also write the full summary as JSON to FILE")
     c.add_argument("--plot", metavar="PNG", help="write a bar chart like the papers' figures")
+    c.add_argument("--seeds", type=int, default=3,
+                   help="learning policies run with seeds --seed .. --seed+N-1; the table shows their mean "
+                        "and the min-max of the geometric mean (default 3)")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--from-json", metavar="FILE", help="re-print (and re-plot) a comparison saved with --output")
     _trace_args(c, many=True)
@@ -475,8 +529,17 @@ def build_parser():
     po.add_argument("--json", action="store_true")
     po.set_defaults(func=cmd_policies)
 
-    d = sub.add_parser("devices", help="list device profiles and HSS configurations")
+    d = sub.add_parser("devices", help="list device profiles and HSS configurations, or measure one",
+                       description="List the built-in device profiles (with their datasheet figures) and HSS "
+                       "configurations, or measure a profile of a real device with fio (--measure): QD1 4 KiB "
+                       "latency, random 4 KiB IOPS at depth 32, sequential bandwidth. Reads only unless --write, "
+                       "which overwrites the device's data and is refused on a device that is mounted, held or "
+                       "carries a signature (--force overrides the signature check only).")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--measure", metavar="DEVICE", help="block device (or file of 64 MiB or more) to measure")
+    d.add_argument("--seconds", type=float, default=5.0, help="per fio job (default 5; 4 jobs, 7 with --write)")
+    d.add_argument("--write", action="store_true", help="also measure writes: DESTROYS the device's data")
+    d.add_argument("--force", action="store_true", help="with --write: take a device that carries a signature")
     d.set_defaults(func=cmd_devices)
 
     b = sub.add_parser("bench", help="simulator throughput per policy on this machine",

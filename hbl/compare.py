@@ -1,5 +1,6 @@
 """Policies x workloads x HSS configurations, in parallel, as the papers' table:
-average latency normalized to Fast-Only, per workload and the mean."""
+average latency normalized to Fast-Only, per workload, the geometric and arithmetic means, and a
+check that the oracle bounds every policy."""
 import math
 import multiprocessing
 import os
@@ -10,7 +11,7 @@ import time
 from hbl import trace as tracemod
 from hbl.devices import load_hss
 from hbl.errors import HblError
-from hbl.sim import footprint_pages, policy_names, simulate
+from hbl.sim import footprint_pages, policy_names, replay_label, replay_mode, simulate
 from hbl.trace.synthetic import DEFAULT_SUITE
 
 BASELINE = "fast-only"
@@ -60,18 +61,21 @@ def _label(name):
 
 
 def _run(job):
-    label, path, footprint, hss, policy, opts = job
-    r = simulate(path, hss=hss, policy=policy, footprint=footprint, fmt="native", **opts)
+    label, path, footprint, hss, policy, seed, opts = job
+    r = simulate(path, hss=hss, policy=policy, footprint=footprint, fmt="native", seed=seed, **opts)
     r["trace"] = label
+    r["seed"] = seed
     return r
 
 
 def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fmt=None, lenient=False,
-            reader_options=None, progress=True, synthetic_requests=None, **sim_options):
+            reader_options=None, progress=True, synthetic_requests=None, seeds=3, seed=1, **sim_options):
+    """Every policy on every trace and HSS; learning policies once per seed (seed .. seed+seeds-1)."""
     traces = traces or default_traces(synthetic_requests)
     pols = expand_policies(policies)
     for h in hss_list:
         load_hss(h, sim_options.get("fast_capacity"))  # fail early on a bad config
+    replay_mode(sim_options)                           # and on contradictory replay options
     jobs = jobs or os.cpu_count() or 1
     results = []
     with tempfile.TemporaryDirectory(prefix="hbl-compare-") as work:
@@ -89,8 +93,12 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
                 prepared.append((label, path, fp))
             elif progress:
                 print("\nhbl: %s has no reads or writes, left out" % name, file=sys.stderr)
-        work_items = [(label, path, fp, h, p, sim_options) for label, path, fp in prepared
-                      for h in hss_list for p in pols]
+        if not prepared:
+            raise HblError("no workload with reads or writes to compare")
+        work_items = [(label, path, fp, h, p, seed + k, sim_options) for label, path, fp in prepared
+                      for h in hss_list for p in pols for k in range(seeds if p in LEARNING else 1)]
+        # longest first (the oracle and the learning policies), so the pool does not end on one straggler
+        work_items.sort(key=lambda j: -(j[2] * (3 if j[4] in LEARNING or j[4] == "oracle" else 1)))
         t0 = time.time()
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(min(jobs, max(1, len(work_items)))) as pool:
@@ -109,22 +117,23 @@ LEARNING = {"sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-
 LONG = 100_000   # requests: a workload long enough for online learning to matter
 
 
-def _harmonia_standing(mean):
-    """Harmonia against the best non-learning policy, Sibyl and the oracle, from mean normalized latencies."""
-    if "harmonia" not in mean:
+def _harmonia_standing(score):
+    """Harmonia against the best non-learning policy, Sibyl and the oracle, from geometric means of
+    normalized latency."""
+    if "harmonia" not in score:
         return None
-    heuristics = {p: v for p, v in mean.items() if p not in LEARNING and p not in (BASELINE, "oracle")}
+    heuristics = {p: v for p, v in score.items() if p not in LEARNING and p not in (BASELINE, "oracle")}
     best = min(heuristics, key=heuristics.get) if heuristics else None
-    entry = {"harmonia": mean["harmonia"]}
+    entry = {"harmonia": score["harmonia"]}
     if best:
-        entry.update(best_heuristic=best, best_heuristic_value=mean[best],
-                     improvement_over_best_heuristic=1 - mean["harmonia"] / mean[best])
-    if "sibyl" in mean:
-        entry["improvement_over_sibyl"] = 1 - mean["harmonia"] / mean["sibyl"]
-    if best and "oracle" in mean:
-        gap = mean[best] - mean["oracle"]
-        entry["oracle"] = mean["oracle"]
-        entry["oracle_gap_closed"] = (mean[best] - mean["harmonia"]) / gap if gap > 0 else None
+        entry.update(best_heuristic=best, best_heuristic_value=score[best],
+                     improvement_over_best_heuristic=1 - score["harmonia"] / score[best])
+    if "sibyl" in score:
+        entry["improvement_over_sibyl"] = 1 - score["harmonia"] / score["sibyl"]
+    if best and "oracle" in score:
+        gap = score[best] - score["oracle"]
+        entry["oracle"] = score["oracle"]
+        entry["oracle_gap_closed"] = (score[best] - score["harmonia"]) / gap if gap > 0 else None
     return entry
 
 
@@ -137,66 +146,111 @@ def from_results(path):
         return summarize(saved["results"], saved["workloads"], saved["hss"], saved["policies"])
     except OSError as exc:
         raise HblError("%s: %s" % (path, exc.strerror)) from None
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise HblError("%s: not a comparison saved by hbl compare --output (%s)" % (path, exc)) from None
 
 
+def _geomean(values):
+    return math.exp(sum(math.log(max(v, 1e-12)) for v in values) / len(values))
+
+
 def summarize(results, workloads, hss_list, pols):
-    by = {(r["hss"], r["trace"], r["policy"]): r for r in results}
-    norm, mean, geomean, harmonia = {}, {}, {}, {}
-    long_wl = [w for w in workloads if by[(hss_list[0], w, BASELINE)]["requests"] >= LONG] if hss_list else []
-    avg = lambda h, wl, p: sum(norm[h][w][p] for w in wl) / len(wl)
+    """Normalized latencies (the mean over seeds for learning policies), their arithmetic and
+    geometric means with the min-max over seeds, Harmonia's standing, and every run that beats
+    the oracle (which would mean the oracle is not a bound)."""
+    runs = {}
+    for r in results:
+        runs.setdefault((r["hss"], r["trace"], r["policy"]), []).append(r)
+    for v in runs.values():
+        v.sort(key=lambda r: r.get("seed", 1))
+    first = lambda h, w, p: runs[(h, w, p)][0]
+    norm, mean, geomean, spread, harmonia, beats = {}, {}, {}, {}, {}, []
+    long_wl = [w for w in workloads if first(hss_list[0], w, BASELINE)["requests"] >= LONG] if hss_list else []
     for h in hss_list:
-        norm[h] = {}
+        norm[h], per_seed = {}, {}
         for w in workloads:
-            base = by[(h, w, BASELINE)]["avg_latency_us"]
-            norm[h][w] = {p: (by[(h, w, p)]["avg_latency_us"] / base if base else float("nan")) for p in pols}
-        mean[h] = {p: avg(h, workloads, p) for p in pols} if workloads else {}
-        geomean[h] = {p: math.exp(sum(math.log(max(norm[h][w][p], 1e-12)) for w in workloads) / len(workloads))
-                      for p in pols} if workloads else {}
-        standing = _harmonia_standing(mean[h])
+            base = first(h, w, BASELINE)["avg_latency_us"]
+            norm[h][w] = {}
+            for p in pols:
+                vals = [r["avg_latency_us"] / base if base else float("nan") for r in runs[(h, w, p)]]
+                norm[h][w][p] = sum(vals) / len(vals)
+                per_seed.setdefault(p, []).append(vals)
+            if "oracle" in pols:
+                bound = first(h, w, "oracle")["avg_latency_us"]
+                for p in pols:
+                    for r in runs[(h, w, p)]:
+                        if p not in ("oracle", BASELINE) and r["avg_latency_us"] < bound * (1 - 1e-9):
+                            beats.append(dict(hss=h, workload=w, policy=p, seed=r.get("seed", 1),
+                                              latency_vs_oracle=r["avg_latency_us"] / bound))
+        mean[h] = {p: sum(norm[h][w][p] for w in workloads) / len(workloads) for p in pols} if workloads else {}
+        geomean[h] = {p: _geomean([norm[h][w][p] for w in workloads]) for p in pols} if workloads else {}
+        spread[h] = {}
+        for p in pols:
+            n = min(len(v) for v in per_seed.get(p, [[0]]))
+            if n > 1:   # one geometric mean per seed
+                g = [_geomean([v[i] for v in per_seed[p]]) for i in range(n)]
+                spread[h][p] = {"seeds": n, "geomean_min": min(g), "geomean_max": max(g)}
+        standing = _harmonia_standing(geomean[h])
         if standing:
             harmonia[h] = {"all": standing}
             if long_wl:
-                harmonia[h]["long"] = dict(_harmonia_standing({p: avg(h, long_wl, p) for p in pols}),
-                                           workloads=long_wl)
+                harmonia[h]["long"] = dict(_harmonia_standing({p: _geomean([norm[h][w][p] for w in long_wl])
+                                                               for p in pols}), workloads=long_wl)
     order = {p: i for i, p in enumerate(pols)}
-    results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["trace"]), order[r["policy"]]))
-    return {"workloads": workloads, "hss": hss_list, "policies": pols, "normalized_avg_latency": norm,
-            "mean_normalized_avg_latency": mean, "harmonia_summary": harmonia,
-            "geomean_normalized_avg_latency": geomean, "long_workloads": long_wl, "results": results}
+    results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["trace"]), order[r["policy"]],
+                                r.get("seed", 1)))
+    replay = results[0].get("replay") if results else None
+    return {"workloads": workloads, "hss": hss_list, "policies": pols, "replay": replay,
+            "background": results[0].get("background") if results else None,
+            "synthetic": [w for w in workloads if w.endswith("*")],
+            "normalized_avg_latency": norm, "geomean_normalized_avg_latency": geomean,
+            "mean_normalized_avg_latency": mean, "seed_spread": spread, "beats_oracle": beats,
+            "harmonia_summary": harmonia, "long_workloads": long_wl, "results": results}
 
 
 def format_table(summary):
-    """The paper-style table, one row per policy: average latency / Fast-Only per workload, the mean
-    and geometric mean, then mean p99 and total migrations."""
+    """The paper-style table, one row per policy: average latency / Fast-Only per workload, the
+    geometric and arithmetic means (min-max over seeds for learning policies), then mean p99 and
+    total migrations."""
     pols, wl, lines = summary["policies"], summary["workloads"], []
-    by = {(r["hss"], r["trace"], r["policy"]): r for r in summary["results"]}
+    runs = {}
+    for r in summary["results"]:
+        runs.setdefault((r["hss"], r["trace"], r["policy"]), []).append(r)
+    beaten = {(b["hss"], b["workload"], b["policy"]) for b in summary.get("beats_oracle", [])}
     pw = max(len(p) for p in pols) + 1
     cw = max([len(w) for w in wl] + [7]) + 1
+    if summary.get("replay"):
+        bg = summary.get("background") or {}
+        lines.append("replay: %s; background I/O in idle time, backlog %s pages per device%s" % (
+            replay_label(summary["replay"]), bg.get("background_backlog", "?"),
+            ", %g MB/s cap" % bg["background_rate_mb_s"] if bg.get("background_rate_mb_s") else ""))
     for h in summary["hss"]:
         names = "+".join(p.name for p in load_hss(h).devices) if not h.endswith(".json") else h
         lines.append("")
         lines.append("HSS %s (%s): average latency normalized to Fast-Only (lower is better)" % (h, names))
-        lines.append("policy".ljust(pw) + "".join(w.rjust(cw) for w in wl) + "mean".rjust(cw) +
-                     "geomean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw))
+        lines.append("policy".ljust(pw) + "".join(w.rjust(cw) for w in wl) + "geomean".rjust(cw) +
+                     "mean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw) + "  geomean over seeds")
         best = {w: min(v for p, v in summary["normalized_avg_latency"][h][w].items()
                        if p not in (BASELINE, "oracle")) for w in wl}
         for p in pols:
             cells = []
             for w in wl:
                 v = summary["normalized_avg_latency"][h][w][p]
-                cells.append((_num(v) + ("<" if v == best[w] and p not in (BASELINE, "oracle") else " ")).rjust(cw))
-            p99 = sum(by[(h, w, p)]["p99_latency_us"] for w in wl) / len(wl)
-            mig = sum(by[(h, w, p)]["promotions"] + by[(h, w, p)]["evictions"] for w in wl)
+                mark = "!" if (h, w, p) in beaten else "<" if v == best[w] and p not in (BASELINE, "oracle") else " "
+                cells.append((_num(v) + mark).rjust(cw))
+            p99 = sum(runs[(h, w, p)][0]["p99_latency_us"] for w in wl) / len(wl)
+            mig = sum(runs[(h, w, p)][0]["promotions"] + runs[(h, w, p)][0]["evictions"] for w in wl)
+            sp = summary.get("seed_spread", {}).get(h, {}).get(p)
             lines.append(p.ljust(pw) + "".join(cells) +
-                         (_num(summary["mean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
                          (_num(summary["geomean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
-                         (_short(p99) + " ").rjust(cw) + (_short(mig) + " ").rjust(cw))
+                         (_num(summary["mean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
+                         (_short(p99) + " ").rjust(cw) + (_short(mig) + " ").rjust(cw) +
+                         ("  %s-%s (%d seeds)" % (_num(sp["geomean_min"]), _num(sp["geomean_max"]), sp["seeds"])
+                          if sp else ""))
     for h, both in summary.get("harmonia_summary", {}).items():
         for scope, e in both.items():
             label = "all workloads" if scope == "all" else "workloads of %d+ requests" % LONG
-            parts = ["HSS %s, %s: harmonia %s" % (h, label, _num(e["harmonia"]))]
+            parts = ["HSS %s, %s: harmonia %s (geomean)" % (h, label, _num(e["harmonia"]))]
             if "best_heuristic" in e:
                 parts.append("%+.1f%% vs the best non-learning policy (%s, %s)" % (
                     100 * e["improvement_over_best_heuristic"], e["best_heuristic"], _num(e["best_heuristic_value"])))
@@ -208,9 +262,15 @@ def format_table(summary):
             elif "oracle" in e:
                 parts.append("oracle (%s) is no better: no gap to close" % _num(e["oracle"]))
             lines.append(", ".join(parts))
+    if summary.get("beats_oracle"):
+        lines.append("")
+        lines.append("! faster than the oracle, which is then no bound there: " + "; ".join(
+            "%s on %s (%s, seed %d): %.3fx the oracle" % (b["policy"], b["workload"], b["hss"], b["seed"],
+                                                           b["latency_vs_oracle"]) for b in summary["beats_oracle"]))
     lines.append("")
-    lines.append("< best non-oracle policy of the workload; * synthetic workload; means of normalized latency; "
-                 "+ = harmonia faster; p99 us = mean over workloads; migr. = promotions + evictions, all workloads")
+    lines.append("< best non-oracle policy of the workload; * synthetic workload (the rest are real traces); "
+                 "geomean and mean of normalized latency; learning policies: mean over seeds; + = harmonia "
+                 "faster; p99 us = mean over workloads; migr. = promotions + evictions, all workloads")
     return "\n".join(lines)
 
 
@@ -234,14 +294,14 @@ def plot(summary, path):
     except ImportError:
         raise HblError("--plot needs matplotlib: pip install matplotlib "
                        "(scripts/bootstrap.sh installs it)") from None
-    hss, pols, wl = summary["hss"], summary["policies"], summary["workloads"] + ["mean"]
+    hss, pols, wl = summary["hss"], summary["policies"], summary["workloads"] + ["geomean"]
     fig, axes = plt.subplots(len(hss), 1, figsize=(max(8, len(wl) * len(pols) * 0.18), 3.2 * len(hss)),
                              squeeze=False)
     width = 0.8 / len(pols)
     for ax, h in zip(axes[:, 0], hss):
         for i, p in enumerate(pols):
             vals = [summary["normalized_avg_latency"][h][w][p] for w in summary["workloads"]]
-            vals.append(summary["mean_normalized_avg_latency"][h][p])
+            vals.append(summary["geomean_normalized_avg_latency"][h][p])
             ax.bar([x + i * width for x in range(len(wl))], vals, width, label=p)
         ax.set_yscale("log")
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(wl))])

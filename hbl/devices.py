@@ -1,24 +1,35 @@
 """Device profiles and hybrid storage (HSS) configurations.
 
-Each profile is the service model of one device in the simulator: a fixed
-latency per I/O, a transfer rate, a positioning (seek + rotation) cost for
-non-sequential I/O on HDDs, and internal parallelism (I/Os in flight at once),
-derived from the datasheet's 4 KiB random-read IOPS as IOPS x (service time of
-one 4 KiB read), so a saturated device delivers its rated IOPS.
+Each profile is the service model of one device in the simulator
+(struct hbl_device_params in ctypes_core/hbl_api.h):
+  - an SSD is a pipeline: a 4 KiB I/O at queue depth 1 completes after the
+    datasheet's read or write latency (a larger one adds the transfer of the
+    rest at the sequential rate), and holds the device for 1 / (random 4 KiB
+    IOPS), or its transfer time if longer, so that a saturated device delivers
+    its rated IOPS and bandwidth, separately for reads and writes;
+  - an HDD serves one I/O at a time: a fixed command overhead, positioning
+    (rotation + a seek that grows with the square root of the distance) unless
+    the I/O continues where the head is, or a read continues one of the
+    streams its read-ahead cache follows, and the transfer.
 
 Sources (vendor datasheets; headline figures):
-  H  Intel Optane SSD DC P4800X 375 GB (the papers' fast device): read/write
-     latency < 10 us, sequential 2400/2000 MB/s, 4K random read 550k IOPS.
-  N  Intel SSD DC P4510 2 TB (NVMe, TLC): read latency 77 us, write 18 us,
-     sequential 3200/2000 MB/s, 4K random read 637k IOPS.
+  H  Intel Optane SSD DC P4800X 375 GB (the papers' fast device): latency
+     < 10 us read and write (QD1), sequential 2400 / 2000 MB/s read / write,
+     random 4 KiB 550,000 / 500,000 IOPS read / write.
+  N  Intel SSD DC P4510 2 TB (NVMe, TLC): latency 77 us read, 18 us write,
+     sequential 3200 / 2000 MB/s, random 4 KiB 637,000 / 81,500 IOPS.
   M  Intel SSD D3-S4510 1.92 TB (SATA, TLC; the papers' 1.92 TB SATA SSD):
-     read/write latency 36/37 us, sequential 560/510 MB/s, 4K random read 97k IOPS.
+     latency 36 / 37 us, sequential 560 / 510 MB/s, random 4 KiB 97,000 /
+     35,500 IOPS.
   L  Seagate BarraCuda ST1000DM010 1 TB, 7200 rpm (the papers' HDD): sustained
      210 MB/s, average rotational latency 4.16 ms.  Seek: 8.5 ms average and
      1 ms track-to-track are the usual figures for a 7200 rpm desktop drive
-     (ours: the datasheet gives none).  A seek grows with the square root of
-     the distance (Ruemmler & Wilkes, "An introduction to disk drive modeling",
-     IEEE Computer 1994), so a small footprint sees short seeks, as it would.
+     (ours: the datasheet gives none); 0.1 ms command overhead and 4 read-ahead
+     streams (ours).  A seek grows with the square root of the distance
+     (Ruemmler & Wilkes, "An introduction to disk drive modeling", IEEE
+     Computer 1994), so a small footprint sees short seeks, as it would.
+     Write cache off (the papers replay with O_SYNC).
+A profile of your own hardware: `hbl devices --measure /dev/X`.
 """
 import dataclasses
 import json
@@ -34,44 +45,45 @@ MB = 1_000_000
 class Profile:
     name: str
     description: str
-    read_latency_us: float
+    read_latency_us: float        # QD1 4 KiB read (HDD: command overhead, positioning comes on top)
     write_latency_us: float
-    read_mb_s: float
+    read_mb_s: float              # sequential
     write_mb_s: float
+    read_iops: float = 0.0        # random 4 KiB at depth: the ceiling (0 = one I/O at a time)
+    write_iops: float = 0.0
     seek_ms: float = 0.0          # HDD: average seek (at a third of the span)
     track_seek_ms: float = 0.0    # HDD: shortest seek
     rotation_ms: float = 0.0      # HDD: average rotational latency (half a turn)
     size_gb: float = 0.0          # HDD: span the seek model spreads over
-    read_iops_4k: float = 0.0     # rated random 4 KiB read IOPS, sets parallelism
-    channels: int = 0             # explicit parallelism (0 = derived from read_iops_4k)
+    streams: int = 1              # HDD: sequential read streams its read-ahead follows
 
-    def parallelism(self) -> int:
-        if self.channels:
-            return self.channels
-        if not self.read_iops_4k:
-            return 1
-        service_s = self.read_latency_us * 1e-6 + 4096 / (self.read_mb_s * MB)
-        return max(1, min(64, round(self.read_iops_4k * service_s)))
+    def is_hdd(self):
+        return self.seek_ms > 0 or self.rotation_ms > 0
 
     def to_c(self, dev, capacity_pages):
         dev.read_latency_ns = self.read_latency_us * 1000
         dev.write_latency_ns = self.write_latency_us * 1000
         dev.read_bytes_per_ns = self.read_mb_s * MB / 1e9
         dev.write_bytes_per_ns = self.write_mb_s * MB / 1e9
+        dev.read_iops = self.read_iops
+        dev.write_iops = self.write_iops
         dev.seek_ns = self.seek_ms * 1e6
         dev.track_seek_ns = self.track_seek_ms * 1e6
         dev.rotation_ns = self.rotation_ms * 1e6
         dev.span_pages = self.size_gb * 1e9 / 4096
         dev.capacity_pages = -1 if capacity_pages is None else int(capacity_pages)
-        dev.channels = self.parallelism()
+        dev.streams = self.streams
 
 
 PROFILES = {
-    "H": Profile("H", "Optane-class NVMe SSD (Intel P4800X)", 10, 10, 2400, 2000, read_iops_4k=550_000),
-    "N": Profile("N", "NVMe TLC SSD (Intel P4510 2 TB)", 77, 18, 3200, 2000, read_iops_4k=637_000),
-    "M": Profile("M", "SATA TLC SSD (Intel D3-S4510 1.92 TB)", 36, 37, 560, 510, read_iops_4k=97_000),
+    "H": Profile("H", "Optane-class NVMe SSD (Intel P4800X)", 10, 10, 2400, 2000,
+                 read_iops=550_000, write_iops=500_000),
+    "N": Profile("N", "NVMe TLC SSD (Intel P4510 2 TB)", 77, 18, 3200, 2000,
+                 read_iops=637_000, write_iops=81_500),
+    "M": Profile("M", "SATA TLC SSD (Intel D3-S4510 1.92 TB)", 36, 37, 560, 510,
+                 read_iops=97_000, write_iops=35_500),
     "L": Profile("L", "7200 rpm HDD (Seagate ST1000DM010)", 100, 100, 210, 210, seek_ms=8.5,
-                 track_seek_ms=1.0, rotation_ms=4.16, size_gb=1000, channels=1),
+                 track_seek_ms=1.0, rotation_ms=4.16, size_gb=1000, streams=4),
 }
 
 
@@ -147,9 +159,14 @@ def _profile_from(obj, where):
             p = Profile(**{"name": "custom", "description": "user-defined", **obj})
         except TypeError as exc:
             raise HblError("%s: %s" % (where, exc)) from None
-        if min(p.read_mb_s, p.write_mb_s) <= 0 or \
-                min(p.read_latency_us, p.write_latency_us, p.seek_ms, p.track_seek_ms, p.rotation_ms) < 0:
-            raise HblError("%s: bandwidths must be > 0 and latencies >= 0" % where)
+        numbers = [getattr(p, f.name) for f in dataclasses.fields(Profile) if f.name not in ("name", "description")]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in numbers):
+            raise HblError("%s: every profile value must be a finite number" % where)
+        if min(p.read_mb_s, p.write_mb_s) <= 0 or min(p.read_latency_us, p.write_latency_us, p.seek_ms,
+                                                      p.track_seek_ms, p.rotation_ms, p.read_iops, p.write_iops) < 0:
+            raise HblError("%s: bandwidths must be > 0, latencies and IOPS >= 0" % where)
+        if not isinstance(p.streams, int) or not 1 <= p.streams <= 16:
+            raise HblError("%s: streams must be a whole number from 1 to 16" % where)
         if p.seek_ms > 0 and (p.size_gb <= 0 or p.track_seek_ms > p.seek_ms):
             raise HblError("%s: an HDD profile needs size_gb > 0 and track_seek_ms <= seek_ms" % where)
         return p

@@ -141,7 +141,7 @@ def test_sibyl_beats_random_placement():
     learned = simulate(trace, hss="perf", policy="sibyl", fast_capacity="5%", params=["warmup=5000"])
     rand = simulate(trace, hss="perf", policy="sibyl", fast_capacity="5%", params=["epsilon=1", "warmup=0"])
     assert learned["avg_latency_us"] < 0.85 * rand["avg_latency_us"]
-    assert learned["fast_hit_ratio"] > rand["fast_hit_ratio"] + 0.05
+    assert learned["read_hit_ratio"] > rand["read_hit_ratio"] + 0.05
 
 
 def test_seeded_runs_are_bit_identical():

@@ -20,7 +20,8 @@ def run(*args, ok=True):
 def test_simulate_json_keys():
     r = json.loads(run("simulate", "--trace", "bundled:hm_0", "--hss", "cost", "--policy", "smq",
                        "--fast-capacity", "0.1", "--seed", "3", "--json").stdout)
-    for k in ("policy", "hss", "trace", "requests", "avg_latency_us", "p99_latency_us", "fast_hit_ratio",
+    for k in ("policy", "hss", "trace", "requests", "avg_latency_us", "p99_latency_us", "read_hit_ratio",
+              "fast_write_share", "replay", "sync_evictions",
               "promotions", "evictions", "migrated_bytes", "requests_per_second"):
         assert k in r
     assert r["policy"] == "smq" and r["requests"] == 7016 and r["hss"] == "cost"

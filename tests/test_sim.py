@@ -37,7 +37,8 @@ def test_oracle_read_hits_never_below_lru(trace, cap):
 
 def test_fast_only_and_slow_only_bound_the_rest():
     res = {p: simulate("bundled:hm_0", hss="perf", policy=p) for p in POLICIES}
-    assert res["fast-only"]["fast_hit_ratio"] == 1.0 and res["slow-only"]["fast_hit_ratio"] == 0.0
+    assert res["fast-only"]["read_hit_ratio"] == 1.0 and res["slow-only"]["read_hit_ratio"] == 0.0
+    assert res["fast-only"]["fast_write_share"] == 1.0 and res["slow-only"]["fast_write_share"] == 0.0
     for p, r in res.items():
         assert r["avg_latency_us"] >= res["fast-only"]["avg_latency_us"] * 0.999, p
 
@@ -45,7 +46,7 @@ def test_fast_only_and_slow_only_bound_the_rest():
 def test_deterministic():
     a = simulate("bundled:hm_0", hss="tri", policy="smq", seed=5)
     b = simulate("bundled:hm_0", hss="tri", policy="smq", seed=5)
-    for k in ("avg_latency_us", "p99_latency_us", "promotions", "evictions", "fast_hit_ratio"):
+    for k in ("avg_latency_us", "p99_latency_us", "promotions", "evictions", "read_hit_ratio"):
         assert a[k] == b[k]
 
 
@@ -74,7 +75,7 @@ def test_hdd_sequential_cheaper_than_random():
 
 def test_queueing_open_vs_closed_loop():
     burst = reqs([(i * 7919 % 100000) * 4096 * 50 for i in range(200)], gap_ns=0)
-    open_loop, qd1 = one_request_sim(), one_request_sim(queue_depth=1)
+    open_loop, qd1 = one_request_sim(open_loop=True), one_request_sim()
     open_loop.feed(burst)
     qd1.feed(burst)
     # all 200 arrive at once in open loop: they queue behind each other on one HDD head
@@ -111,7 +112,7 @@ class PyDemote(Policy):
 def test_python_plugin_matches_c_policy():
     c = simulate("bundled:mds_0", hss="perf", policy="lru", check=True)
     py = simulate("bundled:mds_0", hss="perf", policy="lru", plugin=PyLRU(), check=True)
-    for k in ("avg_latency_us", "promotions", "evictions", "fast_hit_ratio"):
+    for k in ("avg_latency_us", "promotions", "evictions", "read_hit_ratio", "fast_write_share"):
         assert c[k] == py[k]
     assert py["policy"] == "python"
 
@@ -160,11 +161,10 @@ def test_reuse_distance_matches_naive():
 
 def test_lru_agrees_with_libcachesim():
     """Cross-check against an independent implementation: hbl's LRU hit ratio
-    equals libCacheSim's LRU on the same page sequence and capacity (reads only:
-    in hbl a write of a new page placed on the fast device counts as a hit)."""
+    equals libCacheSim's LRU on the same page sequence and capacity (reads only)."""
     pytest.importorskip("libcachesim")
     from hbl.bench import libcachesim_lru
     d, _ = load("synth:zipf:requests=100000,pages=20000,alpha=0.9,read=1,seed=4")
     r = simulate("synth:zipf:requests=100000,pages=20000,alpha=0.9,read=1,seed=4", hss="perf", policy="lru")
     _, hit = libcachesim_lru(d, r["capacity_pages"][0])
-    assert abs(r["fast_hit_ratio"] - hit) < 1e-6
+    assert abs(r["read_hit_ratio"] - hit) < 1e-6

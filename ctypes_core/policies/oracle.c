@@ -1,32 +1,41 @@
-/* Oracle: knows the future (Belady's MIN, per device tier).
+/* Oracle: knows the future (Belady's MIN with bypass, per device tier).
  *
  * Given the whole trace in advance, it knows for every page access when the
- * data it leaves behind is next read: the next access if that is a read,
- * never if the page is overwritten (or not touched) first.  Each device keeps
- * a max-heap of its pages by next read; when a device is full, the page read
- * farthest in the future leaves (instead of the shared LRU fallback: that
- * choice is what makes it an oracle).  An accessed page goes to the fastest
- * device when there is room or when it is read again sooner than the farthest
- * page there, otherwise it stays where it is.  A write always lands on the
- * fastest device (the fastest way to serve it); room is made after the
- * request, so if the page just written is the one read farthest in the
- * future, it is the one that leaves.  This maximizes read hits on the fast
- * device; it ignores queueing, so it bounds placement quality, not every
- * latency figure. */
+ * page is next accessed (read or write) and whether that next access reads the
+ * data or overwrites it.  Each device keeps a max-heap of its pages by next
+ * access; when a device is full, the page accessed farthest in the future
+ * leaves.  An accessed page goes to (or stays on) the fastest device when there
+ * is room or when it is accessed again sooner than the farthest page there;
+ * otherwise it bypasses: a read is served where the data is, and a write goes
+ * to the fastest device anyway (writes=1, the default: the write is then fast
+ * and its write-back is background work) or where the page is (writes=0).
+ * Rewrites are absorbed: a page about to be rewritten is worth keeping like
+ * one about to be read.  Data that will never be read again (its next access
+ * overwrites it, or there is none) is dead: evicting it needs no write-back
+ * (drop_dead=1, the default).  Ties (pages never accessed again) leave in page
+ * order, so an HDD receives them as runs.  It is an upper bound on what a
+ * policy can do within the simulator's rules: `hbl compare` flags any policy
+ * that beats it. */
 #include <stdlib.h>
 #include "../hbl_internal.h"
 
+#define DEAD (1ULL << 63)               /* next_use flag: the next access overwrites, or none */
+
 struct state {
-    uint64_t *next_use; uint64_t n, cursor;  /* per page access, in trace order */
+    uint64_t *next_use; uint64_t n, cursor;  /* per page access, in trace order: next access | DEAD */
+    uint64_t req_cursor;                     /* the current request's first access */
+    int writes_fast, drop_dead;
     uint32_t *heap[HBL_MAX_DEVICES];         /* slots; position kept in pt.aux32 */
     uint64_t hn[HBL_MAX_DEVICES], hcap[HBL_MAX_DEVICES];
 };
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
 {
-    (void)s; (void)p; (void)err; (void)errlen;
+    (void)s; (void)err; (void)errlen;
     struct state *st = calloc(1, sizeof(*st));
     if (!st) return -1;
+    st->writes_fast = hbl_param(p, "writes", 1) != 0;
+    st->drop_dead = hbl_param(p, "drop_dead", 1) != 0;
     *out = st;
     return 0;
 }
@@ -49,8 +58,8 @@ static void hswap(struct state *st, struct hbl_sim *s, int d, uint64_t i, uint64
     s->pt.aux32[h[j]] = (uint32_t)j;
 }
 
-/* a leaves before b: read farther in the future, or, on a tie (pages never
- * read again), the lower page number, so the pages of a run leave in order
+/* a leaves before b: accessed farther in the future, or, on a tie (pages
+ * never accessed again), the lower page number, so the pages of a run leave in order
  * and an HDD sees them as a sequential stream (the keys must not change
  * while a page is in a heap, so no recency here) */
 static inline int before(const struct hbl_sim *s, uint32_t a, uint32_t b)
@@ -108,8 +117,8 @@ static int set_future(void *vst, struct hbl_sim *s, const struct hbl_request *re
     st->next_use = malloc((total ? total : 1) * sizeof(uint64_t));
     if (!st->next_use) return -1;
     st->n = total; st->cursor = 0;
-    /* walk backwards; a scratch page table remembers each page's next read
-     * (HBL_NEVER once a write comes first: the data read now is dead by then) */
+    /* walk backwards; a scratch page table remembers each page's next access
+     * (aux64) and whether it is a read (aux32) */
     struct hbl_pagetable pt;
     if (hbl_pt_init(&pt, 1 << 16)) return -1;
     uint64_t k = total;
@@ -119,8 +128,10 @@ static int set_future(void *vst, struct hbl_sim *s, const struct hbl_request *re
             uint32_t before = pt.n, x = hbl_pt_get(&pt, first + j);
             if (x == HBL_NONE) { hbl_pt_free(&pt); return -1; }
             k--;
-            st->next_use[k] = pt.n != before ? HBL_NEVER : pt.aux64[x];
-            pt.aux64[x] = reqs[i].op == HBL_OP_READ ? k : HBL_NEVER;
+            st->next_use[k] = pt.n != before ? (HBL_NEVER | DEAD)
+                            : (pt.aux64[x] | (pt.aux32[x] ? 0 : DEAD));
+            pt.aux64[x] = k;
+            pt.aux32[x] = reqs[i].op == HBL_OP_READ;
         }
     }
     hbl_pt_free(&pt);
@@ -132,16 +143,30 @@ static void place(void *vst, struct hbl_sim *s, const struct hbl_request *r,
 {
     struct state *st = vst;
     int write = r->op == HBL_OP_WRITE;
+    st->req_cursor = st->cursor;
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
-        uint64_t nu = st->cursor < st->n ? st->next_use[st->cursor] : HBL_NEVER;
+        uint64_t nu = st->cursor < st->n ? st->next_use[st->cursor] & ~DEAD : HBL_NEVER;
         st->cursor++;
         int d = s->pt.dev[x];
         s->pt.aux64[x] = nu;
         if (d >= 0) hfix(st, s, d, s->pt.aux32[x]);
-        if (write || d == 0 || hbl_free_pages(s, 0) > 0) { targets[i] = 0; continue; }
+        if (d == 0 || (write && st->writes_fast) || hbl_free_pages(s, 0) > 0) { targets[i] = 0; continue; }
         uint64_t worst = st->hn[0] ? s->pt.aux64[st->heap[0][0]] : 0;
         if (nu < worst) targets[i] = 0;
+    }
+}
+
+/* Dead data needs no write-back: mark it as if the slowest device held it. */
+static void observe(void *vst, struct hbl_sim *s, const struct hbl_request *r,
+                    const uint32_t *slots, int n, double latency_ns)
+{
+    struct state *st = vst;
+    (void)r; (void)latency_ns;
+    if (!st->drop_dead) return;
+    for (int i = 0; i < n; i++) {
+        uint64_t k = st->req_cursor + (uint64_t)i;
+        if (k < st->n && (st->next_use[k] & DEAD)) s->pt.home_copy[slots[i]] = 1;
     }
 }
 
@@ -159,12 +184,16 @@ static uint32_t victim(void *vst, struct hbl_sim *s, int d)
     return st->hn[d] ? st->heap[d][0] : HBL_NONE;
 }
 
+static const char *const params[] = { "writes", "drop_dead", NULL };
+
 const struct hbl_policy_ops hbl_policy_oracle = {
     .name = "oracle",
-    .doc = "Belady-style oracle: knows each page's next use, keeps the soonest-used pages fast",
+    .doc = "Belady-style oracle: knows each page's next access, keeps the soonest-accessed pages fast",
+    .params = params,
     .init = init,
     .free = destroy,
     .place = place,
+    .observe = observe,
     .on_move = on_move,
     .victim = victim,
     .set_future = set_future,

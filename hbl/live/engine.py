@@ -70,7 +70,8 @@ class Engine:
 
     def stats(self):
         r = self.sim.result()
-        keep = ("requests", "reads", "writes", "fast_hit_ratio", "promotions", "evictions", "used_pages")
+        keep = ("requests", "reads", "writes", "read_hit_ratio", "fast_write_share", "promotions", "evictions",
+                "used_pages")
         out = {k: r[k] for k in keep}
         if "agents" in r:
             out["agents"] = r["agents"]
