@@ -293,18 +293,20 @@ class _Progress:
         self.skipped, self.t0, self.last = skipped, time.time(), 0.0
         self.live = sys.stderr.isatty()
 
-    def step(self, failed, final=False):
+    def step(self, failed):
         self.done += 1
         self.failed += failed
         now = time.time()
-        if not self.live or (now - self.last < 0.5 and not final):
+        if self.done == self.skipped + 1:   # the rate counts from the first result, after start-up
+            self.t0 = now
+        if not self.live or (now - self.last < 0.5 and self.done < self.total):
             return
         self.last = now
-        n = self.done - self.skipped
+        n = self.done - self.skipped - 1
         rate = n / max(now - self.t0, 1e-9)
-        eta = (self.total - self.done) / rate if rate > 0 else 0
+        eta = _duration((self.total - self.done) / rate) if rate > 0 else "?"
         print("\rsweep: %d/%d cells, %.1f cells/s, ETA %s, %d failed   " % (
-            self.done, self.total, rate, _duration(eta), self.failed), end="", file=sys.stderr, flush=True)
+            self.done, self.total, rate, eta, self.failed), end="", file=sys.stderr, flush=True)
 
     def close(self):
         if self.live and self.last:
@@ -317,75 +319,117 @@ def _duration(s):
 
 
 def _client(distributed, workers, address):
-    """A client of the cluster at address, or of a new local one on loopback, without dashboard."""
+    """A client of the cluster at address, or of a new local one on loopback."""
     import logging
     if address:
         try:
             return distributed.Client(address, timeout=30), None
         except (OSError, TimeoutError) as exc:
             raise HblError("cannot reach the Dask scheduler at %s: %s" % (address, exc)) from None
+    # everything on loopback: the scheduler, the workers, and the scheduler's HTTP endpoints
+    # (health and metrics; the dashboard only if bokeh is installed) on a free port
     cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                        processes=True, host="127.0.0.1", scheduler_port=0,
-                                       dashboard_address=None, silence_logs=logging.ERROR)
+                                       dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
     return distributed.Client(cluster), cluster
 
 
-def run(grid, out_dir, workers=None, address=None, progress=True):
-    """Run the grid's missing cells; returns {'cells', 'computed', 'skipped', 'failed', 'out'}."""
-    distributed = _need_dask()
-    grid.check()
-    os.makedirs(out_dir, exist_ok=True)
-    options = dict(grid.options)
-    prepared = {}
+class Session:
+    """A Dask client, of a new cluster on loopback (started at the first cell to run) or of the
+    one at address, that runs cells and journals each in DIR as it finishes."""
+
+    def __init__(self, out_dir, workers=None, address=None):
+        self.distributed = _need_dask()
+        os.makedirs(out_dir, exist_ok=True)
+        self.out_dir, self.workers, self.address = out_dir, workers, address
+        self.records = read_journal(out_dir)
+        self.client = self.cluster = None
+        self.shared = {}        # trace name -> its scattered bytes
+        self.last_flush = time.time()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):   # also on Ctrl-C: the tables hold every cell finished so far
+        write_tables(self.out_dir, self.records)
+        if self.client:
+            self.client.close()
+        if self.cluster:
+            self.cluster.close()
+
+    def connect(self):
+        if self.client is None:
+            self.client, self.cluster = _client(self.distributed, self.workers, self.address)
+        return self.client
+
+    def done(self, cell):
+        return self.records.get(cell["key"], {}).get("status") == "ok"
+
+    def run(self, cells, traces, options):
+        """Yield the journal record of each cell as it finishes; cells already done are left out."""
+        todo = {c["key"]: c for c in cells if not self.done(c)}
+        if not todo:
+            return
+        client = self.connect()
+        for name in {c["trace"] for c in todo.values()} - set(self.shared):
+            self.shared[name] = client.scatter(traces[name].data)
+        futures = {client.submit(run_cell, c, options, self.shared[c["trace"]], traces[c["trace"]].digest,
+                                 traces[c["trace"]].footprint, __version__, key="hbl-cell-" + k): c
+                   for k, c in todo.items()}
+        with open(os.path.join(self.out_dir, JOURNAL), "a") as journal:
+            for fut in self.distributed.as_completed(futures):
+                cell = futures.pop(fut)
+                try:
+                    out = fut.result()
+                except Exception as exc:    # the worker died (KilledWorker) or the task was lost
+                    out = {"error": "%s: %s" % (type(exc).__name__, exc)}
+                rec = dict(cell, options=options, status="error" if "error" in out else "ok", **out)
+                journal.write(json.dumps(rec, default=str) + "\n")
+                journal.flush()
+                self.records[cell["key"]] = rec
+                if time.time() - self.last_flush > FLUSH_EVERY:
+                    write_tables(self.out_dir, self.records)
+                    self.last_flush = time.time()
+                yield rec
+
+
+def prepare(grid, options, progress=True):
+    """The grid's traces read and converted once, and its cells with their keys."""
+    traces = {}
     for i, name in enumerate(grid.traces):
         if progress and sys.stderr.isatty():
             print("\rsweep: reading trace %d/%d %s   " % (i + 1, len(grid.traces), name), end="",
                   file=sys.stderr, flush=True)
-        prepared[name] = prepare_trace(name, grid)
+        traces[name] = prepare_trace(name, grid)
     cells = []
     for c in grid.cells():
-        c["key"] = cell_key(c, prepared[c["trace"]].digest, options)
+        c["key"] = cell_key(c, traces[c["trace"]].digest, options)
         cells.append(c)
-    with open(os.path.join(out_dir, MANIFEST), "w") as f:
-        json.dump(dict(dataclasses.asdict(grid), hbl=__version__, cells=len(cells)), f, indent=1, default=str)
-    records = read_journal(out_dir)
-    todo = [c for c in cells if records.get(c["key"], {}).get("status") != "ok"]
-    summary = dict(cells=len(cells), computed=0, skipped=len(cells) - len(todo), failed=0, out=out_dir)
-    bar = _Progress(len(cells), summary["skipped"]) if progress else None
-    if todo:
-        client, cluster = _client(distributed, workers, address)
+    return traces, cells
+
+
+def run(grid, out_dir, workers=None, address=None, progress=True):
+    """Run the grid's missing cells; returns {'cells', 'computed', 'skipped', 'failed', 'out'}."""
+    grid.check()
+    options = dict(grid.options)
+    with Session(out_dir, workers, address) as session:
+        traces, cells = prepare(grid, options, progress)
+        with open(os.path.join(out_dir, MANIFEST), "w") as f:
+            json.dump(dict(dataclasses.asdict(grid), hbl=__version__, cells=len(cells)), f, indent=1, default=str)
+        todo = [c for c in cells if not session.done(c)]
+        summary = dict(cells=len(cells), computed=0, skipped=len(cells) - len(todo), failed=0, out=out_dir)
+        bar = _Progress(len(cells), summary["skipped"]) if progress else None
         try:
-            shared = {name: client.scatter(t.data) for name, t in prepared.items()
-                      if any(c["trace"] == name for c in todo)}
-            futures = {client.submit(run_cell, c, options, shared[c["trace"]], prepared[c["trace"]].digest,
-                                     prepared[c["trace"]].footprint, __version__, key="hbl-cell-" + c["key"]): c
-                       for c in todo}
-            last_flush = time.time()
-            with open(os.path.join(out_dir, JOURNAL), "a") as journal:
-                for fut in distributed.as_completed(futures):
-                    cell = futures.pop(fut)
-                    try:
-                        out = fut.result()
-                    except Exception as exc:    # the worker died (KilledWorker) or the task was lost
-                        out = {"error": "%s: %s" % (type(exc).__name__, exc)}
-                    rec = dict(cell, options=options, status="error" if "error" in out else "ok", **out)
-                    journal.write(json.dumps(rec, default=str) + "\n")
-                    journal.flush()
-                    records[cell["key"]] = rec
-                    summary["computed"] += 1
-                    summary["failed"] += "error" in out
-                    if bar:
-                        bar.step("error" in out, final=not futures)
-                    if time.time() - last_flush > FLUSH_EVERY:
-                        write_tables(out_dir, records)
-                        last_flush = time.time()
-        finally:    # also on Ctrl-C: the tables hold every cell finished so far
+            for rec in session.run(todo, traces, options):
+                summary["computed"] += 1
+                summary["failed"] += rec["status"] != "ok"
+                if bar:
+                    bar.step(rec["status"] != "ok")
+        except KeyboardInterrupt:
+            print("\nsweep: interrupted after %d of %d cells; the same command resumes" % (
+                summary["computed"], len(todo)), file=sys.stderr)
+            raise
+        finally:
             if bar:
                 bar.close()
-            write_tables(out_dir, records)
-            client.close()
-            if cluster:
-                cluster.close()
-    else:
-        write_tables(out_dir, records)
     return summary
