@@ -217,6 +217,24 @@ def cmd_sweep(a):
             if a.plot:
                 print("plot written to %s" % a.plot)
         return 0
+    if a.target[:1] == ["tune"]:
+        from hbl import sweep_tune
+        policies = [p.strip() for p in (a.policies or "").split(",") if p.strip()]
+        if len(a.target) != 1 or len(policies) != 1 or not a.trace or not a.out:
+            raise HblError("usage: hbl sweep tune --trace TRAIN... --policies ONE --space NAME=LOW:HIGH[:log|:int]... "
+                           "--trials N --out DIR [--test TRACE...]")
+        options = dict(_sim_options(a), fast_capacity=a.fast_capacity, params=a.param)
+        r = sweep_tune.tune(a.trace, policies[0], [sweep_tune.parse_space(s) for s in a.space or []], a.trials,
+                            a.out, hss=[h.strip() for h in (a.hss or "cost").split(",") if h.strip()],
+                            seeds=list(range(a.seed, a.seed + (a.seeds or 1))), test=a.test or [],
+                            options={k: v for k, v in options.items() if v is not None}, workers=a.workers,
+                            address=a.address, progress=None if a.json or not sys.stderr.isatty() else
+                            lambda line: print(line, file=sys.stderr))
+        if a.json:
+            _print_json(r)
+        else:
+            print(sweep_tune.format_tune(r))
+        return 0
     if len(a.target) > 1:
         raise HblError("hbl sweep takes one spec file (or `report DIR`), got: %s" % " ".join(a.target))
     if a.target:
@@ -503,9 +521,10 @@ def build_parser():
                         "loopback by default, or an existing one (--address). Results go to DIR as they "
                         "finish (cells.jsonl, results.csv, results.parquet); a rerun computes only the "
                         "missing cells. `hbl sweep SPEC.toml` reads the grid from a file; "
-                        "`hbl sweep report DIR [--plot PNG]` prints the papers' tables.", epilog=EPILOG_TRACES)
-    sw.add_argument("target", nargs="*", metavar="SPEC.toml | report DIR",
-                    help="a spec file, or `report DIR`")
+                        "`hbl sweep report DIR [--plot PNG]` prints the papers' tables; `hbl sweep tune` searches "
+                        "a policy's parameters with Optuna on training workloads (--trace) only.", epilog=EPILOG_TRACES)
+    sw.add_argument("target", nargs="*", metavar="SPEC.toml | report DIR | tune",
+                    help="a spec file, `report DIR`, or `tune`")
     sw.add_argument("--hss", help="comma-separated HSS configs (default cost)")
     sw.add_argument("--policies", help="comma-separated policies")
     sw.add_argument("--param-grid", action="append", metavar="NAME=V1,V2",
@@ -516,6 +535,11 @@ def build_parser():
     sw.add_argument("--address", help="scheduler of an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
     sw.add_argument("--json", action="store_true", help="print a JSON summary (report: the full report)")
     sw.add_argument("--plot", metavar="PNG", help="report: bar chart with min-max over seeds")
+    sw.add_argument("--space", action="append", metavar="NAME=LOW:HIGH[:log|:int]",
+                    help="tune: a parameter's search range (repeatable)")
+    sw.add_argument("--trials", type=int, default=20, help="tune: trials (default 20)")
+    sw.add_argument("--test", action="append", metavar="TRACE",
+                    help="tune: a held-out workload (repeatable), simulated with the best and the default parameters")
     _trace_args(sw, many=True)
     _sim_args(sw)
     sw.set_defaults(func=cmd_sweep)

@@ -7,7 +7,7 @@ import os
 
 from hbl.compare import BASELINE, LEARNING, _label, _num
 from hbl.errors import HblError
-from hbl.sweep import MANIFEST, read_journal
+from hbl.sweep import JOURNAL, read_journal
 
 
 def _variant(rec):
@@ -27,8 +27,8 @@ def report(out_dir):
     """{'configs': {config: {'workloads', 'variants', 'normalized', 'mean', 'geomean', 'standing'}},
     'failed', 'cells'} from DIR; a config is an HSS (with its simulator options when several
     option sets share DIR)."""
-    if not os.path.exists(os.path.join(out_dir, MANIFEST)):
-        raise HblError("%s: not a sweep directory (no %s)" % (out_dir, MANIFEST))
+    if not os.path.exists(os.path.join(out_dir, JOURNAL)):
+        raise HblError("%s: not a sweep directory (no %s)" % (out_dir, JOURNAL))
     records = read_journal(out_dir)
     ok = [r for r in records.values() if r.get("status") == "ok"]
     option_sets = {json.dumps(r.get("options") or {}, sort_keys=True, default=str) for r in ok}
