@@ -15,6 +15,7 @@ the journal every few seconds and at the end.
 """
 import csv
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -163,10 +164,22 @@ def _hss_identity(hss):
     return hss
 
 
+@functools.lru_cache(maxsize=None)
+def code_identity():
+    """hbl's version and a hash of its compiled core: the version alone stays the same while the
+    policies change, and cells simulated by other code must not count as done."""
+    import hbl._core
+    with open(hbl._core.__file__, "rb") as f:
+        return "%s+%s" % (__version__, hashlib.sha256(f.read()).hexdigest()[:16])
+
+
 def cell_key(cell, trace_digest, options):
-    ident = dict(trace=trace_digest, hbl=__version__, hss=_hss_identity(cell["hss"]), policy=cell["policy"],
+    """The hash of everything a cell's result depends on; the simulator's defaults are included,
+    so changing a default changes the keys."""
+    from hbl.sim import DEFAULTS
+    ident = dict(trace=trace_digest, hbl=code_identity(), hss=_hss_identity(cell["hss"]), policy=cell["policy"],
                  params=cell["params"], seed=cell["seed"],
-                 options={k: v for k, v in options.items() if k != "params"})
+                 options=dict(DEFAULTS, **{k: v for k, v in options.items() if k != "params"}))
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
