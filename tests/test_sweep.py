@@ -178,3 +178,20 @@ def test_tune_searches_on_training_workloads_only(tmp_path):
     p = hbl("sweep", "tune", "--trace", "bundled:hm_0", "--test", "bundled:hm_0", "--policies", "sibyl",
             "--space", "lr=1e-4:1e-1:log", "--out", out, check=False)
     assert p.returncode == 2 and "must not be training workloads" in p.stderr
+
+
+def test_embedded_cluster_listens_on_loopback_only():
+    """The scheduler, the nannies, the workers and any HTTP endpoint: nothing but 127.0.0.1."""
+    import distributed
+    import psutil
+    from hbl.sweep import _client
+    client, cluster = _client(distributed, 2, None)
+    try:
+        client.wait_for_workers(2, timeout=60)
+        procs = [psutil.Process()] + psutil.Process().children(recursive=True)
+        listening = [c.laddr for p in procs for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+        assert len(listening) >= 5, listening      # scheduler, its HTTP endpoints, 2 nannies, 2 workers
+        assert {a.ip for a in listening} == {"127.0.0.1"}, listening
+    finally:
+        client.close()
+        cluster.close()
