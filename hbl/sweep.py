@@ -87,10 +87,10 @@ class Grid:
         return [dict(c) for c in combos]
 
     def cells(self):
+        fixed = parse_params(self.options.get("params"))     # --param: every cell, under the grid's
         for t, h, p, s in itertools.product(self.traces, self.hss, self.policies, self.seeds):
             for params in self.params_of(p):
-                yield dict(trace=t, hss=h, policy=p, params=dict(params, **parse_params(
-                    self.options.get("params"))), seed=int(s))
+                yield dict(trace=t, hss=h, policy=p, params=dict(fixed, **params), seed=int(s))
 
 
 def parse_grid_item(text):
@@ -107,7 +107,10 @@ def parse_grid_item(text):
 
 def load_spec(path):
     """A sweep spec file (TOML, see the README): (Grid, {'out', 'workers', 'address'})."""
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:
+        raise HblError("%s: spec files need Python 3.11 or later (tomllib)" % path) from None
     try:
         with open(path, "rb") as f:
             spec = tomllib.load(f)
