@@ -343,10 +343,12 @@ def _client(distributed, workers, address):
         except (OSError, TimeoutError) as exc:
             raise HblError("cannot reach the Dask scheduler at %s: %s" % (address, exc)) from None
     # everything on loopback: the scheduler, the workers, and the scheduler's HTTP endpoints
-    # (health and metrics; the dashboard only if bokeh is installed) on a free port
+    # (health and metrics; the dashboard only if bokeh is installed) on a free port. Dask's own
+    # logs stay quiet (a heartbeat cut by the shutdown is logged as an error): a cell's failure,
+    # including a worker that died under it, is in its record.
     cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                        processes=True, host="127.0.0.1", scheduler_port=0,
-                                       dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+                                       dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL)
     return distributed.Client(cluster), cluster
 
 

@@ -34,9 +34,15 @@ def report(out_dir):
     option_sets = {json.dumps(r.get("options") or {}, sort_keys=True, default=str) for r in ok}
     config_of = lambda r: r["hss"] + ("" if len(option_sets) < 2 else " " + json.dumps(
         r.get("options") or {}, sort_keys=True, default=str))
+    labels = {}     # trace -> a short unique name: zipf* and zipf*' for two zipf workloads
+    for name in sorted({r["trace"] for r in ok}):
+        label = _label(name)
+        while label in labels.values():
+            label += "'"
+        labels[name] = label
     latency = {}    # config -> workload -> variant -> seed -> avg latency
     for r in ok:
-        latency.setdefault(config_of(r), {}).setdefault(_label(r["trace"]), {}).setdefault(
+        latency.setdefault(config_of(r), {}).setdefault(labels[r["trace"]], {}).setdefault(
             _variant(r), {})[r["seed"]] = r["result"]["avg_latency_us"]
     out = {"cells": len(records), "failed": sum(r.get("status") != "ok" for r in records.values()),
            "configs": {}}
