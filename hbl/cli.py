@@ -200,6 +200,70 @@ def cmd_compare(a):
     return 0
 
 
+def cmd_sweep(a):
+    """hbl sweep (grid from flags or SPEC.toml) and hbl sweep report DIR."""
+    from hbl import sweep
+    if a.target[:1] == ["report"]:
+        if len(a.target) != 2:
+            raise HblError("usage: hbl sweep report DIR [--plot PNG] [--json]")
+        from hbl import sweep_report
+        rep = sweep_report.report(a.target[1])
+        if a.plot:
+            sweep_report.plot(rep, a.plot)
+        if a.json:
+            _print_json(rep)
+        else:
+            print(sweep_report.format_report(rep))
+            if a.plot:
+                print("plot written to %s" % a.plot)
+        return 0
+    if a.target[:1] == ["tune"]:
+        from hbl import sweep_tune
+        policies = [p.strip() for p in (a.policies or "").split(",") if p.strip()]
+        if len(a.target) != 1 or len(policies) != 1 or not a.trace or not a.out:
+            raise HblError("usage: hbl sweep tune --trace TRAIN... --policies ONE --space NAME=LOW:HIGH[:log|:int]... "
+                           "--trials N --out DIR [--test TRACE...]")
+        options = dict(_sim_options(a), fast_capacity=a.fast_capacity, params=a.param)
+        r = sweep_tune.tune(a.trace, policies[0], [sweep_tune.parse_space(s) for s in a.space or []], a.trials,
+                            a.out, hss=[h.strip() for h in (a.hss or "cost").split(",") if h.strip()],
+                            seeds=list(range(a.seed, a.seed + (a.seeds or 1))), test=a.test or [],
+                            options={k: v for k, v in options.items() if v is not None}, workers=a.workers,
+                            address=a.address, progress=None if a.json or not sys.stderr.isatty() else
+                            lambda line: print(line, file=sys.stderr))
+        if a.json:
+            _print_json(r)
+        else:
+            print(sweep_tune.format_tune(r))
+        return 0
+    if len(a.target) > 1:
+        raise HblError("hbl sweep takes one spec file (or `report DIR`), got: %s" % " ".join(a.target))
+    if a.target:
+        if a.trace or a.policies or a.param_grid or a.seeds or a.hss:
+            raise HblError("give the grid in %s or on the command line, not both" % a.target[0])
+        grid, where = sweep.load_spec(a.target[0])
+    else:
+        seeds = range(a.seed, a.seed + (a.seeds or 1))
+        options = dict(_sim_options(a), fast_capacity=a.fast_capacity, params=a.param)
+        grid = sweep.Grid(traces=a.trace or [], hss=[h.strip() for h in (a.hss or "cost").split(",") if h.strip()],
+                          policies=[p.strip() for p in (a.policies or "").split(",") if p.strip()],
+                          param_grid=dict(sweep.parse_grid_item(g) for g in a.param_grid or []), seeds=list(seeds),
+                          options={k: v for k, v in options.items() if v is not None}, fmt=a.fmt,
+                          lenient=a.lenient, reader_options=_reader_options(a))
+        where = {}
+    where.update({k: v for k, v in (("out", a.out), ("workers", a.workers), ("address", a.address)) if v})
+    if not where.get("out"):
+        raise HblError("hbl sweep: give --out DIR (or out = \"DIR\" in the spec)")
+    if where.get("workers") and where.get("address"):
+        raise HblError("--workers sizes the embedded cluster; with --address the cluster has its own workers")
+    summary = sweep.run(grid, where["out"], workers=where.get("workers"), address=where.get("address"))
+    if a.json:
+        _print_json(summary)
+    else:
+        print("%d cells: %d computed, %d skipped (already in %s), %d failed; results in %s" % (
+            summary["cells"], summary["computed"], summary["skipped"], summary["out"], summary["failed"],
+            os.path.join(summary["out"], sweep.CSV_TABLE)))
+    return 2 if summary["failed"] else 0
+
 def cmd_trace_info(a):
     from hbl.info import format_info, trace_info
     from hbl.trace import open_trace
@@ -451,6 +515,34 @@ def build_parser():
     _trace_args(c, many=True)
     _sim_args(c)
     c.set_defaults(func=cmd_compare)
+
+    sw = sub.add_parser("sweep", help="traces x HSS x policies x parameters x seeds on a Dask cluster",
+                        description="Run a grid of simulations on Dask distributed: a local cluster on "
+                        "loopback by default, or an existing one (--address). Results go to DIR as they "
+                        "finish (cells.jsonl, results.csv, results.parquet); a rerun computes only the "
+                        "missing cells. `hbl sweep SPEC.toml` reads the grid from a file; "
+                        "`hbl sweep report DIR [--plot PNG]` prints the papers' tables; `hbl sweep tune` searches "
+                        "a policy's parameters with Optuna on training workloads (--trace) only.", epilog=EPILOG_TRACES)
+    sw.add_argument("target", nargs="*", metavar="SPEC.toml | report DIR | tune",
+                    help="a spec file, `report DIR`, or `tune`")
+    sw.add_argument("--hss", help="comma-separated HSS configs (default cost)")
+    sw.add_argument("--policies", help="comma-separated policies")
+    sw.add_argument("--param-grid", action="append", metavar="NAME=V1,V2",
+                    help="a parameter axis (repeatable); POLICY.NAME varies it for that policy only")
+    sw.add_argument("--seeds", type=int, help="seeds per cell: --seed, --seed+1, ... (default 1)")
+    sw.add_argument("--out", metavar="DIR", help="results directory (resumable)")
+    sw.add_argument("--workers", type=int, help="local cluster size (default: the cores)")
+    sw.add_argument("--address", help="scheduler of an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
+    sw.add_argument("--json", action="store_true", help="print a JSON summary (report: the full report)")
+    sw.add_argument("--plot", metavar="PNG", help="report: bar chart with min-max over seeds")
+    sw.add_argument("--space", action="append", metavar="NAME=LOW:HIGH[:log|:int]",
+                    help="tune: a parameter's search range (repeatable)")
+    sw.add_argument("--trials", type=int, default=20, help="tune: trials (default 20)")
+    sw.add_argument("--test", action="append", metavar="TRACE",
+                    help="tune: a held-out workload (repeatable), simulated with the best and the default parameters")
+    _trace_args(sw, many=True)
+    _sim_args(sw)
+    sw.set_defaults(func=cmd_sweep)
 
     t = sub.add_parser("trace-info", help="summarize a trace",
                        description="Requests, reads/writes, bytes, footprint, sequentiality, sizes, "

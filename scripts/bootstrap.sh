@@ -72,7 +72,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 say "installing hbl and its Python dependencies into $VENV (builds the C core)"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[dev,plot,bench]" 2>&1 \
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[dev,plot,bench,sweep,tune]" 2>&1 \
     | grep -v -E "^WARNING: Location .* is ignored" >&2 || true
 "$VENV/bin/python" -c 'import hbl._core' || { say "the C core did not build; see the messages above"; exit 1; }
 echo "$stamp" > "$VENV/.hbl-stamp"

@@ -1,0 +1,453 @@
+"""Grids of simulations (traces x HSS x policies x parameters x seeds) on Dask distributed.
+
+    from hbl.sweep import Grid, run
+    grid = Grid(traces=["bundled:hm_0"], hss=["cost"], policies=["fast-only", "lru"], seeds=[1, 2])
+    summary = run(grid, "out/", workers=2)          # or address="tcp://scheduler:8786"
+
+Each cell is one call of hbl.sim.simulate on a worker. The driver reads every trace once,
+converts it to the native format and scatters the bytes into the cluster, so a worker never
+needs the driver's files. A cell's key is the hash of its inputs (the trace's records, the
+hbl version, the HSS, policy, parameters, seed and simulator options): DIR/cells.jsonl is an
+append-only journal of finished cells (one JSON line each, written as the cell finishes), so
+a rerun after a crash or Ctrl-C computes only the cells the journal lacks. The tidy tables
+DIR/results.csv (always) and DIR/results.parquet (when pyarrow is installed) are rebuilt from
+the journal every few seconds and at the end.
+"""
+import csv
+import dataclasses
+import functools
+import hashlib
+import itertools
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+
+from hbl import __version__
+from hbl.compare import _materialize
+from hbl.errors import HblError
+from hbl.sim import parse_params, policy_names
+
+JOURNAL = "cells.jsonl"
+MANIFEST = "sweep.json"
+CSV_TABLE = "results.csv"
+PARQUET_TABLE = "results.parquet"
+CELL_COLUMNS = ("key", "status", "error", "trace", "hss", "policy", "seed", "params", "options",
+                "wall_s", "worker")
+FLUSH_EVERY = 5.0   # seconds between rewrites of the tidy tables
+
+
+def _need_dask():
+    try:
+        import distributed
+    except ImportError:
+        raise HblError("hbl sweep needs Dask distributed: pip install 'hbl[sweep]' "
+                       "(scripts/bootstrap.sh installs it)") from None
+    return distributed
+
+
+@dataclasses.dataclass
+class Grid:
+    """The cells of a sweep. param_grid maps NAME or POLICY.NAME to values: a bare NAME varies for
+    every policy, POLICY.NAME only for that policy (the others run once without it). options are
+    keyword arguments of hbl.sim.simulate shared by every cell (fast_capacity, queue_depth, ...)."""
+    traces: list
+    hss: list
+    policies: list
+    param_grid: dict = dataclasses.field(default_factory=dict)
+    seeds: list = dataclasses.field(default_factory=lambda: [1])
+    options: dict = dataclasses.field(default_factory=dict)
+    fmt: str = None
+    lenient: bool = False
+    reader_options: dict = dataclasses.field(default_factory=dict)
+
+    def check(self):
+        for what in ("traces", "hss", "policies", "seeds"):
+            if not getattr(self, what):
+                raise HblError("sweep: no %s given" % what)
+        known = policy_names()
+        for p in self.policies:
+            if p not in known:
+                raise HblError("sweep: unknown policy %r (have: %s)" % (p, ", ".join(known)))
+        for name in self.param_grid:
+            scope = name.split(".")[0] if "." in name else None
+            if scope and scope not in self.policies:
+                raise HblError("sweep: --param-grid %s: policy %s is not in the sweep" % (name, scope))
+        from hbl.devices import load_hss
+        for h in self.hss:
+            load_hss(h, self.options.get("fast_capacity"))   # fail early on a bad HSS or capacity
+
+    def params_of(self, policy):
+        """Every parameter combination for one policy: [{'promote': 2.0}, {'promote': 4.0}, ...]."""
+        axes = [(name.split(".")[-1], values) for name, values in self.param_grid.items()
+                if "." not in name or name.split(".")[0] == policy]
+        combos = itertools.product(*[[(k, float(v)) for v in values] for k, values in axes])
+        return [dict(c) for c in combos]
+
+    def cells(self):
+        fixed = parse_params(self.options.get("params"))     # --param: every cell, under the grid's
+        for t, h, p, s in itertools.product(self.traces, self.hss, self.policies, self.seeds):
+            for params in self.params_of(p):
+                yield dict(trace=t, hss=h, policy=p, params=dict(fixed, **params), seed=int(s))
+
+
+def parse_grid_item(text):
+    """'smq.promote=2,4,8' -> ('smq.promote', [2.0, 4.0, 8.0])."""
+    name, eq, values = text.partition("=")
+    try:
+        vals = [float(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        vals = []
+    if not eq or not name.strip() or not vals:
+        raise HblError("--param-grid %r: want NAME=V1,V2,... (numbers; NAME or POLICY.NAME)" % text)
+    return name.strip(), vals
+
+
+def load_spec(path):
+    """A sweep spec file (TOML, see the README): (Grid, {'out', 'workers', 'address'})."""
+    try:
+        import tomllib
+    except ImportError:
+        raise HblError("%s: spec files need Python 3.11 or later (tomllib)" % path) from None
+    try:
+        with open(path, "rb") as f:
+            spec = tomllib.load(f)
+    except OSError as exc:
+        raise HblError("%s: %s" % (path, exc.strerror)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise HblError("%s: %s" % (path, exc)) from None
+    known = {"traces", "hss", "policies", "seeds", "param_grid", "options", "format", "lenient",
+             "reader_options", "out", "workers", "address"}
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise HblError("%s: unknown key%s %s (have: %s)" % (path, "s" * (len(unknown) > 1),
+                                                           ", ".join(unknown), ", ".join(sorted(known))))
+    seeds = spec.get("seeds", 1)
+    as_list = lambda v: [v] if isinstance(v, str) else list(v)
+    try:
+        grid = Grid(traces=as_list(spec.get("traces", [])), hss=as_list(spec.get("hss", ["cost"])),
+                    policies=as_list(spec.get("policies", [])),
+                    param_grid={k: [float(x) for x in as_list(v)] for k, v in spec.get("param_grid", {}).items()},
+                    seeds=list(range(1, int(seeds) + 1)) if isinstance(seeds, int) else [int(s) for s in seeds],
+                    options=dict(spec.get("options", {})), fmt=spec.get("format"),
+                    lenient=bool(spec.get("lenient", False)), reader_options=dict(spec.get("reader_options", {})))
+    except (TypeError, ValueError) as exc:
+        raise HblError("%s: %s" % (path, exc)) from None
+    return grid, {k: spec[k] for k in ("out", "workers", "address") if k in spec}
+
+
+# ---- traces ----
+
+@dataclasses.dataclass
+class PreparedTrace:
+    name: str
+    data: bytes          # the native file's bytes (header + records)
+    digest: str          # sha256 of the records: the trace's content, whatever its name
+    footprint: int
+
+
+def prepare_trace(name, grid):
+    from hbl.trace.native import HEADER_SIZE
+    with tempfile.TemporaryDirectory(prefix="hbl-sweep-") as work:
+        fmt = None if name.startswith(("synth:", "bundled:")) else grid.fmt
+        path, footprint = _materialize(name, os.path.join(work, "t.hbltrace"), fmt, grid.lenient,
+                                       grid.reader_options)
+        with open(path, "rb") as f:
+            data = f.read()
+    return PreparedTrace(name, data, hashlib.sha256(memoryview(data)[HEADER_SIZE:]).hexdigest(), footprint)
+
+
+def _hss_identity(hss):
+    """A named HSS is part of this hbl version; a .json file is identified by its content."""
+    if hss.endswith(".json") and os.path.exists(hss):
+        with open(hss, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    return hss
+
+
+@functools.lru_cache(maxsize=None)
+def code_identity():
+    """hbl's version and a hash of its compiled core: the version alone stays the same while the
+    policies change, and cells simulated by other code must not count as done."""
+    import hbl._core
+    with open(hbl._core.__file__, "rb") as f:
+        return "%s+%s" % (__version__, hashlib.sha256(f.read()).hexdigest()[:16])
+
+
+def cell_key(cell, trace_digest, options):
+    """The hash of everything a cell's result depends on; the simulator's defaults are included,
+    so changing a default changes the keys."""
+    from hbl.sim import DEFAULTS
+    ident = dict(trace=trace_digest, hbl=code_identity(), hss=_hss_identity(cell["hss"]), policy=cell["policy"],
+                 params=cell["params"], seed=cell["seed"],
+                 options=dict(DEFAULTS, **{k: v for k, v in options.items() if k != "params"}))
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+# ---- on the worker ----
+
+def _local_trace(data, digest):
+    """The scattered bytes as a native file on this machine (written once per worker; the
+    simulator memory-maps it)."""
+    try:
+        from distributed import get_worker
+        where = get_worker().local_directory
+    except (ImportError, ValueError):
+        where = tempfile.gettempdir()
+    path = os.path.join(where, "hbl-%s.hbltrace" % digest[:32])
+    if not os.path.exists(path):
+        tmp = "%s.%d.tmp" % (path, os.getpid())
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    return path
+
+
+def run_cell(cell, options, data, digest, footprint, version):
+    """One cell: {'result': simulate's dict} or {'error': message}, with wall time and worker."""
+    t0 = time.time()
+    out = {"worker": "%s:%d" % (socket.gethostname(), os.getpid())}
+    try:
+        if version != __version__:
+            raise HblError("worker runs hbl %s, the sweep hbl %s" % (__version__, version))
+        from hbl.sim import simulate
+        kw = {k: v for k, v in options.items() if k != "params"}
+        out["result"] = simulate(_local_trace(data, digest), hss=cell["hss"], policy=cell["policy"],
+                                 params=cell["params"], seed=cell["seed"], fmt="native",
+                                 footprint=footprint, **kw)
+    except Exception as exc:    # recorded with the cell; the sweep goes on
+        out["error"] = "%s: %s" % (type(exc).__name__, exc)
+    out["wall_s"] = time.time() - t0
+    return out
+
+
+# ---- results ----
+
+def _flatten(value, prefix, into):
+    """Nested dicts and lists as dotted columns: used_pages.0, agents.1.epsilon."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(v, "%s.%s" % (prefix, k) if prefix else str(k), into)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _flatten(v, "%s.%d" % (prefix, i), into)
+    else:
+        into[prefix] = value
+
+
+def tidy_row(record):
+    """One journal record as a flat row: the cell's inputs, then every metric of the result
+    (whatever simulate returns; the cell's own trace/params win over the result's)."""
+    row = {}
+    _flatten(record.get("result") or {}, "", row)
+    row.pop("trace", None)
+    for k in list(row):
+        if k.startswith("params."):
+            del row[k]
+    cell = {c: record.get(c) for c in CELL_COLUMNS}
+    cell["params"] = json.dumps(record.get("params") or {}, sort_keys=True)
+    cell["options"] = json.dumps(record.get("options") or {}, sort_keys=True, default=str)
+    for k, v in (record.get("params") or {}).items():
+        cell["param." + k] = v
+    return dict(cell, **row)
+
+
+def read_journal(out_dir):
+    """The latest record of every cell in DIR (a rerun of a failed cell supersedes it)."""
+    path = os.path.join(out_dir, JOURNAL)
+    records = {}
+    if not os.path.exists(path):
+        return records
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                if line.endswith("\n"):
+                    raise HblError("%s:%d: not a JSON record" % (path, lineno)) from None
+                break      # the last line, cut by a crash mid-write: that cell reruns
+            records[r["key"]] = r
+    return records
+
+
+def write_tables(out_dir, records):
+    """results.csv (always) and results.parquet (with pyarrow), atomically replaced."""
+    rows = [tidy_row(r) for r in records.values()]
+    columns = list(dict.fromkeys(c for row in rows for c in row))
+    tmp = os.path.join(out_dir, CSV_TABLE + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, columns)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, os.path.join(out_dir, CSV_TABLE))
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        return
+    cols = {}
+    for c in columns:
+        vals = [row.get(c) for row in rows]
+        kinds = {type(v) for v in vals if v is not None}
+        if kinds == {int, float}:
+            vals = [None if v is None else float(v) for v in vals]
+        elif len(kinds) > 1:
+            vals = [None if v is None else str(v) for v in vals]
+        cols[c] = vals
+    tmp = os.path.join(out_dir, PARQUET_TABLE + ".tmp")
+    pyarrow.parquet.write_table(pyarrow.table(cols), tmp)
+    os.replace(tmp, os.path.join(out_dir, PARQUET_TABLE))
+
+
+class _Progress:
+    """done/total, rate, ETA and failures on one stderr line, only on a terminal."""
+
+    def __init__(self, total, skipped):
+        self.total, self.done, self.failed = total, skipped, 0
+        self.skipped, self.t0, self.last = skipped, time.time(), 0.0
+        self.live = sys.stderr.isatty()
+
+    def step(self, failed):
+        self.done += 1
+        self.failed += failed
+        now = time.time()
+        if self.done == self.skipped + 1:   # the rate counts from the first result, after start-up
+            self.t0 = now
+        if not self.live or (now - self.last < 0.5 and self.done < self.total):
+            return
+        self.last = now
+        n = self.done - self.skipped - 1
+        rate = n / max(now - self.t0, 1e-9)
+        eta = _duration((self.total - self.done) / rate) if rate > 0 else "?"
+        print("\rsweep: %d/%d cells, %.1f cells/s, ETA %s, %d failed   " % (
+            self.done, self.total, rate, eta, self.failed), end="", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self.live and self.last:
+            print(file=sys.stderr)
+
+
+def _duration(s):
+    s = int(s + 0.5)
+    return "%dh%02dm" % (s // 3600, s // 60 % 60) if s >= 3600 else "%dm%02ds" % (s // 60, s % 60)
+
+
+def _client(distributed, workers, address):
+    """A client of the cluster at address, or of a new local one on loopback."""
+    import logging
+    if address:
+        try:
+            return distributed.Client(address, timeout=30), None
+        except (OSError, TimeoutError) as exc:
+            raise HblError("cannot reach the Dask scheduler at %s: %s" % (address, exc)) from None
+    # everything on loopback: the scheduler, the workers, and the scheduler's HTTP endpoints
+    # (health and metrics; the dashboard only if bokeh is installed) on a free port. Dask's own
+    # logs stay quiet (a heartbeat cut by the shutdown is logged as an error): a cell's failure,
+    # including a worker that died under it, is in its record.
+    cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                       processes=True, host="127.0.0.1", scheduler_port=0,
+                                       dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL)
+    return distributed.Client(cluster), cluster
+
+
+class Session:
+    """A Dask client, of a new cluster on loopback (started at the first cell to run) or of the
+    one at address, that runs cells and journals each in DIR as it finishes."""
+
+    def __init__(self, out_dir, workers=None, address=None):
+        self.distributed = _need_dask()
+        os.makedirs(out_dir, exist_ok=True)
+        self.out_dir, self.workers, self.address = out_dir, workers, address
+        self.records = read_journal(out_dir)
+        self.client = self.cluster = None
+        self.shared = {}        # trace name -> its scattered bytes
+        self.last_flush = time.time()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):   # also on Ctrl-C: the tables hold every cell finished so far
+        write_tables(self.out_dir, self.records)
+        if self.client:
+            self.client.close()
+        if self.cluster:
+            self.cluster.close()
+
+    def connect(self):
+        if self.client is None:
+            self.client, self.cluster = _client(self.distributed, self.workers, self.address)
+        return self.client
+
+    def done(self, cell):
+        return self.records.get(cell["key"], {}).get("status") == "ok"
+
+    def run(self, cells, traces, options):
+        """Yield the journal record of each cell as it finishes; cells already done are left out."""
+        todo = {c["key"]: c for c in cells if not self.done(c)}
+        if not todo:
+            return
+        client = self.connect()
+        for name in {c["trace"] for c in todo.values()} - set(self.shared):
+            self.shared[name] = client.scatter(traces[name].data)
+        futures = {client.submit(run_cell, c, options, self.shared[c["trace"]], traces[c["trace"]].digest,
+                                 traces[c["trace"]].footprint, __version__, key="hbl-cell-" + k): c
+                   for k, c in todo.items()}
+        with open(os.path.join(self.out_dir, JOURNAL), "a") as journal:
+            for fut in self.distributed.as_completed(futures):
+                cell = futures.pop(fut)
+                try:
+                    out = fut.result()
+                except Exception as exc:    # the worker died (KilledWorker) or the task was lost
+                    out = {"error": "%s: %s" % (type(exc).__name__, exc)}
+                rec = dict(cell, options=options, status="error" if "error" in out else "ok", **out)
+                journal.write(json.dumps(rec, default=str) + "\n")
+                journal.flush()
+                self.records[cell["key"]] = rec
+                if time.time() - self.last_flush > FLUSH_EVERY:
+                    write_tables(self.out_dir, self.records)
+                    self.last_flush = time.time()
+                yield rec
+
+
+def prepare(grid, options, progress=True):
+    """The grid's traces read and converted once, and its cells with their keys."""
+    traces = {}
+    for i, name in enumerate(grid.traces):
+        if progress and sys.stderr.isatty():
+            print("\rsweep: reading trace %d/%d %s   " % (i + 1, len(grid.traces), name), end="",
+                  file=sys.stderr, flush=True)
+        traces[name] = prepare_trace(name, grid)
+    cells = []
+    for c in grid.cells():
+        c["key"] = cell_key(c, traces[c["trace"]].digest, options)
+        cells.append(c)
+    return traces, cells
+
+
+def run(grid, out_dir, workers=None, address=None, progress=True):
+    """Run the grid's missing cells; returns {'cells', 'computed', 'skipped', 'failed', 'out'}."""
+    grid.check()
+    options = dict(grid.options)
+    with Session(out_dir, workers, address) as session:
+        traces, cells = prepare(grid, options, progress)
+        with open(os.path.join(out_dir, MANIFEST), "w") as f:
+            json.dump(dict(dataclasses.asdict(grid), hbl=__version__, cells=len(cells)), f, indent=1, default=str)
+        todo = [c for c in cells if not session.done(c)]
+        summary = dict(cells=len(cells), computed=0, skipped=len(cells) - len(todo), failed=0, out=out_dir)
+        bar = _Progress(len(cells), summary["skipped"]) if progress else None
+        try:
+            for rec in session.run(todo, traces, options):
+                summary["computed"] += 1
+                summary["failed"] += rec["status"] != "ok"
+                if bar:
+                    bar.step(rec["status"] != "ok")
+        except KeyboardInterrupt:
+            print("\nsweep: interrupted after %d of %d cells; the same command resumes" % (
+                summary["computed"], len(todo)), file=sys.stderr)
+            raise
+        finally:
+            if bar:
+                bar.close()
+    return summary

@@ -1,0 +1,197 @@
+"""hbl sweep on Dask distributed: every cell equals `hbl simulate --json` of the same cell, a killed
+sweep resumes with only the missing cells, and a cluster joined by address (loopback) runs it."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("distributed", reason="hbl sweep needs the sweep extra: pip install -e '.[sweep]' "
+                    "(scripts/bootstrap.sh installs it)")
+
+HBL = [sys.executable, "-m", "hbl.cli"]
+BIN = os.path.dirname(sys.executable)
+# wall-clock figures differ from run to run; trace is the worker's local copy of the trace
+NOT_COMPARED = {"requests_per_second", "trace"}
+
+
+def hbl(*args, check=True, **kw):
+    p = subprocess.run(HBL + list(args), capture_output=True, text=True, timeout=600, **kw)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def journal(out):
+    """Complete lines of the journal (a cut last line is a cell that did not finish)."""
+    path = os.path.join(out, "cells.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.endswith("\n")]
+
+
+def simulate_json(rec):
+    args = ["simulate", "--json", "--trace", rec["trace"], "--hss", rec["hss"], "--policy", rec["policy"],
+            "--seed", str(rec["seed"])]
+    for k, v in rec["params"].items():
+        args += ["--param", "%s=%r" % (k, v)]
+    return json.loads(hbl(*args).stdout)
+
+
+GRID = ["--trace", "synth:zipf:requests=120000", "--trace", "synth:hm:requests=120000", "--hss", "cost",
+        "--policies", "fast-only,lru,smq", "--param-grid", "smq.promote=2,8", "--seeds", "2"]
+CELLS = 2 * 1 * 4 * 2   # traces x hss x (fast-only, lru, smq twice) x seeds
+
+
+def test_sweep_matches_simulate_and_resumes_after_a_kill(tmp_path):
+    out = str(tmp_path / "sweep")
+    p = subprocess.Popen(HBL + ["sweep"] + GRID + ["--out", out, "--workers", "2", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 300
+    while len(journal(out)) < 3 and p.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(p.pid, signal.SIGKILL)    # the driver and its local cluster, as a crash would
+    p.wait()
+    before = {r["key"] for r in journal(out)}
+    assert 0 < len(before) < CELLS, "the sweep was not killed halfway (%d of %d cells done)" % (len(before), CELLS)
+
+    summary = json.loads(hbl("sweep", *GRID, "--out", out, "--workers", "2", "--json").stdout)
+    assert summary == dict(cells=CELLS, computed=CELLS - len(before), skipped=len(before), failed=0, out=out)
+    records = journal(out)
+    keys = [r["key"] for r in records]
+    assert len(keys) == len(set(keys)) == CELLS, "a cell ran twice or is missing"
+    assert {r["key"] for r in records[len(before):]} == set(keys) - before
+
+    for rec in records:
+        assert rec["status"] == "ok", rec.get("error")
+        want = simulate_json(rec)
+        got = rec["result"]
+        assert set(got) == set(want)
+        for k in set(want) - NOT_COMPARED:
+            assert got[k] == want[k], (rec["trace"], rec["policy"], rec["params"], rec["seed"], k)
+
+    again = json.loads(hbl("sweep", *GRID, "--out", out, "--workers", "2", "--json").stdout)
+    assert (again["computed"], again["skipped"]) == (0, CELLS)
+
+    import csv
+    with open(os.path.join(out, "results.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == CELLS
+    assert {"trace", "hss", "policy", "seed", "param.promote", "avg_latency_us", "used_pages.0"} <= set(rows[0])
+
+    rep = json.loads(hbl("sweep", "report", out, "--json").stdout)["configs"]["cost"]
+    by = {(r["trace"], r["policy"], json.dumps(r["params"]), r["seed"]): r["result"]["avg_latency_us"]
+          for r in records}
+    lru = [by[("synth:zipf:requests=120000", "lru", "{}", s)] / by[("synth:zipf:requests=120000", "fast-only", "{}", s)]
+           for s in (1, 2)]
+    assert rep["normalized"]["zipf*"]["lru"]["mean"] == pytest.approx(sum(lru) / 2)
+    assert rep["normalized"]["zipf*"]["fast-only"]["mean"] == 1.0
+    assert set(rep["variants"]) == {"fast-only", "lru", "smq promote=2", "smq promote=8"}
+
+
+def test_sweep_on_a_cluster_joined_by_address(tmp_path):
+    """A scheduler and two worker processes started by hand, as on two nodes (loopback here);
+    a failing cell is recorded and the others run; the spec file gives the same cells."""
+    sched_file = str(tmp_path / "scheduler.json")
+    procs = [subprocess.Popen([os.path.join(BIN, "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", sched_file],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)]
+    try:
+        deadline = time.time() + 60
+        while not os.path.exists(sched_file) and time.time() < deadline:
+            time.sleep(0.1)
+        with open(sched_file) as f:
+            address = json.load(f)["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        for _ in range(2):
+            procs.append(subprocess.Popen([os.path.join(BIN, "dask"), "worker", address, "--host", "127.0.0.1",
+                                           "--nthreads", "1", "--no-nanny", "--no-dashboard"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path))
+        from distributed import Client
+        with Client(address, timeout=60) as c:
+            c.wait_for_workers(2, timeout=60)
+
+        out = str(tmp_path / "out")
+        grid = ["--trace", "bundled:hm_0", "--trace", "synth:web:requests=20000", "--hss", "cost",
+                "--policies", "fast-only,lru", "--param-grid", "lru.no_such_parameter=1", "--seeds", "2"]
+        p = hbl("sweep", *grid, "--out", out, "--address", address, "--json", check=False)
+        assert p.returncode == 2, p.stderr
+        assert json.loads(p.stdout) == dict(cells=8, computed=8, skipped=0, failed=4, out=out)
+        records = journal(out)
+        assert {r["status"] for r in records if r["policy"] == "fast-only"} == {"ok"}
+        assert all("no_such_parameter" in r["error"] for r in records if r["policy"] == "lru")
+        pids = {int(r["worker"].rsplit(":", 1)[1]) for r in records}
+        assert pids <= {procs[1].pid, procs[2].pid}
+
+        spec = tmp_path / "grid.toml"
+        spec.write_text('traces = ["bundled:hm_0", "synth:web:requests=20000"]\nhss = ["cost"]\n'
+                        'policies = ["fast-only", "lru"]\nseeds = 2\nout = "%s"\naddress = "%s"\n'
+                        '[param_grid]\n"lru.no_such_parameter" = [1]\n' % (out, address))
+        again = json.loads(hbl("sweep", str(spec), "--json", check=False).stdout)
+        assert (again["skipped"], again["computed"], again["failed"]) == (4, 4, 4)   # failed cells are retried
+    finally:    # workers first: a worker whose scheduler is gone waits to reconnect
+        for proc in procs[::-1]:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_sweep_bad_input_is_one_line(tmp_path):
+    spec = tmp_path / "bad.toml"
+    spec.write_text('traces = ["bundled:hm_0"]\npolicy = ["lru"]\n')
+    p = hbl("sweep", str(spec), "--out", str(tmp_path / "o"), check=False)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert "unknown key policy" in p.stderr
+    p = hbl("sweep", "--trace", "bundled:hm_0", "--policies", "lru", "--param-grid", "promote=a",
+            "--out", str(tmp_path / "o"), check=False)
+    assert p.returncode == 2 and "--param-grid" in p.stderr
+    p = hbl("sweep", "report", str(tmp_path), check=False)
+    assert p.returncode == 2 and "not a sweep directory" in p.stderr
+
+
+def test_tune_searches_on_training_workloads_only(tmp_path):
+    pytest.importorskip("optuna", reason="hbl sweep tune needs the tune extra: pip install -e '.[tune]'")
+    out = str(tmp_path / "tune")
+    args = ["sweep", "tune", "--trace", "bundled:hm_0", "--test", "synth:web:requests=5000", "--policies", "sibyl",
+            "--space", "lr=1e-4:1e-1:log", "--trials", "3", "--out", out, "--workers", "2", "--json"]
+    r = json.loads(hbl(*args).stdout)
+    records = journal(out)
+    by = {(rec["trace"], rec["policy"], json.dumps(rec["params"], sort_keys=True)): rec for rec in records}
+    base = by[("bundled:hm_0", "fast-only", "{}")]["result"]["avg_latency_us"]
+    assert len(r["trials"]) == 3
+    for t in r["trials"]:
+        cell = by[("bundled:hm_0", "sibyl", json.dumps(t["params"], sort_keys=True))]
+        assert t["value"] == pytest.approx(cell["result"]["avg_latency_us"] / base)
+    assert r["best_train_value"] == min(t["value"] for t in r["trials"])
+    on_test = {json.dumps(rec["params"], sort_keys=True) for rec in records
+               if rec["trace"] != "bundled:hm_0" and rec["policy"] == "sibyl"}
+    assert on_test == {"{}", json.dumps(r["best_params"], sort_keys=True)}, "the search saw the test workload"
+    again = json.loads(hbl(*args).stdout)
+    assert again["trials"] == r["trials"] and len(journal(out)) == len(records)   # replayed, nothing recomputed
+    p = hbl("sweep", "tune", "--trace", "bundled:hm_0", "--test", "bundled:hm_0", "--policies", "sibyl",
+            "--space", "lr=1e-4:1e-1:log", "--out", out, check=False)
+    assert p.returncode == 2 and "must not be training workloads" in p.stderr
+
+
+def test_embedded_cluster_listens_on_loopback_only():
+    """The scheduler, the nannies, the workers and any HTTP endpoint: nothing but 127.0.0.1."""
+    import distributed
+    import psutil
+    from hbl.sweep import _client
+    client, cluster = _client(distributed, 2, None)
+    try:
+        client.wait_for_workers(2, timeout=60)
+        procs = [psutil.Process()] + psutil.Process().children(recursive=True)
+        listening = [c.laddr for p in procs for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+        assert len(listening) >= 5, listening      # scheduler, its HTTP endpoints, 2 nannies, 2 workers
+        assert {a.ip for a in listening} == {"127.0.0.1"}, listening
+    finally:
+        client.close()
+        cluster.close()
