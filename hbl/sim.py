@@ -26,8 +26,11 @@ DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migr
 # idle: how long a device must have had no foreground I/O (dm-cache waits for an idle origin).
 
 
-# the oracle's variants (ctypes_core/policies/oracle.c): writes absorbed on the fast device, or bypassed
-ORACLE_FAMILY = ((("writes", 1.0),), (("writes", 0.0),))
+# the oracle's variants (ctypes_core/policies/oracle.c): writes absorbed on the fast device, or placed by
+# next access as whole requests (a split one costs the disk a positioning anyway), with reads promoted by
+# next access or never (promotions cost a disk that is the bottleneck their write-backs)
+ORACLE_FAMILY = ((("writes", 1.0),), (("writes", 0.0), ("whole", 1.0)),
+                 (("writes", 0.0), ("promote", 0.0), ("whole", 1.0)))
 
 
 def replay_mode(options):

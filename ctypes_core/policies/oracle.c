@@ -9,6 +9,10 @@
  * otherwise it bypasses: a read is served where the data is, and a write goes
  * to the fastest device anyway (writes=1, the default: the write is then fast
  * and its write-back is background work) or where the page is (writes=0).
+ * With promote=0 a read never moves data: only writes are placed, so a disk
+ * that is the bottleneck is spared the write-backs that promotions cause; with
+ * whole=1 a write goes to the fastest device only if all its pages would, and
+ * otherwise to the slowest as one run.
  * Rewrites are absorbed: a page about to be rewritten is worth keeping like
  * one about to be read.  Data that will never be read again (its next access
  * overwrites it, or there is none) is dead: evicting it needs no write-back
@@ -24,7 +28,7 @@
 struct state {
     uint64_t *next_use; uint64_t n, cursor;  /* per page access, in trace order: next access | DEAD */
     uint64_t req_cursor;                     /* the current request's first access */
-    int writes_fast, drop_dead;
+    int writes_fast, drop_dead, promote, whole;
     uint32_t *heap[HBL_MAX_DEVICES];         /* slots; position kept in pt.aux32 */
     uint64_t hn[HBL_MAX_DEVICES], hcap[HBL_MAX_DEVICES];
 };
@@ -36,6 +40,8 @@ static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char 
     if (!st) return -1;
     st->writes_fast = hbl_param(p, "writes", 1) != 0;
     st->drop_dead = hbl_param(p, "drop_dead", 1) != 0;
+    st->promote = hbl_param(p, "promote", 1) != 0;
+    st->whole = hbl_param(p, "whole", 0) != 0;
     *out = st;
     return 0;
 }
@@ -151,9 +157,17 @@ static void place(void *vst, struct hbl_sim *s, const struct hbl_request *r,
         int d = s->pt.dev[x];
         s->pt.aux64[x] = nu;
         if (d >= 0) hfix(st, s, d, s->pt.aux32[x]);
-        if (d == 0 || (write && st->writes_fast) || hbl_free_pages(s, 0) > 0) { targets[i] = 0; continue; }
+        if (d == 0 || (write && st->writes_fast)) { targets[i] = 0; continue; }
+        if (!write && !st->promote) continue;
+        if (hbl_free_pages(s, 0) > 0) { targets[i] = 0; continue; }
         uint64_t worst = st->hn[0] ? s->pt.aux64[st->heap[0][0]] : 0;
         if (nu < worst) targets[i] = 0;
+    }
+    if (write && st->whole) {     /* a write the fast device cannot take whole goes to the disk as one run */
+        int all = 1;
+        for (int i = 0; i < n; i++) all &= targets[i] == 0;
+        if (!all)
+            for (int i = 0; i < n; i++) targets[i] = (int8_t)hbl_slowest(s);
     }
 }
 
@@ -184,7 +198,7 @@ static uint32_t victim(void *vst, struct hbl_sim *s, int d)
     return st->hn[d] ? st->heap[d][0] : HBL_NONE;
 }
 
-static const char *const params[] = { "writes", "drop_dead", NULL };
+static const char *const params[] = { "writes", "drop_dead", "promote", "whole", NULL };
 
 const struct hbl_policy_ops hbl_policy_oracle = {
     .name = "oracle",
