@@ -1,6 +1,9 @@
 """Errors a user can cause: the CLI prints them as one line, never a traceback."""
 
 
+MESSAGE_MAX = 300
+
+
 class HblError(Exception):
     """Bad input or configuration; the message says what and where."""
 
@@ -11,4 +14,6 @@ class TraceError(HblError):
     def __init__(self, path, message, line=None):
         self.path, self.line = str(path), line
         where = "%s:%d" % (path, line) if line is not None else str(path)
+        if len(message) > MESSAGE_MAX:   # a message quoting input stays one readable line
+            message = message[:MESSAGE_MAX] + "..."
         super().__init__("%s: %s" % (where, message))
