@@ -17,7 +17,7 @@ static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char 
     st->hits = hbl_param(p, "hits", 3);
     st->occupancy = hbl_param(p, "occupancy", 0.8);
     if (st->hits < 1 || !(st->occupancy > 0 && st->occupancy <= 1)) {
-        snprintf(err, errlen, "nhit: hits >= 1 and 0 < occupancy <= 1");
+        snprintf(err, errlen, "hits >= 1 and 0 < occupancy <= 1");
         free(st);
         return -1;
     }
