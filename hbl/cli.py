@@ -229,11 +229,16 @@ def _write_json(path, obj):
 # ---- commands ----
 
 def cmd_simulate(a):
-    from hbl.sim import simulate
+    from hbl.devices import load_hss
+    from hbl.sim import Simulator, simulate
     plugin, policy = None, a.policy
     if policy == "python":
         raise HblError("--policy python needs a plugin class: --policy python:FILE.py:CLASS")
     _check_sim(a, [a.hss])
+    if not policy.startswith("python:"):   # the policy checks its parameters when built: build it now
+        hss = load_hss(a.hss, a.fast_capacity)
+        Simulator(hss, policy, [1] * (len(hss.devices) - 1) + [None], params=a.param, seed=a.seed,
+                  **_sim_options(a))
     _check_output_dir(a.timeline, a.save_agent)
     if a.agent and not os.path.isfile(a.agent):
         raise HblError("%s: no such file" % a.agent)
@@ -471,8 +476,10 @@ def cmd_policies(a):
             print("%-11s %s" % (r["name"], r["description"]))
             if r["params"]:
                 print("%-11s   --param %s" % ("", ", ".join(
-                    "%s=%s" % (k, "%g" % v if v is not None else "?") for k, v in r["params"].items())))
-        print("\nparameters: --param NAME=VALUE (defaults shown; ? = depends on the other parameters);"
+                    "%s=%s" % (k, "?" if v is None else "%d" % v if v == int(v) else "%g" % v)
+                    for k, v in r["params"].items())))
+        print("\nparameters: --param NAME=VALUE (defaults shown; ? = accepted, but its default depends on "
+              "other parameters or it is unused by this variant);"
               "\nPython plugins: --policy python:FILE.py:CLASS (see hbl/plugin.py)")
     return 0
 
