@@ -216,7 +216,7 @@ def _dump_json(obj, f, indent=2):
     json.dump(_finite(obj), f, indent=indent, allow_nan=False)
 
 
-def _print_json(obj):
+def print_json(obj):
     _dump_json(obj, sys.stdout)
     print()
 
@@ -262,7 +262,7 @@ def cmd_simulate(a):
         if not a.json:
             del r["timeline"]
     if a.json:
-        _print_json(r)
+        print_json(r)
         return 0
     print("policy %s on %s, HSS %s (%s), fast capacity %d pages of %d footprint" % (
         r["policy"], r["trace"], r["hss"], "+".join(r["devices"]), r["capacity_pages"][0], r["footprint_pages"]))
@@ -305,7 +305,7 @@ def cmd_compare(a):
     if a.plot:
         cmp.plot(summary, a.plot)
     if a.json:
-        _print_json(summary)
+        print_json(summary)
     else:
         print(cmp.format_table(summary))
         if a.plot:
@@ -320,7 +320,7 @@ def cmd_trace_info(a):
     info = trace_info(_progress(reader, "reading"), page_size=a.page_size or 4096,
                       source=a.trace, skipped=lambda: reader.skipped)
     if a.json:
-        _print_json(info)
+        print_json(info)
     else:
         print(format_info(info))
     return 0
@@ -343,7 +343,7 @@ def cmd_convert(a):
                "requests": w.count, "dropped": getattr(w, "dropped", 0),
                "bad_lines_skipped": getattr(reader, "skipped", 0)}
     if a.json:
-        _print_json(summary)
+        print_json(summary)
         return 0
     msg = "%s: %d requests written (%s%s)" % (a.output, w.count, to, ", gzip" if summary["compressed"] else "")
     if summary["dropped"]:
@@ -411,7 +411,7 @@ def cmd_trace(a):
                "lost": st["lost"], "lost_ringbuf": st["lost_ringbuf"], "lost_inflight": st["lost_inflight"],
                "interrupted": stop["now"]}
     if a.json:
-        _print_json(summary)
+        print_json(summary)
     elif not a.quiet:
         if live:
             print(file=sys.stderr)
@@ -431,7 +431,7 @@ def cmd_vm(a):
     if a.vm_command == "build":
         info = {"images": images.path, "seconds": build_s, "cached": build_s < 5}
         if a.json:
-            _print_json(info)
+            print_json(info)
         else:
             print("%s (%s, %.1f s)" % (images.path, "cached" if info["cached"] else "built", build_s))
         return 0
@@ -470,7 +470,7 @@ def cmd_policies(a):
         rows.append({"name": name, "description": doc,
                      "params": {k: (values[j] if known[j] else None) for j, k in enumerate(names)}})
     if a.json:
-        _print_json(rows)
+        print_json(rows)
     else:
         for r in rows:
             print("%-11s %s" % (r["name"], r["description"]))
@@ -488,7 +488,7 @@ def cmd_devices(a):
     import dataclasses
     from hbl.devices import HSS_CONFIGS, PROFILES
     if a.json:
-        _print_json({"profiles": {k: dict(dataclasses.asdict(p), channels=p.parallelism())
+        print_json({"profiles": {k: dict(dataclasses.asdict(p), channels=p.parallelism())
                                   for k, p in PROFILES.items()},
                      "hss": {k: {"devices": d, "capacities": c} for k, (d, c) in HSS_CONFIGS.items()}})
         return 0
@@ -509,7 +509,7 @@ def cmd_bench(a):
     from hbl.bench import bench, format_bench
     b = bench(requests=a.requests, policies=a.policies.split(",") if a.policies else None, repeat=a.repeat)
     if a.json:
-        _print_json(b)
+        print_json(b)
     else:
         print(format_bench(b))
     return 0
