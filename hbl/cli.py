@@ -257,6 +257,7 @@ def cmd_simulate(a):
                  progress=progress, **_sim_options(a))
     if plugin is not None:
         check(plugin)
+    r.setdefault("bad_lines_skipped", 0)   # as in every command's JSON, 0 included
     if a.timeline:
         _write_json(a.timeline, r["timeline"])
         if not a.json:
@@ -300,6 +301,8 @@ def cmd_compare(a):
                           lenient=a.lenient, reader_options=_reader_options(a), progress=not a.quiet,
                           synthetic_requests=a.synthetic_requests, fast_capacity=a.fast_capacity,
                           params=a.param, seed=a.seed, **_sim_options(a))
+    if not summary.get("workloads"):   # every trace was left out: nothing to normalize or average
+        raise HblError("no trace with reads or writes to compare")
     if a.output:
         _write_json(a.output, summary)
     if a.plot:

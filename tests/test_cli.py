@@ -87,7 +87,7 @@ def test_synthetic_to_file(tmp_path):
     (["simulate", "--hss", "huge"], "unknown HSS 'huge'"),
     (["simulate", "--fast-capacity", "lots"], "--fast-capacity 'lots'"),
     (["simulate", "--param", "promote"], "want NAME=NUMBER"),
-    (["simulate", "--trace", "synth:zipf:alpha=x"], "not a number"),
+    (["simulate", "--trace", "synth:zipf:alpha=x"], "not a finite number"),
     (["compare", "--policies", "lru,bogus"], "unknown policy 'bogus'"),
 ])
 def test_errors_are_one_line_not_tracebacks(args, message):
