@@ -7,7 +7,7 @@ import os
 import sys
 
 from hbl import __version__
-from hbl.errors import HblError
+from hbl.errors import HblError, show
 
 EPILOG_TRACES = """trace names: a file (format auto-detected, or --format), bundled:NAME for a
 bundled MSR Cambridge slice (hm_0, hm_1, mds_0, proj_0, rsrch_1, rsrch_2, wdev_1),
@@ -23,11 +23,6 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _show(text, width=40):
-    t = str(text).strip()
-    return repr(t if len(t) <= width else t[:width] + "...")
-
-
 def whole(lo, hi):
     """An argparse type: a whole number in lo..hi, plain ASCII digits (no 1_000, +1, 1e3)."""
     def parse(text):
@@ -35,9 +30,9 @@ def whole(lo, hi):
         neg = t.startswith("-")
         digits = t[1:] if neg else t
         if not (digits.isascii() and digits.isdigit()):
-            raise argparse.ArgumentTypeError("%s is not a whole number" % _show(text))
+            raise argparse.ArgumentTypeError("%s is not a whole number" % show(text))
         if len(digits) > 20 or not lo <= int(t) <= hi:
-            raise argparse.ArgumentTypeError("%s is out of range (%d..%d)" % (_show(text), lo, hi))
+            raise argparse.ArgumentTypeError("%s is out of range (%d..%d)" % (show(text), lo, hi))
         return int(t)
     return parse
 
@@ -48,9 +43,9 @@ def positive(hi):
         try:
             v = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError("%s is not a number" % _show(text)) from None
+            raise argparse.ArgumentTypeError("%s is not a number" % show(text)) from None
         if not (math.isfinite(v) and 0 < v <= hi):
-            raise argparse.ArgumentTypeError("%s must be a finite number in (0, %g]" % (_show(text), hi))
+            raise argparse.ArgumentTypeError("%s must be a finite number in (0, %g]" % (show(text), hi))
         return v
     return parse
 
@@ -132,7 +127,7 @@ def _check_sim(a, hss_names):
         cap, page = parse_capacity(a.fast_capacity, "--fast-capacity"), a.page_size or 4096
         if isinstance(cap, int) and not page <= cap <= 1 << 60:
             raise HblError("--fast-capacity %s: %d bytes is %s (for a fraction write 0.1 or 10%%)"
-                           % (_show(a.fast_capacity), cap, "less than one page" if cap < page else "over 1 EiB"))
+                           % (show(a.fast_capacity), cap, "less than one page" if cap < page else "over 1 EiB"))
     parse_params(a.param)
 
 
@@ -149,7 +144,7 @@ def _check_hss_json(name):
         profile = d.get("profile") if isinstance(d, dict) else None
         for key, v in (profile.items() if isinstance(profile, dict) else ()):
             if key not in ("name", "description") and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise HblError("%s: device %d: %s %s is not a number" % (name, i, key, _show(json.dumps(v))))
+                raise HblError("%s: device %d: %s %s is not a number" % (name, i, key, show(json.dumps(v))))
 
 
 def _check_profiles(name, hss):
@@ -164,7 +159,7 @@ def _check_profiles(name, hss):
             ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
             if not ok or (kind == "int" and v != int(v)):
                 raise HblError("%s: device %d: %s %s must be a finite %snumber >= 0"
-                               % (name, i, f.name, _show(v), "whole " if kind == "int" else ""))
+                               % (name, i, f.name, show(v), "whole " if kind == "int" else ""))
 
 
 def _progress(chunks, what):

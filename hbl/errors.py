@@ -4,6 +4,12 @@
 MESSAGE_MAX = 300
 
 
+def show(text, width=40):
+    """A value as quoted in an error message: a 1 MB field is not echoed whole."""
+    t = str(text).strip()
+    return repr(t if len(t) <= width else t[:width] + "...")
+
+
 class HblError(Exception):
     """Bad input or configuration; the message says what and where."""
 

@@ -1,11 +1,12 @@
 """Fuzzing the trace readers and the option parser: bad input is a clean one-line error or a
 valid result, never a traceback, a hang or unbounded memory.
 
-Seeded (derandomize) and bounded to about a minute in all.  Every input the fuzzer ever broke
+Seeded (derandomize) and bounded to about a minute of CPU in all.  Every input the fuzzer ever broke
 hbl with is kept in tests/data/fuzz/ and replayed by test_corpus as an ordinary test; name a
 new file FORMAT--what.EXT (FORMAT as --format takes it, or "auto" for detection).
 """
 import json
+import os
 import pathlib
 import signal
 import struct
@@ -21,7 +22,9 @@ from hbl.cli import main  # noqa: E402
 CORPUS = pathlib.Path(__file__).resolve().parent / "data" / "fuzz"
 SECONDS_PER_INPUT = 5
 PEAK_BYTES = 64 << 20
-FUZZ = settings(derandomize=True, max_examples=20, deadline=None, database=None,
+# HBL_FUZZ_EXAMPLES=500 explores further, with a fresh random seed; the suite's runs are seeded.
+EXPLORE = int(os.environ.get("HBL_FUZZ_EXAMPLES", 0))
+FUZZ = settings(derandomize=not EXPLORE, max_examples=EXPLORE or 20, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 # One valid line per format, with its fields as slots the fuzzer fills.

@@ -13,8 +13,8 @@ import pathlib
 import re
 
 
-from hbl.errors import TraceError
-from hbl.trace.formats import MAX_LINE, READ_ERRORS, TEXT_READERS, bounded_lines, open_text, show
+from hbl.errors import TraceError, show
+from hbl.trace.formats import MAX_LINE, READ_ERRORS, TEXT_READERS, bounded_lines, open_text
 from hbl.trace.native import NativeReader, is_native
 from hbl.trace.writers import WRITERS
 

@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 
 from hbl import record
-from hbl.errors import TraceError
+from hbl.errors import TraceError, show
 
 CHUNK = 1 << 16
 U64_MAX = (1 << 64) - 1
@@ -48,12 +48,6 @@ def open_text(path):
     # GzipFile(fileobj=...) leaves the file open on close(): own the file through open().
     raw.close()
     return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")
-
-
-def show(text, width=40):
-    """A field as quoted in an error: a 1 MB field is not echoed whole."""
-    t = text.strip()
-    return repr(t if len(t) <= width else t[:width] + "...")
 
 
 def parse_uint(text, what, limit=U64_MAX):

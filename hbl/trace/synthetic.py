@@ -21,8 +21,8 @@ import math
 import numpy as np
 
 from hbl import record
-from hbl.errors import HblError
-from hbl.trace.formats import MAX_LENGTH, show
+from hbl.errors import HblError, show
+from hbl.trace.formats import MAX_LENGTH
 
 PAGE = 4096
 
