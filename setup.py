@@ -4,9 +4,10 @@ import os
 import sys
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "hbl", "capture"))
-from build_capture import available  # noqa: E402
+from build_capture import available, build_bpf_object  # noqa: E402
 
 modules = ["ctypes_core/build_core.py:ffibuilder"]
 ok, why = available()
@@ -15,4 +16,15 @@ if ok:
 else:
     print("hbl: building without live capture (%s); `hbl trace` will say how to get it" % why, file=sys.stderr)
 
-setup(cffi_modules=modules)
+
+
+class BuildExt(build_ext):
+    """The C extensions, and the BPF object the capture consumer loads."""
+
+    def run(self):
+        if ok:
+            build_bpf_object()
+        super().run()
+
+
+setup(cffi_modules=modules, cmdclass={"build_ext": BuildExt})

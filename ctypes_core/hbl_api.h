@@ -2,7 +2,7 @@
  * hbl agent core: the public C interface.
  *
  * This file is the single definition of the request record and of every type
- * that crosses the C/Python boundary.  ctypes_core/build.py feeds it to cffi
+ * that crosses the C/Python boundary.  ctypes_core/build_core.py feeds it to cffi
  * (preprocessor lines are stripped), and hbl/record.py derives the NumPy dtype
  * of a request from the struct below, so the layout exists exactly once.
  */
@@ -119,6 +119,12 @@ struct hbl_sim;
 /* Policy registry: names and one-line descriptions; NULL past the end. */
 const char *hbl_policy_name(int32_t i);
 const char *hbl_policy_doc(int32_t i);
+/* Name of the j-th parameter policy i accepts (--param NAME=VALUE); NULL past the end. */
+const char *hbl_policy_param(int32_t i, int32_t j);
+/* The defaults policy i uses when simulating two devices: values[j] for hbl_policy_param(i, j)
+ * with known[j] = 1, known[j] = 0 for one read only in some configurations.  Returns the number
+ * of parameters (at most max), -1 when the policy cannot be built without more (python). */
+int32_t hbl_policy_defaults(int32_t i, double *values, uint8_t *known, int32_t max);
 
 struct hbl_sim *hbl_sim_new(const struct hbl_sim_config *cfg, const char *policy,
                             const struct hbl_params *params, void *plugin,

@@ -63,6 +63,8 @@ double hbl_hist_percentile(const struct hbl_hist *h, double q);
 double hbl_param(const struct hbl_params *p, const char *key, double dflt);
 /* 0 when every key of p is in the NULL-terminated list `known`, else -1 and a message. */
 int hbl_params_check(const struct hbl_params *p, const char *const *known, char *err, int errlen);
+/* While names is not NULL, hbl_param() stores the default of names[j] in values[j], known[j] = 1. */
+void hbl_params_record(const char *const *names, double *values, uint8_t *known, int max);
 
 struct hbl_sim;
 

@@ -4,13 +4,41 @@
 #include <string.h>
 #include "hbl_internal.h"
 
+/* Set only while hbl_policy_defaults() builds a policy: hbl_param() then notes the
+ * default each declared parameter falls back to, so defaults are written once, in init(). */
+static _Thread_local struct param_recorder {
+    const char *const *names;
+    double *values;
+    uint8_t *known;
+    int max;
+} *recorder;
+
+void hbl_params_record(const char *const *names, double *values, uint8_t *known, int max)
+{
+    static _Thread_local struct param_recorder r;
+    r = (struct param_recorder){names, values, known, max};
+    recorder = names ? &r : NULL;
+}
+
+static void record_default(const char *key, double dflt)
+{
+    for (int j = 0; recorder && j < recorder->max && recorder->names[j]; j++)
+        if (!strcmp(recorder->names[j], key) && !recorder->known[j]) {
+            recorder->values[j] = dflt;
+            recorder->known[j] = 1;
+        }
+}
+
 double hbl_param(const struct hbl_params *p, const char *key, double dflt)
 {
+    record_default(key, dflt);
     if (!p) return dflt;
     for (int i = 0; i < p->n && i < 32; i++)
         if (!strcmp(p->keys[i], key)) return p->values[i];
     return dflt;
 }
+
+#define PARAM_MAX 2147483647
 
 int hbl_params_check(const struct hbl_params *p, const char *const *known, char *err, int errlen)
 {
@@ -27,6 +55,14 @@ int hbl_params_check(const struct hbl_params *p, const char *const *known, char 
             }
             snprintf(err, errlen, "unknown parameter '%s' (this policy takes: %s)",
                      p->keys[i], list[0] ? list : "none");
+            return -1;
+        }
+        /* Policies cast many parameters to int: a value past int32 or not finite would be
+         * undefined there.  The exponent bits are tested because -ffast-math drops isfinite(). */
+        uint64_t bits;
+        memcpy(&bits, &p->values[i], sizeof(bits));
+        if ((bits >> 52 & 0x7ff) == 0x7ff || p->values[i] > PARAM_MAX || p->values[i] < -PARAM_MAX) {
+            snprintf(err, errlen, "parameter '%s' must be a finite number within +-%d", p->keys[i], PARAM_MAX);
             return -1;
         }
     }

@@ -1,4 +1,5 @@
 /* The policy registry: adding a policy is one new file and one line here. */
+#include <stdio.h>
 #include <string.h>
 #include "hbl_internal.h"
 
@@ -25,3 +26,35 @@ const struct hbl_policy_ops *hbl_policy_find(const char *name)
 
 const char *hbl_policy_name(int32_t i) { return i >= 0 && i < NPOLICIES ? policies[i]->name : NULL; }
 const char *hbl_policy_doc(int32_t i) { return i >= 0 && i < NPOLICIES ? policies[i]->doc : NULL; }
+
+const char *hbl_policy_param(int32_t i, int32_t j)
+{
+    if (i < 0 || i >= NPOLICIES || j < 0 || !policies[i]->params) return NULL;
+    for (int32_t k = 0; k < j; k++)
+        if (!policies[i]->params[k]) return NULL;
+    return policies[i]->params[j];
+}
+
+int32_t hbl_policy_defaults(int32_t i, double *values, uint8_t *known, int32_t max)
+{
+    if (i < 0 || i >= NPOLICIES) return -1;
+    int32_t n = 0;
+    while (n < max && hbl_policy_param(i, n)) {
+        values[n] = 0;
+        known[n++] = 0;
+    }
+    /* Build the policy once, as `hbl simulate` would, and note what init() reads. */
+    struct hbl_sim_config cfg = {.ndev = 2, .page_size = 4096, .speed = 1, .migrate_every = 1000,
+                                 .migrate_max = 64, .seed = 1, .queue_depth = 1, .bg = {.backlog_pages = 256}};
+    for (int d = 0; d < 2; d++)
+        cfg.dev[d] = (struct hbl_device_params){.read_latency_ns = 1e4 * (d + 1), .write_latency_ns = 1e4 * (d + 1),
+                                                .read_bytes_per_ns = 1, .write_bytes_per_ns = 1,
+                                                .capacity_pages = d ? -1 : 1024, .streams = 1};
+    char err[256];
+    hbl_params_record(policies[i]->params, values, known, n);
+    struct hbl_sim *s = hbl_sim_new(&cfg, policies[i]->name, NULL, NULL, err, sizeof(err));
+    hbl_params_record(NULL, NULL, NULL, 0);
+    if (!s) return -1;
+    hbl_sim_free(s);
+    return n;
+}

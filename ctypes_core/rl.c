@@ -2,7 +2,8 @@
  * Features, the placement agent and the migration agent, shared by the
  * learning policies (policies/sibyl.c, policies/harmonia.c).
  *
- * Hyper-parameters, in one place (HARMONIA.md gives the sources):
+ * Hyper-parameters, in one place, each with its source: Sibyl (Singh et al.,
+ * ISCA'22), Harmonia (arXiv:2503.20507), or ours:
  *   placement agent (Sibyl, ISCA'22; Harmonia reuses it):
  *     hidden 20, 30 (swish), C51 head with 51 atoms ........ Sibyl
  *     gamma 0.9, lr 1e-3, batch 128, buffer 1000 ............ Sibyl / Harmonia (secondhand)

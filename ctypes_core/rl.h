@@ -8,7 +8,7 @@
 #define HBL_RL_H
 #include "hbl_internal.h"
 
-/* The 7-feature state (HARMONIA.md).  Sibyl used the first six. */
+/* The 7-feature state of Harmonia (arXiv:2503.20507, its state table); Sibyl used the first six. */
 enum { HBL_F_TYPE, HBL_F_SIZE, HBL_F_INTERVAL, HBL_F_COUNT, HBL_F_FREE, HBL_F_DEVICE, HBL_F_SINCE_MIG,
        HBL_NFEATURES };
 

@@ -20,20 +20,11 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Settings written by user space before attaching: [0] emit block_bio_remap
- * records, [1] extent shift (> 0: count heat per 2^shift-sector extent). */
-struct {
-    __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, 2);
-    __type(key, __u32);
-    __type(value, __u32);
-} settings SEC(".maps");
-
-static __always_inline __u32 setting(__u32 i)
-{
-    __u32 *v = bpf_map_lookup_elem(&settings, &i);
-    return v ? *v : 0;
-}
+/* Feature switches, written by the loader into .rodata before the programs are
+ * loaded: the verifier then knows their values and removes the code of a switch
+ * that is off, instead of every event paying a map lookup to test it. */
+const volatile __u32 want_remap = 0;     /* emit block_bio_remap records */
+const volatile __u32 extent_shift = 0;   /* > 0: count heat per 2^shift-sector extent */
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -98,7 +89,7 @@ static __always_inline __u32 mode_of(__u32 dev)
 
 static __always_inline void heat(__u32 dev, __u64 sector, __u8 op, __u64 ts)
 {
-    __u32 shift = setting(1);
+    __u32 shift = extent_shift;
     if (!shift || shift > 63)
         return;
     struct hbl_extent_key k = { .dev = dev, .extent = sector >> shift };
@@ -233,7 +224,7 @@ int hbl_bio_queue(struct trace_event_raw_block_bio *ctx)
 SEC("tracepoint/block/block_bio_remap")
 int hbl_bio_remap(struct trace_event_raw_block_bio_remap *ctx)
 {
-    if (!setting(0))
+    if (!want_remap)
         return 0;
     __u32 old_dev = BPF_CORE_READ(ctx, old_dev);
     if (mode_of(old_dev) != HBL_MODE_BIO)

@@ -1,16 +1,76 @@
 """The `hbl` command line."""
 import argparse
+import dataclasses
 import json
+import math
 import os
 import sys
 
 from hbl import __version__
-from hbl.errors import HblError
+from hbl.errors import HblError, show
 
 EPILOG_TRACES = """trace names: a file (format auto-detected, or --format), bundled:NAME for a
 bundled MSR Cambridge slice (hm_0, hm_1, mds_0, proj_0, rsrch_1, rsrch_2, wdev_1),
 or synth:PRESET[:key=value,...] for a seeded synthetic workload
 (presets: uniform, zipf, sequential, mixed, phases, hm, prxy, src, web, usr, proj)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors in the one style of every other error: one line, exit status 2."""
+
+    def error(self, message):
+        print("hbl: error: %s (see %s --help)" % (message, self.prog), file=sys.stderr)
+        sys.exit(2)
+
+
+def whole(lo, hi):
+    """An argparse type: a whole number in lo..hi, plain ASCII digits (no 1_000, +1, 1e3)."""
+    def parse(text):
+        t = text.strip()
+        neg = t.startswith("-")
+        digits = t[1:] if neg else t
+        if not (digits.isascii() and digits.isdigit()):
+            raise argparse.ArgumentTypeError("%s is not a whole number" % show(text))
+        if len(digits) > 20 or not lo <= int(t) <= hi:
+            raise argparse.ArgumentTypeError("%s is out of range (%d..%d)" % (show(text), lo, hi))
+        return int(t)
+    return parse
+
+
+def positive(hi):
+    """An argparse type: a finite number in (0, hi]."""
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%s is not a number" % show(text)) from None
+        if not (math.isfinite(v) and 0 < v <= hi):
+            raise argparse.ArgumentTypeError("%s must be a finite number in (0, %g]" % (show(text), hi))
+        return v
+    return parse
+
+
+def nonnegative(hi):
+    """An argparse type: a finite number in [0, hi]."""
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%s is not a number" % show(text)) from None
+        if not (math.isfinite(v) and 0 <= v <= hi):
+            raise argparse.ArgumentTypeError("%s must be a finite number in [0, %g]" % (show(text), hi))
+        return v
+    return parse
+
+
+def page_size(text):
+    v = whole(512, 64 << 20)(text)
+    if v & (v - 1):
+        raise argparse.ArgumentTypeError("%d is not a power of two" % v)
+    return v
+
+
+U32 = (1 << 32) - 1
 
 
 def _trace_args(p, many=False):
@@ -49,25 +109,26 @@ def _sim_args(p):
                         "or a size (512M, 2G); default 10%% as in Sibyl's evaluation")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="policy parameter (repeatable), e.g. --param promote=8 (see `hbl policies`)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--queue-depth", type=int,
+    p.add_argument("--seed", type=whole(0, U32), default=1, help="random seed (default 1)")
+    p.add_argument("--queue-depth", type=whole(1, 1 << 16),
                    help="closed-loop replay (the default, as the papers replay): a request is issued when "
                         "one of the N before it completes, trace timestamps ignored (default 1)")
     p.add_argument("--open-loop", action="store_true",
                    help="replay at the trace's timestamps instead (queues build when the trace's bursts "
                         "outrun the modelled devices)")
-    p.add_argument("--speed", type=float, help="open loop at trace time / F (implies --open-loop)")
-    p.add_argument("--background-backlog", type=int, metavar="PAGES",
+    p.add_argument("--speed", type=positive(1e6), help="open loop at trace time / F (implies --open-loop)")
+    p.add_argument("--background-backlog", type=whole(1, 1 << 24), metavar="PAGES",
                    help="background I/O (promotions, evictions, write-backs) queued per device at most; when "
                         "full, a request that needs room waits for it (default 256 = 1 MiB of 4 KiB pages, "
                         "dm-cache's migration threshold)")
-    p.add_argument("--background-rate", type=float, metavar="MB/S",
+    p.add_argument("--background-rate", type=nonnegative(1e6), metavar="MB/S",
                    help="cap on background I/O per device (default 0: none; it runs in idle time only)")
-    p.add_argument("--background-idle", type=float, metavar="MS",
+    p.add_argument("--background-idle", type=nonnegative(1e6), metavar="MS",
                    help="idle time a device needs before background I/O starts (default 0)")
-    p.add_argument("--page-size", type=int, help="bytes per page, the unit of placement (default 4096)")
-    p.add_argument("--migrate-every", type=int, help="requests between migration rounds (default 1000)")
-    p.add_argument("--migrate-max", type=int, help="moves per migration round at most (default 64)")
+    p.add_argument("--page-size", type=page_size,
+                   help="bytes per page, the unit of placement, a power of two (default 4096)")
+    p.add_argument("--migrate-every", type=whole(1, U32), help="requests between migration rounds (default 1000)")
+    p.add_argument("--migrate-max", type=whole(1, 1 << 16), help="moves per migration round at most (default 64)")
 
 
 def _sim_options(a):
@@ -77,18 +138,57 @@ def _sim_options(a):
                 background_idle_ms=a.background_idle)
     if (a.speed is not None or a.open_loop) and a.queue_depth is not None:
         raise HblError("--queue-depth is for closed-loop replay, --open-loop and --speed for open loop: choose one")
-    if a.background_backlog is not None and not 1 <= a.background_backlog <= 1 << 24:
-        raise HblError("--background-backlog must be 1 to 16777216 pages")
-    for name, v in (("--background-rate", a.background_rate), ("--background-idle", a.background_idle)):
-        if v is not None and not (v >= 0 and v < float("inf")):
-            raise HblError("%s must be a number >= 0" % name)
-    if a.speed is not None and a.speed <= 0:
-        raise HblError("--speed must be > 0")
-    if a.queue_depth is not None and a.queue_depth < 1:
-        raise HblError("--queue-depth must be >= 1")
-    if a.page_size is not None and a.page_size < 512:
-        raise HblError("--page-size must be at least 512 bytes")
     return {k: v for k, v in opts.items() if v is not None}
+
+
+def _check_sim(a, hss_names):
+    """The simulation options no argparse type can check alone, before any trace is read:
+    the HSS configurations (their JSON profiles included), the fast capacity against the
+    page size, and the policy parameters."""
+    from hbl.devices import load_hss
+    from hbl.sim import parse_params
+    for name in hss_names:
+        if name.endswith(".json"):
+            _check_hss_json(name)
+        _check_profiles(name, load_hss(name, a.fast_capacity))
+    if a.fast_capacity is not None:
+        from hbl.devices import parse_capacity
+        cap, page = parse_capacity(a.fast_capacity, "--fast-capacity"), a.page_size or 4096
+        if isinstance(cap, int) and not page <= cap <= 1 << 60:
+            raise HblError("--fast-capacity %s: %d bytes is %s (for a fraction write 0.1 or 10%%)"
+                           % (show(a.fast_capacity), cap, "less than one page" if cap < page else "over 1 EiB"))
+    parse_params(a.param)
+
+
+def _check_hss_json(name):
+    """Every value of a JSON device profile, past its name and description, is a number:
+    the loader compares them, and a string there would fail as a TypeError."""
+    try:
+        with open(name) as f:
+            spec = json.load(f)
+    except (OSError, ValueError):
+        return      # load_hss reports unreadable and invalid files with their line
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    for i, d in enumerate(devices if isinstance(devices, list) else []):
+        profile = d.get("profile") if isinstance(d, dict) else None
+        for key, v in (profile.items() if isinstance(profile, dict) else ()):
+            if key not in ("name", "description") and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise HblError("%s: device %d: %s %s is not a number" % (name, i, key, show(json.dumps(v))))
+
+
+def _check_profiles(name, hss):
+    """Every numeric field of every device profile is a finite number of its declared type
+    (a JSON file can hold 2.5 channels, a string latency or NaN)."""
+    for i, p in enumerate(hss.devices):
+        for f in dataclasses.fields(p):
+            v = getattr(p, f.name)
+            kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+            if kind not in ("int", "float"):
+                continue
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+            if not ok or (kind == "int" and v != int(v)):
+                raise HblError("%s: device %d: %s %s must be a finite %snumber >= 0"
+                               % (name, i, f.name, show(v), "whole " if kind == "int" else ""))
 
 
 def _progress(chunks, what):
@@ -111,36 +211,83 @@ def _progress(chunks, what):
         print("\r%s: %d requests in %.1f s   " % (what, n, time.time() - t0), file=sys.stderr)
 
 
-def _check_output_dir(path):
-    out_dir = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(out_dir):
-        raise HblError("%s: no such directory" % out_dir)
+def _check_output_dir(*paths):
+    """Before any work: every file the command will write can be created."""
+    for path in paths:
+        if path is None:
+            continue
+        out_dir = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(out_dir):
+            raise HblError("%s: no such directory" % out_dir)
+        if os.path.isdir(path):
+            raise HblError("%s: is a directory" % path)
 
 
-def _print_json(obj):
-    json.dump(obj, sys.stdout, indent=2, default=float)
+def _finite(obj):
+    """obj with every NaN or infinity as null: JSON has no spelling for them."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if hasattr(obj, "item"):      # NumPy scalars
+        return _finite(obj.item())
+    return obj
+
+
+def _dump_json(obj, f, indent=2):
+    json.dump(_finite(obj), f, indent=indent, allow_nan=False)
+
+
+def print_json(obj):
+    _dump_json(obj, sys.stdout)
     print()
+
+
+def _write_json(path, obj):
+    with open(path, "w") as f:
+        _dump_json(obj, f, indent=1)
 
 
 # ---- commands ----
 
 def cmd_simulate(a):
-    from hbl.sim import replay_label, simulate
+    from hbl.devices import load_hss
+    from hbl.sim import Simulator, replay_label, simulate
     plugin, policy = None, a.policy
+    if policy == "python":
+        raise HblError("--policy python needs a plugin class: --policy python:FILE.py:CLASS")
+    _check_sim(a, [a.hss])
+    if not policy.startswith("python:"):   # the policy checks its parameters when built: build it now
+        hss = load_hss(a.hss, a.fast_capacity)
+        Simulator(hss, policy, [1] * (len(hss.devices) - 1) + [None], params=a.param, seed=a.seed,
+                  **_sim_options(a))
+    _check_output_dir(a.timeline, a.save_agent)
+    if a.agent and not os.path.isfile(a.agent):
+        raise HblError("%s: no such file" % a.agent)
+    progress = _progress
     if policy.startswith("python:"):
-        from hbl.plugin import load_policy
+        from hbl.plugin import check, load_policy
         plugin = load_policy(policy)
+
+        def progress(chunks, what):   # a plugin's failure stops the run at the next chunk
+            for c in _progress(chunks, what):
+                yield c
+                check(plugin)
     r = simulate(a.trace, hss=a.hss, policy=policy, fast_capacity=a.fast_capacity, params=a.param,
                  plugin=plugin, seed=a.seed, fmt=a.fmt, lenient=a.lenient, reader_options=_reader_options(a),
                  timeline=bool(a.timeline), load_agents=a.agent, save_agents=a.save_agent,
-                 progress=_progress, **_sim_options(a))
+                 progress=progress, **_sim_options(a))
+    if plugin is not None:
+        check(plugin)
+    r.setdefault("bad_lines_skipped", 0)   # as in every command's JSON, 0 included
     if a.timeline:
-        with open(a.timeline, "w") as f:
-            json.dump(r["timeline"], f, indent=1)
+        _write_json(a.timeline, r["timeline"])
         if not a.json:
             del r["timeline"]
     if a.json:
-        _print_json(r)
+        print_json(r)
         return 0
     print("policy %s on %s, HSS %s (%s), fast capacity %d pages of %d footprint; %s" % (
         r["policy"], r["trace"], r["hss"], "+".join(r["devices"]), r["capacity_pages"][0], r["footprint_pages"],
@@ -176,23 +323,24 @@ def cmd_simulate(a):
 
 def cmd_compare(a):
     from hbl import compare as cmp
-    if not 1 <= a.seeds <= 100:
-        raise HblError("--seeds must be 1 to 100")
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
+    _check_output_dir(a.output, a.plot)
     if a.from_json:
         summary = cmp.from_results(a.from_json)
     else:
+        _check_sim(a, hss)
         summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=_reader_options(a), progress=not a.quiet,
                           synthetic_requests=a.synthetic_requests, fast_capacity=a.fast_capacity,
                           params=a.param, seed=a.seed, seeds=a.seeds, **_sim_options(a))
+    if not summary.get("workloads"):   # every trace was left out: nothing to normalize or average
+        raise HblError("no trace with reads or writes to compare")
     if a.output:
-        with open(a.output, "w") as f:
-            json.dump(summary, f, indent=1, default=float)
+        _write_json(a.output, summary)
     if a.plot:
         cmp.plot(summary, a.plot)
     if a.json:
-        _print_json(summary)
+        print_json(summary)
     else:
         print(cmp.format_table(summary))
         if a.plot:
@@ -211,7 +359,7 @@ def cmd_sweep(a):
         if a.plot:
             sweep_report.plot(rep, a.plot)
         if a.json:
-            _print_json(rep)
+            print_json(rep)
         else:
             print(sweep_report.format_report(rep))
             if a.plot:
@@ -231,7 +379,7 @@ def cmd_sweep(a):
                             address=a.address, progress=None if a.json or not sys.stderr.isatty() else
                             lambda line: print(line, file=sys.stderr))
         if a.json:
-            _print_json(r)
+            print_json(r)
         else:
             print(sweep_tune.format_tune(r))
         return 0
@@ -257,7 +405,7 @@ def cmd_sweep(a):
         raise HblError("--workers sizes the embedded cluster; with --address the cluster has its own workers")
     summary = sweep.run(grid, where["out"], workers=where.get("workers"), address=where.get("address"))
     if a.json:
-        _print_json(summary)
+        print_json(summary)
     else:
         print("%d cells: %d computed, %d skipped (already in %s), %d failed; results in %s" % (
             summary["cells"], summary["computed"], summary["skipped"], summary["out"], summary["failed"],
@@ -269,9 +417,9 @@ def cmd_trace_info(a):
     from hbl.trace import open_trace
     reader = open_trace(a.trace, fmt=a.fmt, lenient=a.lenient, **_reader_options(a))
     info = trace_info(_progress(reader, "reading"), page_size=a.page_size or 4096,
-                      source=getattr(reader, "source", a.trace), skipped=lambda: reader.skipped)
+                      source=a.trace, skipped=lambda: reader.skipped)
     if a.json:
-        _print_json(info)
+        print_json(info)
     else:
         print(format_info(info))
     return 0
@@ -285,21 +433,22 @@ def cmd_convert(a):
         raise HblError("%s: refusing to overwrite the input" % a.output)
     _check_output_dir(a.output)
     opts = {"filename": a.fio_file} if to == "fio" and a.fio_file else {}
-    w = tracemod.writer(a.output + ".part", to, source=getattr(reader, "source", a.input), **opts)
-    try:
-        for chunk in reader:
+    with tracemod.writer(a.output + ".part", to, source=getattr(reader, "source", a.input),
+                         compress=a.output.endswith(".gz"), **opts) as w:
+        for chunk in _progress(reader, "converting"):
             w.write(chunk)
-        w.close()
-    except BaseException:
-        w.f.close()
-        os.unlink(a.output + ".part")
-        raise
     os.replace(a.output + ".part", a.output)
-    msg = "%s: %d requests written (%s)" % (a.output, w.count, to)
-    if getattr(w, "dropped", 0):
+    summary = {"trace": a.input, "out": a.output, "format": to, "compressed": a.output.endswith(".gz"),
+               "requests": w.count, "dropped": getattr(w, "dropped", 0),
+               "bad_lines_skipped": getattr(reader, "skipped", 0)}
+    if a.json:
+        print_json(summary)
+        return 0
+    msg = "%s: %d requests written (%s%s)" % (a.output, w.count, to, ", gzip" if summary["compressed"] else "")
+    if summary["dropped"]:
         msg += "; %d discard/flush requests have no %s spelling and were dropped" % (w.dropped, to)
-    if getattr(reader, "skipped", 0):
-        msg += "; %d bad lines skipped" % reader.skipped
+    if summary["bad_lines_skipped"]:
+        msg += "; %d bad lines skipped (--lenient)" % reader.skipped
     print(msg, file=sys.stderr)
     return 0
 
@@ -321,9 +470,9 @@ def cmd_trace(a):
     if (a.duration is None) == (a.count is None):
         raise HblError("give exactly one of --duration and --count")
     duration = parse_duration(a.duration) if a.duration is not None else None
-    if a.count is not None and a.count < 1:
-        raise HblError("--count must be >= 1")
-    to = a.format or tracemod.format_for_path(a.out)
+    to = a.to or tracemod.format_for_path(a.out)
+    if a.out.endswith(".gz"):
+        raise HblError("%s: a capture is not compressed while it runs; convert it afterwards" % a.out)
     _check_output_dir(a.out)
     cap = Capture(a.dev, backend=a.backend, fast=a.fast)
     names = ", ".join("%s (%s)" % (p, "logical, bio" if m == MODE_BIO else "device, with latency")
@@ -356,12 +505,12 @@ def cmd_trace(a):
         w.close()
         os.replace(a.out + ".part", a.out)
     elapsed = time.time() - t0
-    summary = {"out": a.out, "format": to, "backend": a.backend, "devices": a.dev, "records": w.count,
+    summary = {"out": a.out, "format": to, "backend": a.backend, "devices": a.dev, "requests": w.count,
                "bytes": nbytes, "seconds": elapsed, "events_per_second": n / elapsed if elapsed else 0.0,
                "lost": st["lost"], "lost_ringbuf": st["lost_ringbuf"], "lost_inflight": st["lost_inflight"],
                "interrupted": stop["now"]}
     if a.json:
-        _print_json(summary)
+        print_json(summary)
     elif not a.quiet:
         if live:
             print(file=sys.stderr)
@@ -381,7 +530,7 @@ def cmd_vm(a):
     if a.vm_command == "build":
         info = {"images": images.path, "seconds": build_s, "cached": build_s < 5}
         if a.json:
-            _print_json(info)
+            print_json(info)
         else:
             print("%s (%s, %.1f s)" % (images.path, "cached" if info["cached"] else "built", build_s))
         return 0
@@ -409,13 +558,27 @@ def cmd_vm(a):
 
 def cmd_policies(a):
     from hbl.sim import policies
-    rows = [{"name": n, "description": d} for n, d in policies()]
+    from hbl.core import ffi, lib
+    rows = []
+    for i, (name, doc) in enumerate(policies()):
+        names = []
+        while lib.hbl_policy_param(i, len(names)) != ffi.NULL:
+            names.append(ffi.string(lib.hbl_policy_param(i, len(names))).decode())
+        values, known = ffi.new("double[]", max(len(names), 1)), ffi.new("uint8_t[]", max(len(names), 1))
+        lib.hbl_policy_defaults(i, values, known, len(names))
+        rows.append({"name": name, "description": doc,
+                     "params": {k: (values[j] if known[j] else None) for j, k in enumerate(names)}})
     if a.json:
-        _print_json(rows)
+        print_json(rows)
     else:
         for r in rows:
             print("%-11s %s" % (r["name"], r["description"]))
-        print("\nparameters: --param NAME=VALUE (unknown names are rejected and listed);"
+            if r["params"]:
+                print("%-11s   --param %s" % ("", ", ".join(
+                    "%s=%s" % (k, "?" if v is None else "%d" % v if v == int(v) else "%g" % v)
+                    for k, v in r["params"].items())))
+        print("\nparameters: --param NAME=VALUE (defaults shown; ? = accepted, but its default depends on "
+              "other parameters or it is unused by this variant);"
               "\nPython plugins: --policy python:FILE.py:CLASS (see hbl/plugin.py)")
     return 0
 
@@ -436,7 +599,7 @@ def cmd_devices(a):
                              progress=None if quiet else lambda m: print(m, file=sys.stderr))
         fields = {k: v for k, v in dataclasses.asdict(prof).items() if k not in ("name", "description")}
         if a.json:
-            _print_json(dict(profile=fields, device=a.measure, **info))
+            print_json(dict(profile=fields, device=a.measure, **info))
         else:
             print("%s: modelled as %s%s" % (a.measure, "a disk (seeks)" if info["modelled_as"] == "hdd"
                                             else "a pipeline (no seeks)",
@@ -445,7 +608,7 @@ def cmd_devices(a):
             print("use it in an HSS file: {\"devices\": [{\"profile\": <the line above>, \"capacity\": \"10%\"}, ...]}")
         return 0
     if a.json:
-        _print_json({"profiles": {k: dataclasses.asdict(p) for k, p in PROFILES.items()},
+        print_json({"profiles": {k: dataclasses.asdict(p) for k, p in PROFILES.items()},
                      "hss": {k: {"devices": d, "capacities": c} for k, (d, c) in HSS_CONFIGS.items()}})
         return 0
     for k, p in PROFILES.items():
@@ -465,14 +628,14 @@ def cmd_bench(a):
     from hbl.bench import bench, format_bench
     b = bench(requests=a.requests, policies=a.policies.split(",") if a.policies else None, repeat=a.repeat)
     if a.json:
-        _print_json(b)
+        print_json(b)
     else:
         print(format_bench(b))
     return 0
 
 
 def build_parser():
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="hbl", description="hbl: a hybrid block layer with learned data placement and migration. "
         "Replay block traces through a simulated hybrid storage system and compare placement and "
         "migration policies.", epilog=EPILOG_TRACES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -501,13 +664,13 @@ def build_parser():
                        "p99 and migrations.", epilog=EPILOG_TRACES)
     c.add_argument("--hss", default="perf,cost", help="comma-separated HSS configs (default perf,cost)")
     c.add_argument("--policies", default="all", help="comma-separated policies, or all (default)")
-    c.add_argument("--jobs", type=int, help="parallel simulations (default: number of cores)")
-    c.add_argument("--synthetic-requests", type=int,
+    c.add_argument("--jobs", type=whole(1, 256), help="parallel simulations (default: number of cores)")
+    c.add_argument("--synthetic-requests", type=whole(1, 1 << 40),
                    help="requests per synthetic workload of the default suite (default 1000000)")
     c.add_argument("--json", action="store_true", help="print the full summary as JSON")
     c.add_argument("--output", metavar="FILE", help="also write the full summary as JSON to FILE")
     c.add_argument("--plot", metavar="PNG", help="write a bar chart like the papers' figures")
-    c.add_argument("--seeds", type=int, default=3,
+    c.add_argument("--seeds", type=whole(1, 100), default=3,
                    help="learning policies run with seeds --seed .. --seed+N-1; the table shows their mean "
                         "and the min-max of the geometric mean (default 3)")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -549,7 +712,7 @@ def build_parser():
                        "inter-arrival times and reuse distances of a trace.", epilog=EPILOG_TRACES)
     t.add_argument("trace")
     t.add_argument("--json", action="store_true")
-    t.add_argument("--page-size", type=int, help="page size for footprint and reuse (default 4096)")
+    t.add_argument("--page-size", type=page_size, help="page size for footprint and reuse (default 4096)")
     _trace_args(t)
     t.set_defaults(func=cmd_trace_info)
 
@@ -561,6 +724,7 @@ def build_parser():
     v.add_argument("output")
     v.add_argument("--to", choices=["native", "msrc", "fio"], help="output format")
     v.add_argument("--fio-file", help="fio format: device or file name written in the iolog")
+    v.add_argument("--json", action="store_true", help="print a JSON summary")
     _trace_args(v)
     v.set_defaults(func=cmd_convert)
 
@@ -572,10 +736,11 @@ def build_parser():
     tr.add_argument("--dev", action="append", required=True, metavar="DEVICE",
                     help="block device to trace (repeatable), e.g. /dev/nvme0n1, /dev/loop0, /dev/mapper/x")
     tr.add_argument("--duration", help="how long: 500ms, 10s, 2m, 1h")
-    tr.add_argument("--count", type=int, help="stop after this many records")
+    tr.add_argument("--count", type=whole(1, 1 << 62), help="stop after this many records")
     tr.add_argument("--out", required=True, help="output file")
-    tr.add_argument("--format", choices=["native", "msrc", "fio"],
+    tr.add_argument("--to", choices=["native", "msrc", "fio"],
                     help="output format (default from the file name: .csv msrc, .iolog fio, else native)")
+    tr.add_argument("--format", dest="to", choices=["native", "msrc", "fio"], help=argparse.SUPPRESS)
     tr.add_argument("--backend", choices=["libbpf", "bcc"], default="libbpf",
                     help="loader: libbpf (default, C consumer) or bcc (python3-bpfcc)")
     tr.add_argument("--fast", action="store_true",
@@ -605,10 +770,10 @@ def build_parser():
                      help="hbl up with harmonia, smq and lru against the kernel's dm-cache smq, same devices and "
                           "fio workload (about 12 minutes under TCG)")
     for vp in (vr, vt, vsub.choices["shell"], vsub.choices["bench"]):
-        vp.add_argument("--timeout", type=int, default=1200, help="seconds before QEMU is killed (default 1200)")
-        vp.add_argument("--fast-mb", type=int, default=512, help="NVMe size (default 512)")
-        vp.add_argument("--slow-mb", type=int, default=1024, help="HDD size (default 1024)")
-        vp.add_argument("--extra", type=int, default=0, choices=[0, 1, 2],
+        vp.add_argument("--timeout", type=whole(1, 1 << 20), default=1200, help="seconds before QEMU is killed (default 1200)")
+        vp.add_argument("--fast-mb", type=whole(16, 1 << 20), default=512, help="NVMe size (default 512)")
+        vp.add_argument("--slow-mb", type=whole(16, 1 << 20), default=1024, help="HDD size (default 1024)")
+        vp.add_argument("--extra", type=whole(0, 2), default=0,
                         help="SATA-SSD-like virtio disks to add (/dev/vdb, /dev/vdc; default 0)")
         vp.add_argument("--out", help="keep the guest's /out here (default: a new temporary folder)")
         vp.add_argument("--quiet", action="store_true")
@@ -636,9 +801,9 @@ def build_parser():
 
     b = sub.add_parser("bench", help="simulator throughput per policy on this machine",
                        description="Simulator throughput (requests/s) per policy on a synthetic zipf trace.")
-    b.add_argument("--requests", type=int, default=1_000_000, help="trace length (default 1000000)")
+    b.add_argument("--requests", type=whole(1, 1 << 32), default=1_000_000, help="trace length (default 1000000)")
     b.add_argument("--policies", help="comma-separated policies (default: all)")
-    b.add_argument("--repeat", type=int, default=3, help="runs per policy, best kept (default 3)")
+    b.add_argument("--repeat", type=whole(1, 1000), default=3, help="runs per policy, best kept (default 3)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)
     return p

@@ -13,7 +13,7 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1, source=None, skip
     if t == ffi.NULL:
         raise MemoryError("hbl_tstats_new")
     rng = np.random.default_rng(seed)
-    n = reads = writes = other = rbytes = wbytes = seq = 0
+    n = reads = writes = discards = flushes = rbytes = wbytes = seq = 0
     size_hist = np.zeros(33, dtype=np.int64)
     first_t = last_t = prev_end = None
     gap_sum, gap_n, gaps = 0, 0, np.empty(0, dtype=np.float64)
@@ -29,7 +29,8 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1, source=None, skip
             rmask, wmask = op == record.READ, op == record.WRITE
             reads += int(rmask.sum())
             writes += int(wmask.sum())
-            other += int((~(rmask | wmask)).sum())
+            discards += int((op == record.DISCARD).sum())
+            flushes += int((op == record.FLUSH).sum())
             rbytes += int(chunk["length"][rmask].sum(dtype=np.uint64))
             wbytes += int(chunk["length"][wmask].sum(dtype=np.uint64))
             length = chunk["length"].astype(np.uint64)
@@ -74,9 +75,11 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1, source=None, skip
             if acc * 2 >= reused:
                 reuse_median = "%d-%d" % (2 ** i - 1, 2 ** (i + 1) - 2)
                 break
+    # "requests" counts reads and writes, as `hbl simulate` does; discards and flushes
+    # are not simulated and are counted apart.
     return {
-        "source": source,
-        "requests": n, "reads": reads, "writes": writes, "other": other,
+        "trace": source,
+        "requests": reads + writes, "reads": reads, "writes": writes, "discards": discards, "flushes": flushes,
         "read_bytes": rbytes, "write_bytes": wbytes,
         "page_size": page_size, "footprint_pages": pages, "footprint_bytes": pages * page_size,
         "sequential_fraction": seq / n if n else 0.0,
@@ -98,9 +101,9 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1, source=None, skip
 def format_info(info):
     gib = lambda b: "%.2f GiB" % (b / 2 ** 30) if b >= 2 ** 30 else "%.1f MiB" % (b / 2 ** 20)
     lines = [
-        "trace            %s" % info["source"],
-        "requests         %d (%d reads, %d writes, %d discard/flush)" % (
-            info["requests"], info["reads"], info["writes"], info["other"]),
+        "trace            %s" % info["trace"],
+        "requests         %d (%d reads, %d writes); %d discards, %d flushes not counted" % (
+            info["requests"], info["reads"], info["writes"], info["discards"], info["flushes"]),
         "bytes            %s read, %s written" % (gib(info["read_bytes"]), gib(info["write_bytes"])),
         "footprint        %d pages of %d B (%s)" % (info["footprint_pages"], info["page_size"],
                                                     gib(info["footprint_bytes"])),

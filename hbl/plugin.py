@@ -70,36 +70,76 @@ def attach(policy, sim):
     if not isinstance(policy, Policy):
         raise HblError("a plugin policy must subclass hbl.plugin.Policy")
     policy._view = View(sim)
+    policy._error = None
     return ffi.new_handle(policy)
 
 
 _FIELDS = ("time_ns", "offset", "latency_ns", "length", "pid", "device", "op")
 
 
+class PluginError(HblError):
+    """A plugin method raised or returned something unusable: the run stops."""
+
+
+def _failed(policy, method, exc):
+    """Note the first failure; the C loop cannot unwind through a callback, so
+    check() raises it between chunks and the remaining callbacks return at once."""
+    if policy._error is None:
+        policy._error = (method, policy._view.now() + 1, exc)
+
+
+def check(policy):
+    """Raise the failure of a plugin's method, if any, as one line (KeyboardInterrupt as itself)."""
+    err = getattr(policy, "_error", None)
+    if err is None:
+        return
+    method, n, exc = err
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+    raise PluginError("plugin %s: %s() failed at request %d: %s: %s"
+                      % (type(policy).__name__, method, n, type(exc).__name__, str(exc)[:200]))
+
+
 @ffi.def_extern()
 def hbl_py_place(plugin, req, slots, n, targets):
     policy = ffi.from_handle(plugin)
-    request = {f: getattr(req, f) for f in _FIELDS}
-    choice = policy.place(policy._view, request, list(slots[0:n]))
-    if choice is None:
+    if policy._error is not None:
         return
-    if isinstance(choice, int):
-        for i in range(n):
-            targets[i] = choice
-        return
-    for i, c in enumerate(list(choice)[:n]):
-        if c is not None:
-            targets[i] = int(c)
+    try:
+        request = {f: getattr(req, f) for f in _FIELDS}
+        choice = policy.place(policy._view, request, list(slots[0:n]))
+        if choice is None:
+            return
+        if isinstance(choice, int):
+            choice = [choice] * n
+        for i, c in enumerate(list(choice)[:n]):
+            if c is not None:
+                targets[i] = _device(c, policy._view.ndev)
+    except BaseException as exc:   # KeyboardInterrupt too: cffi would print and drop it
+        _failed(policy, "place", exc)
 
 
 @ffi.def_extern()
 def hbl_py_migrate(plugin, slots, targets, max_moves):
     policy = ffi.from_handle(plugin)
-    moves = list(policy.migrate(policy._view, max_moves))[:max_moves]
-    for i, (slot, dev) in enumerate(moves):
-        slots[i] = int(slot)
-        targets[i] = int(dev)
+    if policy._error is not None:
+        return 0
+    try:
+        moves = list(policy.migrate(policy._view, max_moves))[:max_moves]
+        for i, (slot, dev) in enumerate(moves):
+            slots[i] = int(slot)
+            targets[i] = _device(dev, policy._view.ndev)
+    except BaseException as exc:
+        _failed(policy, "migrate", exc)
+        return 0
     return len(moves)
+
+
+def _device(value, ndev):
+    dev = int(value)
+    if not 0 <= dev < ndev:
+        raise ValueError("device %d is not one of 0..%d" % (dev, ndev - 1))
+    return dev
 
 
 def load_policy(spec):

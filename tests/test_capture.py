@@ -179,7 +179,7 @@ def test_hbl_trace_writes_a_replayable_trace(loopdev, tmp_path):
     stdout, stderr = p.communicate(timeout=60)
     assert p.returncode == 0, stderr
     summary = json.loads(stdout)
-    assert summary["records"] == len(PATTERN) and summary["lost"] == 0
+    assert summary["requests"] == len(PATTERN) and summary["lost"] == 0
     from hbl.trace import load
     d, reader = load(str(out))
     assert reader.name == "msrc" and len(d) == len(PATTERN)

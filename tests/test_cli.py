@@ -88,7 +88,7 @@ def test_synthetic_to_file(tmp_path):
     (["simulate", "--hss", "huge"], "unknown HSS 'huge'"),
     (["simulate", "--fast-capacity", "lots"], "--fast-capacity 'lots'"),
     (["simulate", "--param", "promote"], "want NAME=NUMBER"),
-    (["simulate", "--trace", "synth:zipf:alpha=x"], "not a number"),
+    (["simulate", "--trace", "synth:zipf:alpha=x"], "not a finite number"),
     (["compare", "--policies", "lru,bogus"], "unknown policy 'bogus'"),
 ])
 def test_errors_are_one_line_not_tracebacks(args, message):
@@ -122,3 +122,92 @@ def test_help_explains():
     for cmd in ("simulate", "compare", "trace-info", "convert", "bench", "policies", "devices"):
         assert cmd in out
     assert "synth:" in run("simulate", "--help").stdout
+
+
+def one_error_line(p):
+    """The stderr of a failed run: exactly one line in hbl's style, exit status 2."""
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("hbl: error: "), p.stderr[-2000:]
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["simulate", "--seed", "-1"], "--seed"),
+    (["simulate", "--page-size", "4294967296"], "--page-size"),
+    (["simulate", "--page-size", "3000"], "power of two"),
+    (["simulate", "--queue-depth", "1_000"], "--queue-depth"),
+    (["simulate", "--speed", "nan"], "--speed"),
+    (["simulate", "--fast-capacity", "2"], "less than one page"),
+    (["simulate", "--policy", "python"], "needs a plugin"),
+    (["simulate", "--policy", "nhit", "--param", "occupancy=-5"], "occupancy"),
+    (["simulate", "--policy", "harmonia", "--param", "gamma=nan"], "finite"),
+    (["simulate", "--timeline", "/nonexistent/t.json"], "no such directory"),
+    (["compare", "--jobs", "0"], "--jobs"),
+    (["compare", "--plot", "/nonexistent/p.png"], "no such directory"),
+    (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),
+    (["bench", "--requests", "0"], "--requests"),
+])
+def test_options_refused_before_any_work(args, message):
+    """The trace is never read: the same run with a missing trace fails on the option, not on the file."""
+    args = [a if a != "bundled:hm_0" else "/nonexistent.csv" for a in args]
+    if args[0] in ("simulate", "compare"):
+        args += ["--trace", "/nonexistent.csv"]
+    assert message in one_error_line(run(*args, ok=False))
+
+
+def test_hss_json_bad_values(tmp_path):
+    for bad in ('"fast"', "NaN", "2.5"):
+        key = "channels" if bad == "2.5" else "read_latency_us"
+        prof = {"name": "X", "description": "x", "read_latency_us": 10, "write_latency_us": 10,
+                "read_mb_s": 100, "write_mb_s": 100}
+        text = json.dumps({"devices": [{"profile": prof, "capacity": "10%"}, {"profile": "L", "capacity": None}]})
+        text = text.replace('"read_latency_us": 10', '"%s": %s' % (key, bad), 1) if key == "read_latency_us" \
+            else text.replace('"write_mb_s": 100', '"write_mb_s": 100, "channels": 2.5')
+        (tmp_path / "h.json").write_text(text)
+        line = one_error_line(run("simulate", "--hss", str(tmp_path / "h.json"), ok=False))
+        assert "h.json: device 0" in line or "unknown profile keys" in line, line
+
+
+def test_plugin_exception_stops_the_run(tmp_path):
+    (tmp_path / "p.py").write_text("from hbl.plugin import Policy\nclass P(Policy):\n"
+                                   "    def place(self, view, request, slots):\n"
+                                   "        if view.now() >= 10:\n            raise RuntimeError('boom')\n")
+    line = one_error_line(run("simulate", "--policy", "python:%s:P" % (tmp_path / "p.py"), ok=False))
+    assert "plugin P: place() failed at request 11: RuntimeError: boom" in line
+
+
+def test_trace_info_counts_like_simulate(tmp_path):
+    """One vocabulary: the same trace name and request count in both commands' JSON."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,R,0,4096,1\n0,W,8192,4096,2\n0,D,0,4096,3\n0,R,4096,4096,4\n")
+    info = json.loads(run("trace-info", str(trace), "--json").stdout)
+    sim = json.loads(run("simulate", "--trace", str(trace), "--policy", "lru", "--json").stdout)
+    assert info["trace"] == sim["trace"] == str(trace)
+    assert info["requests"] == sim["requests"] == 3 and info["discards"] == 1 and info["flushes"] == 0
+    assert info["bad_lines_skipped"] == 0
+
+
+def test_convert_gz_and_json(tmp_path, msr):
+    import gzip
+    s = json.loads(run("convert", msr("hm_0"), str(tmp_path / "o.csv.gz"), "--json").stdout)
+    assert s["format"] == "msrc" and s["compressed"] and s["requests"] == 7016
+    with gzip.open(tmp_path / "o.csv.gz", "rt") as f:
+        assert f.readline().count(",") == 6
+    info = json.loads(run("trace-info", str(tmp_path / "o.csv.gz"), "--json").stdout)
+    assert info["requests"] == 7016
+    assert "cannot be compressed" in one_error_line(run("convert", msr("hm_0"), str(tmp_path / "o.hbl.gz"), ok=False))
+    assert not (tmp_path / "o.hbl.gz").exists() and not (tmp_path / "o.hbl.gz.part").exists()
+
+
+def test_policies_json_lists_parameters_and_defaults():
+    rows = {r["name"]: r["params"] for r in json.loads(run("policies", "--json").stdout)}
+    assert rows["smq"]["promote"] == 4 and rows["nhit"] == {"hits": 3, "occupancy": 0.8}
+    assert rows["harmonia"]["m_lr"] == 0.01 and rows["lru"] == {}
+
+
+def test_trace_to_and_hidden_format_alias():
+    from hbl.cli import build_parser
+    for flag in ("--to", "--format"):
+        a = build_parser().parse_args(["trace", "--dev", "/dev/x", "--out", "o", flag, "fio", "--count", "1"])
+        assert a.to == "fio"
+    assert "--format" not in build_parser()._subparsers._group_actions[0].choices["trace"].format_help()

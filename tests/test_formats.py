@@ -188,3 +188,59 @@ def test_native_truncated_is_refused(tmp_path, msr):
 def test_reader_streams_in_chunks(msr):
     chunks = list(T.open_trace(msr("hm_0"), chunk=1000))
     assert [len(c) for c in chunks] == [1000] * 7 + [16]
+
+
+def test_gzip_reader_closes_its_file(tmp_path, msr):
+    import os
+    path = write(tmp_path, "x.csv.gz", open(msr("mds_0")).read(), gz=True)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        list(T.open_trace(path))
+        T.detect(path)
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_blkparse_malformed_events_counted_trailer_ignored(tmp_path):
+    ok = "  8,0    1        1     0.000000100  7  D   R 8 + 8 [fio]"
+    text = "\n".join([ok, "  8,0    1  garbage", ok, "CPU0 (8,0):", " Reads Queued: 1, 4KiB", "Total (8,0):",
+                      " Writes Queued: 0"]) + "\n"
+    path = write(tmp_path, "b.txt", text)
+    with pytest.raises(TraceError, match=r"b.txt:2: not a blkparse event line"):
+        list(T.open_trace(path, fmt="blkparse"))
+    reader = T.open_trace(path, fmt="blkparse", lenient=True)
+    assert sum(len(c) for c in reader) == 2 and reader.skipped == 1
+
+
+@pytest.mark.parametrize("fmt, text, message", [
+    ("msrc", "", "the trace is empty"),
+    ("blkparse", "128166372003061629,hm,0,Read,0,4096,50\n", "not a blkparse event line"),
+    ("fio", "fio version 3 iolog\n0 /dev/x add\n", "no request in 2 lines"),
+])
+def test_nothing_read_is_an_error(tmp_path, fmt, text, message):
+    with pytest.raises(TraceError, match=message):
+        list(T.open_trace(write(tmp_path, "t.txt", text), fmt=fmt))
+
+
+def test_writer_context_manager_finishes_or_removes(tmp_path, msr):
+    data, _ = T.load(msr("mds_0"))
+    with T.writer(tmp_path / "ok.iolog", "fio") as w:
+        w.write(data)
+    assert (tmp_path / "ok.iolog").read_text().endswith("close\n")
+    with pytest.raises(RuntimeError):
+        with T.writer(tmp_path / "bad.hbl", "native") as w:
+            w.write(data)
+            raise RuntimeError("interrupted")
+    assert not (tmp_path / "bad.hbl").exists()
+
+
+def test_native_records_checked(tmp_path, msr):
+    data, _ = T.load(msr("mds_0"))
+    data = data.copy()
+    data["op"][5] = 7
+    data["length"][9] = 1 << 30
+    with T.writer(tmp_path / "t.hbl", "native") as w:
+        w.write(data)
+    with pytest.raises(TraceError, match="record 5: op 7"):
+        list(T.open_trace(str(tmp_path / "t.hbl")))
+    reader = T.open_trace(str(tmp_path / "t.hbl"), lenient=True)
+    assert sum(len(c) for c in reader) == len(data) - 2 and reader.skipped == 2

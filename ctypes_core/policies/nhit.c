@@ -2,6 +2,7 @@
  * accesses (default 3); the filter is only active once the fast device is
  * fuller than a threshold (default 80%), below it every access inserts. */
 #include <stdlib.h>
+#include <stdio.h>
 #include "../hbl_internal.h"
 
 struct state { double hits, occupancy; };
@@ -10,11 +11,16 @@ static const char *const params[] = {"hits", "occupancy", NULL};
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
 {
-    (void)s; (void)err; (void)errlen;
+    (void)s;
     struct state *st = calloc(1, sizeof(*st));
     if (!st) return -1;
     st->hits = hbl_param(p, "hits", 3);
     st->occupancy = hbl_param(p, "occupancy", 0.8);
+    if (st->hits < 1 || !(st->occupancy > 0 && st->occupancy <= 1)) {
+        snprintf(err, errlen, "hits >= 1 and 0 < occupancy <= 1");
+        free(st);
+        return -1;
+    }
     *out = st;
     return 0;
 }

@@ -35,8 +35,10 @@ static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char 
     st->decay = hbl_param(p, "decay", 100000);
     st->high_wm = hbl_param(p, "high_watermark", 0.95);
     st->low_wm = hbl_param(p, "low_watermark", 0.90);
-    if (st->hotspot_pages < 1 || st->low_wm > st->high_wm) {
-        snprintf(err, errlen, "smq: hotspot_pages >= 1 and low_watermark <= high_watermark");
+    if (st->hotspot_pages < 1 || st->promote < 0 || st->decay < 1 || st->low_wm < 0 || st->low_wm > st->high_wm ||
+        st->high_wm > 1) {
+        snprintf(err, errlen, "hotspot_pages >= 1, promote >= 0, decay >= 1 and "
+                 "0 <= low_watermark <= high_watermark <= 1");
         free(st);
         return -1;
     }

@@ -1,8 +1,9 @@
 """cffi build of the capture consumer (hbl._capture) and clang build of the BPF object.
 
-Run at install by setup.py when the host has what it needs (clang and
+Used at install by setup.py when the host has what it needs (clang and
 libbpf's headers, which scripts/bootstrap.sh installs); otherwise hbl is
-built without live capture and `hbl trace` says how to get it.
+built without live capture and `hbl trace` says how to get it.  Importing
+this module compiles nothing: setup.py's build step calls build_bpf_object().
 """
 import os
 import pathlib
@@ -47,6 +48,3 @@ ffibuilder.set_source(
     extra_compile_args=["-O2", "-std=gnu11", "-Wall"],
     libraries=["bpf"],
 )
-
-if available()[0] and not os.environ.get("HBL_SKIP_BPF_OBJECT"):
-    build_bpf_object()

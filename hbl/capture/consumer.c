@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "capture_api.h"
 
@@ -80,6 +81,36 @@ void hbl_capture_close(struct hbl_capture *c)
     free(c);
 }
 
+/* Write a `const volatile` global of the BPF object before it is loaded: found by
+ * name in the BTF of .rodata, whose initial image libbpf loads frozen. */
+static int set_rodata(struct bpf_object *obj, const char *var, const void *val, size_t len)
+{
+    struct btf *btf = bpf_object__btf(obj);
+    struct bpf_map *m;
+    bpf_object__for_each_map(m, obj) {
+        if (!bpf_map__is_internal(m) || !strstr(bpf_map__name(m), ".rodata")) continue;
+        size_t size;
+        const char *data = bpf_map__initial_value(m, &size);
+        int id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
+        if (!data || id < 0) return -1;
+        const struct btf_type *sec = btf__type_by_id(btf, id);
+        const struct btf_var_secinfo *v = btf_var_secinfos(sec);
+        for (int i = 0; i < btf_vlen(sec); i++, v++) {
+            const struct btf_type *t = btf__type_by_id(btf, v->type);
+            if (strcmp(btf__name_by_offset(btf, t->name_off), var)) continue;
+            if (v->offset + len > size || v->size != len) return -1;
+            char *image = malloc(size);
+            if (!image) return -1;
+            memcpy(image, data, size);
+            memcpy(image + v->offset, val, len);
+            int rc = bpf_map__set_initial_value(m, image, size);
+            free(image);
+            return rc;
+        }
+    }
+    return -1;
+}
+
 struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs, const uint32_t *modes,
                                      int32_t ndev, int32_t want_remap, int32_t extent_shift,
                                      int64_t ringbuf_bytes, int32_t fast, char *err, int32_t errlen)
@@ -118,6 +149,13 @@ struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs,
                  : !strcmp(name, "hbl_bio_remap") ? (want_remap && any_bio) : 1;
         bpf_program__set_autoload(p, want);
     }
+    uint32_t remap = (uint32_t)want_remap, shift = (uint32_t)extent_shift;
+    if (set_rodata(c->obj, "want_remap", &remap, sizeof(remap)) ||
+        set_rodata(c->obj, "extent_shift", &shift, sizeof(shift))) {
+        snprintf(err, errlen, "BPF object %s lacks hbl's feature switches (stale build?)", obj_path);
+        hbl_capture_close(c);
+        return NULL;
+    }
     last_libbpf[0] = 0;
     if (bpf_object__load(c->obj)) {
         int e = errno;
@@ -127,11 +165,10 @@ struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs,
         return NULL;
     }
     int dfd = bpf_object__find_map_fd_by_name(c->obj, "devices");
-    int sfd = bpf_object__find_map_fd_by_name(c->obj, "settings");
     int efd = bpf_object__find_map_fd_by_name(c->obj, "events");
     c->lost_fd = bpf_object__find_map_fd_by_name(c->obj, "lost");
     c->extents_fd = bpf_object__find_map_fd_by_name(c->obj, "extents");
-    if (dfd < 0 || sfd < 0 || efd < 0 || c->lost_fd < 0 || c->extents_fd < 0) {
+    if (dfd < 0 || efd < 0 || c->lost_fd < 0 || c->extents_fd < 0) {
         snprintf(err, errlen, "BPF object %s lacks hbl's maps (stale build?)", obj_path);
         hbl_capture_close(c);
         return NULL;
@@ -143,9 +180,6 @@ struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs,
             return NULL;
         }
     }
-    uint32_t k0 = 0, k1 = 1, v0 = (uint32_t)want_remap, v1 = (uint32_t)extent_shift;
-    bpf_map_update_elem(sfd, &k0, &v0, BPF_ANY);
-    bpf_map_update_elem(sfd, &k1, &v1, BPF_ANY);
     c->clock_offset = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC);
     struct bpf_program *prog;
     bpf_object__for_each_program(prog, c->obj) {

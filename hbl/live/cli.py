@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from hbl.cli import positive, print_json
 from hbl.errors import HblError
 
 EPILOG_UP = """examples:
@@ -73,8 +74,9 @@ def add_parsers(sub):
 
     tp = sub.add_parser("top", help="live view of the hottest extents and the latest decisions")
     tp.add_argument("name")
-    tp.add_argument("--interval", type=float, default=1.0, help="refresh period in seconds (default 1)")
+    tp.add_argument("--interval", type=positive(3600), default=1.0, help="refresh period in seconds (default 1)")
     tp.add_argument("--once", action="store_true", help="print one frame and exit")
+    tp.add_argument("--json", action="store_true", help="print one frame as JSON and exit")
     _state_arg(tp)
     tp.set_defaults(func=cmd_top)
 
@@ -185,7 +187,7 @@ def cmd_up(a):
         st = _read_status(paths)
         if st and st.get("pid") == child.pid:
             if a.json:
-                print(json.dumps(st, indent=2))
+                print_json(st)
             else:
                 print("hbl: %s is up at %s (controller pid %d, policy %s; log %s)" % (
                     a.name, st["path"], child.pid, st["policy"], paths.log))
@@ -225,7 +227,7 @@ def cmd_down(a):
             raise HblError("the controller (pid %d) did not stop within %.0f s" % (pid, a.timeout))
         st = _read_status(paths) or {}
         if a.json:
-            print(json.dumps(st, indent=2))
+            print_json(st)
         else:
             print("hbl: %s is down (%s); its data and mapping are kept: hbl up %s brings it back" % (
                 a.name, st.get("state", "stopped"), a.name))
@@ -276,7 +278,7 @@ def cmd_status(a):
     paths = _paths(a)
     st = status_of(paths, a.name)
     if a.json:
-        print(json.dumps(st, indent=2))
+        print_json(st)
         return 0
     print("%s: %s, %s in %d extents of %s, policy %s, mapping generation %d" % (
         st["name"], st["state"], _fmt_bytes(st["size_bytes"]), st["extents"], _fmt_bytes(st["extent_bytes"]),
@@ -314,6 +316,11 @@ def cmd_top(a):
     paths = _paths(a)
     while True:
         st = status_of(paths, a.name)
+        if a.json:
+            print_json({k: st.get(k) for k in ("name", "state", "policy", "reads", "writes", "fast_hit_ratio",
+                                                 "promotions", "evictions", "stall_ms", "devices", "hot_extents",
+                                                 "decisions")})
+            return 0
         lines = ["hbl top %s  %s  policy %s  %s" % (st["name"], st["state"], st["policy"], time.strftime("%H:%M:%S")),
                  "requests %d r / %d w   fast hits %.3f   promotions %d   evictions %d   stall p99 %s" % (
                      st["reads"], st["writes"], st.get("fast_hit_ratio", 0.0), st["promotions"], st["evictions"],

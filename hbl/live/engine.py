@@ -51,9 +51,6 @@ class Engine:
         if len(requests):
             self.sim.feed(requests)
 
-    def migrate_now(self):
-        return lib.hbl_live_migrate(self.sim.sim)
-
     def take_moves(self):
         """{extent: device wanted}: every extent whose device the policy changed since the last call."""
         out = {}

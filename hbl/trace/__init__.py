@@ -13,8 +13,8 @@ import pathlib
 import re
 
 
-from hbl.errors import TraceError
-from hbl.trace.formats import TEXT_READERS, open_text
+from hbl.errors import TraceError, show
+from hbl.trace.formats import MAX_LINE, READ_ERRORS, TEXT_READERS, bounded_lines, open_text
 from hbl.trace.native import NativeReader, is_native
 from hbl.trace.writers import WRITERS
 
@@ -43,18 +43,18 @@ def _fields(line):
 
 
 def _is_uint(s):
-    return s.isdigit()
+    return s.isascii() and s.isdigit()
 
 
 def _is_number(s):
-    return bool(re.fullmatch(r"\d+(\.\d*)?", s))
+    return bool(re.fullmatch(r"[0-9]+(\.[0-9]*)?", s))
 
 
 def _guess_line(line):
     """Formats a single line fits (a set)."""
     if re.fullmatch(r"fio version \d+ iolog", line):
         return {"fio"}
-    if re.match(r"\d+,\d+\s+\d+\s+\d+\s+\d+\.\d+\s+\d+\s+[A-Za-z]+", line):
+    if re.match(r"\d+,\d+\s+\d+\s+\d+\s+\d+\.\d+\s+\d+\s+[A-Za-z]+", line, re.ASCII):
         return {"blkparse"}
     f = _fields(line)
     fits = set()
@@ -81,7 +81,11 @@ def detect(path, lines=20):
     fits, seen, first = None, 0, None
     with open_text(path) as f:
         try:
-            for line in f:
+            for line in bounded_lines(f):
+                if line is None:
+                    raise TraceError(path, "a line longer than %d characters: not a text trace" % MAX_LINE)
+                if "\0" in line:
+                    raise TraceError(path, "binary data: neither a text trace nor a native hbl trace")
                 line = line.strip()
                 if not line or line.startswith("#"):
                     continue
@@ -94,13 +98,13 @@ def detect(path, lines=20):
                     fits = guess if fits is None else (fits & guess or fits)
                 if seen >= lines:
                     break
-        except (OSError, EOFError) as exc:
+        except READ_ERRORS as exc:
             raise TraceError(path, "read failed: %s" % exc) from None
     if first is None:
         raise TraceError(path, "the trace is empty")
     if not fits:
-        raise TraceError(path, "unknown trace format (first line %r): give --format (%s)"
-                         % (first[:60], ", ".join(sorted(READERS))))
+        raise TraceError(path, "unknown trace format (first line %s): give --format (%s)"
+                         % (show(first, 60), ", ".join(sorted(READERS))))
     if len(fits) == 1:
         return fits.pop()
     raise TraceError(path, "ambiguous trace format (could be %s): give --format" % " or ".join(sorted(fits)))
@@ -142,8 +146,11 @@ def writer(path, fmt, source="", **options):
 
 
 def format_for_path(path):
-    """The output format implied by a file name (.csv = msrc, .iolog/.fio = fio, else native)."""
+    """The output format implied by a file name (.csv = msrc, .iolog/.fio = fio, else native),
+    looking through a .gz suffix."""
     lower = str(path).lower()
+    if lower.endswith(".gz"):
+        lower = lower[:-3]
     if lower.endswith(".csv"):
         return "msrc"
     if lower.endswith((".iolog", ".fio")):

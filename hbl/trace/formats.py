@@ -9,54 +9,86 @@ import gzip
 import io
 import os
 import re
+import zlib
 
 import numpy as np
 
 from hbl import record
-from hbl.errors import TraceError
+from hbl.errors import TraceError, show
 
 CHUNK = 1 << 16
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1
+# The longest request a reader accepts.  Block devices split requests far below this
+# (max_sectors_kb is at most a few MiB); a larger value is a corrupt field, and since the
+# simulator and trace-info track every page a request touches, a 4 GiB one costs ~100 MB.
+MAX_LENGTH = 64 << 20
 FILETIME_UNIX_EPOCH = 116444736000000000  # 100 ns ticks from 1601-01-01 to 1970-01-01
 SECTOR = 512
 
 
+# Errors caused by a damaged compressed stream, whatever layer notices it first.
+READ_ERRORS = (OSError, EOFError, zlib.error, UnicodeError)
+
+
 def open_text(path):
-    """A text stream over a plain or gzip-compressed file."""
+    """A text stream over a plain or gzip-compressed file; closing it closes the file."""
     try:
         raw = open(path, "rb")
     except OSError as exc:
         raise TraceError(path, exc.strerror or str(exc)) from None
-    head = raw.read(2)
-    raw.seek(0)
-    stream = gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+    try:
+        head = raw.read(2)
+        raw.seek(0)
+    except OSError as exc:   # a directory or an unreadable device
+        raw.close()
+        raise TraceError(path, exc.strerror or str(exc)) from None
+    if head != b"\x1f\x8b":
+        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+    # GzipFile(fileobj=...) leaves the file open on close(): own the file through open().
+    raw.close()
+    return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")
 
 
 def parse_uint(text, what, limit=U64_MAX):
-    """An exact unsigned integer (no float rounding: offsets beyond 2**53 stay exact)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("%s %r is not an integer" % (what, text.strip())) from None
-    if value < 0 or value > limit:
-        raise ValueError("%s %d is out of range (0..%d)" % (what, value, limit))
-    return value
+    """An exact unsigned integer in plain ASCII digits (no float rounding: offsets beyond
+    2**53 stay exact; no '+1', '1_000' or full-width digits, which int() would take)."""
+    t = text.strip()
+    if not (t.isdigit() and t.isascii()):
+        raise ValueError("%s %s is not an unsigned integer" % (what, show(t)))
+    digits = t if len(t) <= 20 else t.lstrip("0") or "0"   # never int() of a 1 MB field
+    if len(digits) <= 20:
+        value = int(digits)
+        if value <= limit:
+            return value
+    raise ValueError("%s %s is out of range (0..%d)" % (what, show(t), limit))
+
+
+NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?)([0-9]+))?", re.ASCII)
 
 
 def parse_seconds_ns(text, what="timestamp", scale=1_000_000_000):
-    """Decimal seconds (or another unit, by scale = ns per unit) to integer ns, exactly."""
+    """Decimal seconds (or another unit, by scale = ns per unit) to integer ns, exactly.
+    The exponent is bounded before any power is taken, so 1e999999999 is an error, not a hang."""
     t = text.strip()
-    m = re.fullmatch(r"(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?", t)
+    m = NUMBER.fullmatch(t)
     if not m or not (m.group(1) or m.group(2)):
-        raise ValueError("%s %r is not a number" % (what, t))
-    whole, frac, exp = m.group(1) or "0", m.group(2) or "", int(m.group(3) or 0)
-    digits, point = whole + frac, len(frac) - exp
+        raise ValueError("%s %s is not a number" % (what, show(t)))
+    whole, frac, sign, exp = m.group(1) or "0", m.group(2) or "", m.group(3), m.group(4) or "0"
+    exp = exp.lstrip("0")
+    exp = (int(exp or 0) if len(exp) <= 9 else 10 ** 9) * (-1 if sign == "-" else 1)   # no int() of 1 MB
+    digits = (whole + frac).lstrip("0")
+    point = len(frac) - exp
+    if not digits or point - len(digits) > 30:   # zero, or below 1e-30 units: under 1 ns in any unit
+        return 0
+    if len(digits) - point > 30:   # at least 1e30 units: over 2**64 ns in any unit
+        raise ValueError("%s %s is out of range" % (what, show(t)))
+    if len(digits) > 60:
+        raise ValueError("%s %s has too many digits" % (what, show(t)))
     value = int(digits) * scale
     value = value // (10 ** point) if point >= 0 else value * 10 ** (-point)
     if value > U64_MAX:
-        raise ValueError("%s %r is out of range" % (what, t))
+        raise ValueError("%s %s is out of range" % (what, show(t)))
     return value
 
 
@@ -71,7 +103,7 @@ def parse_op(text):
         return record.DISCARD
     if t in ("f", "flush", "sync", "fsync", "datasync"):
         return record.FLUSH
-    raise ValueError("operation %r is not read, write, discard or flush" % text.strip())
+    raise ValueError("operation %s is not read, write, discard or flush" % show(text))
 
 
 class Reader:
@@ -106,28 +138,80 @@ class Reader:
             self.problems.append("line %d: %s" % (lineno, message))
 
     def __iter__(self):
-        rows = []
+        rows, lines, n = [], 0, 0
         with open_text(self.path) as f:
             try:
-                for lineno, line in enumerate(f, 1):
+                for lineno, line in enumerate(bounded_lines(f), 1):
+                    if line is None:
+                        self.bad(lineno, "line is longer than %d characters" % MAX_LINE)
+                        continue
                     line = line.strip()
                     if not line or line[0] == "#":
                         continue
+                    lines += 1
                     try:
                         row = self.parse(line, lineno)
+                        if row is None:
+                            continue
+                        check_row(row)
                     except ValueError as exc:
                         self.bad(lineno, str(exc))
                         continue
-                    if row is None:
-                        continue
                     rows.append(row)
+                    n += 1
                     if len(rows) == self.chunk:
                         yield np.array(rows, dtype=record.REQUEST)
                         rows = []
-            except (OSError, EOFError) as exc:  # truncated gzip, I/O error
+            except READ_ERRORS as exc:  # corrupt or truncated gzip, I/O error
                 raise TraceError(self.path, "read failed: %s" % exc) from None
         if rows:
             yield np.array(rows, dtype=record.REQUEST)
+        if not n:
+            raise TraceError(self.path, self.nothing_read(lines))
+
+    def nothing_read(self, lines):
+        """Why a pass gave no request: an empty file, or one that is not this format."""
+        if not lines:
+            return "the trace is empty"
+        if self.skipped == lines:
+            return "all %d lines are malformed (is it a %s trace?)" % (lines, self.name)
+        return "no request in %d lines (is it a %s trace?)" % (lines, self.name)
+
+
+MAX_LINE = 1 << 16
+
+
+def bounded_lines(f):
+    """The lines of f, None for one longer than MAX_LINE (read in pieces, never whole)."""
+    while True:
+        line = f.readline(MAX_LINE)
+        if not line:
+            return
+        if len(line) < MAX_LINE or line.endswith("\n"):
+            yield line
+            continue
+        while line and not line.endswith("\n"):
+            line = f.readline(MAX_LINE)
+        yield None
+
+
+def check_row(row):
+    """ValueError unless every field of a parsed request fits its REQUEST field and the length
+    is sane; scaling to ns or bytes can overflow fields that parsed in range."""
+    time_ns, offset, latency_ns, length, pid, device, _ = row
+    if time_ns <= U64_MAX and latency_ns <= U64_MAX and length <= MAX_LENGTH and offset + length <= U64_MAX \
+            and pid <= U32_MAX and device <= U32_MAX:   # one test on the per-line path
+        return
+    for value, what in ((time_ns, "time (ns)"), (offset, "offset (bytes)"), (latency_ns, "latency (ns)")):
+        if value > U64_MAX:
+            raise ValueError("%s %d does not fit 64 bits" % (what, value))
+    if length > MAX_LENGTH:
+        raise ValueError("request length %d is over the %d MiB maximum" % (length, MAX_LENGTH >> 20))
+    if offset + length > U64_MAX:
+        raise ValueError("offset %d + length %d is past the 64-bit address space" % (offset, length))
+    for value, what in ((pid, "pid"), (device, "device")):
+        if value > U32_MAX:
+            raise ValueError("%s %d does not fit 32 bits" % (what, value))
 
 
 def sector_offset(sector, what):
@@ -135,12 +219,6 @@ def sector_offset(sector, what):
     if sector * SECTOR > U64_MAX:
         raise ValueError("%s %d is out of range" % (what, sector))
     return sector * SECTOR
-
-
-def check_length(length):
-    if length > U32_MAX:
-        raise ValueError("request length %d is over 4 GiB" % length)
-    return length
 
 
 class MsrcReader(Reader):
@@ -156,17 +234,19 @@ class MsrcReader(Reader):
             raise ValueError("timestamp %d is before 1970 (not a Windows FILETIME)" % ticks)
         op = f[3].strip().lower()
         if op not in ("read", "write"):
-            raise ValueError("type %r is neither Read nor Write" % f[3])
+            raise ValueError("type %s is neither Read nor Write" % show(f[3]))
         return ((ticks - FILETIME_UNIX_EPOCH) * 100, parse_uint(f[4], "offset"),
                 parse_uint(f[6], "response time") * 100,
-                check_length(parse_uint(f[5], "size")), 0,
+                parse_uint(f[5], "size"), 0,
                 parse_uint(f[2], "disk number", U32_MAX),
                 record.READ if op == "read" else record.WRITE)
 
 
 BLKPARSE_LINE = re.compile(
-    r"(\d+),(\d+)\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)\s+(\d+)\s+([A-Za-z]+)\s+([A-Z]+)\s*(.*)")
-BLKPARSE_IO = re.compile(r"(\d+)\s*\+\s*(\d+)")
+    r"(\d+),(\d+)\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)\s+(\d+)\s+([A-Za-z]+)\s+([A-Z]+)\s*(.*)", re.ASCII)
+BLKPARSE_IO = re.compile(r"(\d+)\s*\+\s*(\d+)", re.ASCII)
+# blkparse ends with per-CPU and total summaries ("CPU0 (8,0):", "Total (sda):"); nothing after is an event.
+BLKPARSE_TRAILER = re.compile(r"(CPU\d+|Total) \(.*\):$", re.ASCII)
 
 
 class BlkparseReader(Reader):
@@ -175,21 +255,31 @@ class BlkparseReader(Reader):
 
     def configure(self, action="D"):
         if action not in ("D", "C", "Q"):
-            raise TraceError(self.path, "blkparse action must be D, C or Q, not %r" % action)
+            raise TraceError(self.path, "blkparse action must be D, C or Q, not %s" % show(str(action)))
         self.action = action
 
+    def __iter__(self):
+        self.in_trailer = False
+        return super().__iter__()
+
     def parse(self, line, lineno):
+        if self.in_trailer:
+            return None
         m = BLKPARSE_LINE.match(line)
         if not m:
-            return None  # per-CPU summaries and messages are not events
+            if BLKPARSE_TRAILER.match(line):
+                self.in_trailer = True
+                return None
+            raise ValueError("not a blkparse event line")
         maj, mnr, _cpu, _seq, ts, pid, action, rwbs, rest = m.groups()
         if action != self.action:
             return None
+        device = (parse_uint(maj, "major", 4095) << 20) | parse_uint(mnr, "minor", (1 << 20) - 1)
+        pid = parse_uint(pid, "pid", U32_MAX)
         io = BLKPARSE_IO.match(rest)
         if not io:
             if "F" in rwbs:  # a flush carries no sector range
-                return (parse_seconds_ns(ts), 0, 0, 0, int(pid),
-                        (int(maj) << 20) | int(mnr), record.FLUSH)
+                return (parse_seconds_ns(ts), 0, 0, 0, pid, device, record.FLUSH)
             raise ValueError("no 'sector + count' after %s %s" % (action, rwbs))
         sector, count = parse_uint(io.group(1), "sector"), parse_uint(io.group(2), "block count")
         if "D" in rwbs:
@@ -202,8 +292,7 @@ class BlkparseReader(Reader):
             op = record.FLUSH
         else:
             return None
-        return (parse_seconds_ns(ts), sector_offset(sector, "sector"), 0, check_length(count * SECTOR),
-                int(pid), (int(maj) << 20) | int(mnr), op)
+        return (parse_seconds_ns(ts), sector_offset(sector, "sector"), 0, count * SECTOR, pid, device, op)
 
 
 class SpcReader(Reader):
@@ -216,7 +305,7 @@ class SpcReader(Reader):
             raise ValueError("expected ASU,LBA,Size,Opcode,Timestamp, found %d fields" % len(f))
         offset = sector_offset(parse_uint(f[1], "LBA"), "LBA")
         op = parse_op(f[3])
-        return (parse_seconds_ns(f[4]), offset, 0, check_length(parse_uint(f[2], "size")),
+        return (parse_seconds_ns(f[4]), offset, 0, parse_uint(f[2], "size"),
                 0, parse_uint(f[0], "ASU", U32_MAX), op)
 
 
@@ -229,7 +318,7 @@ class AlibabaReader(Reader):
         if len(f) != 5:
             raise ValueError("expected device_id,opcode,offset,length,timestamp, found %d fields" % len(f))
         return (parse_uint(f[4], "timestamp") * 1000, parse_uint(f[2], "offset"), 0,
-                check_length(parse_uint(f[3], "length")), 0,
+                parse_uint(f[3], "length"), 0,
                 parse_uint(f[0], "device id", U32_MAX), parse_op(f[1]))
 
 
@@ -243,10 +332,10 @@ class TencentReader(Reader):
             raise ValueError("expected timestamp,offset,size,iotype,volume, found %d fields" % len(f))
         iotype = f[3].strip()
         if iotype not in ("0", "1"):
-            raise ValueError("iotype %r is neither 0 (read) nor 1 (write)" % iotype)
+            raise ValueError("iotype %s is neither 0 (read) nor 1 (write)" % show(iotype))
         offset = sector_offset(parse_uint(f[1], "offset"), "offset (sectors)")
         return (parse_seconds_ns(f[0]), offset, 0,
-                check_length(parse_uint(f[2], "size") * SECTOR), 0,
+                parse_uint(f[2], "size") * SECTOR, 0,
                 parse_uint(f[4], "volume", U32_MAX), record.READ if iotype == "0" else record.WRITE)
 
 
@@ -266,7 +355,7 @@ class FioReader(Reader):
         if self.version is None:
             m = re.fullmatch(r"fio version (\d+) iolog", line)
             if not m or m.group(1) not in ("2", "3"):
-                raise TraceError(self.path, "not a fio iolog v2/v3 (first line %r)" % line[:60], lineno)
+                raise TraceError(self.path, "not a fio iolog v2/v3 (first line %s)" % show(line, 60), lineno)
             self.version = int(m.group(1))
             return None
         f = line.split()
@@ -286,13 +375,13 @@ class FioReader(Reader):
         if action in ("add", "open", "close"):
             return None
         if action not in self.FIO_OPS:
-            raise ValueError("unknown fio action %r" % action)
+            raise ValueError("unknown fio action %s" % show(action))
         op = self.FIO_OPS[action]
         if op == record.FLUSH:
             return (time_ns, 0, 0, 0, 0, 0, op)
         if len(f) != 4:
             raise ValueError("%s needs an offset and a length" % action)
-        return (time_ns, parse_uint(f[2], "offset"), 0, check_length(parse_uint(f[3], "length")),
+        return (time_ns, parse_uint(f[2], "offset"), 0, parse_uint(f[3], "length"),
                 0, 0, op)
 
 
@@ -315,9 +404,9 @@ class CsvReader(Reader):
         for item in columns.split(","):
             key, _, idx = item.partition("=")
             key = key.strip()
-            if key not in ("time", "offset", "length", "op", "device", "pid", "latency") or not idx.strip().isdigit():
-                raise TraceError(self.path, "bad column mapping %r (want NAME=INDEX with NAME in "
-                                 "time, offset, length, op, device, pid, latency)" % item)
+            if key not in ("time", "offset", "length", "op", "device", "pid", "latency") or not (idx.strip().isascii() and idx.strip().isdigit()):
+                raise TraceError(self.path, "bad column mapping %s (want NAME=INDEX with NAME in "
+                                 "time, offset, length, op, device, pid, latency)" % show(item))
             self.cols[key] = int(idx)
         missing = {"offset", "length", "op"} - set(self.cols)
         if missing:
@@ -350,7 +439,7 @@ class CsvReader(Reader):
         lat = parse_seconds_ns(f[c["latency"]], "latency", self.lat_scale) if "latency" in c else 0
         if offset > U64_MAX or lat > U64_MAX:
             raise ValueError("offset or latency out of range")
-        return (time_ns, offset, lat, check_length(length),
+        return (time_ns, offset, lat, length,
                 parse_uint(f[c["pid"]], "pid", U32_MAX) if "pid" in c else 0,
                 parse_uint(f[c["device"]], "device", U32_MAX) if "device" in c else 0,
                 parse_op(f[c["op"]]))

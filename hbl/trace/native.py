@@ -12,6 +12,7 @@ import numpy as np
 
 from hbl import record
 from hbl.errors import TraceError
+from hbl.trace.formats import MAX_LENGTH, U64_MAX
 
 MAGIC = b"HBLTRACE"
 VERSION = 1
@@ -63,23 +64,77 @@ def load(path):
 
 
 class NativeReader:
+    """Chunks of a native trace, each record checked as a text reader checks a line: a native
+    file is as much outside input as a CSV (a bad op byte or length is an error, not a crash)."""
+
     name = "native"
     description = "hbl native binary trace (memory-mapped)"
 
     def __init__(self, path, lenient=False, chunk=1 << 16):
-        self.path, self.chunk, self.skipped, self.problems = str(path), chunk, 0, []
+        self.path, self.chunk, self.lenient, self.skipped, self.problems = str(path), chunk, lenient, 0, []
         self.count, self.source = read_header(self.path)
+        if not self.count:
+            raise TraceError(self.path, "the trace is empty (0 records)")
 
     def __iter__(self):
         data = load(self.path)
         for i in range(0, len(data), self.chunk):
-            yield data[i:i + self.chunk]
+            chunk = data[i:i + self.chunk]
+            bad = self._bad(chunk)
+            if bad.any():
+                first = int(np.argmax(bad))
+                why = self._why(chunk[first])
+                if not self.lenient:
+                    raise TraceError(self.path, "record %d: %s" % (i + first, why))
+                self.skipped += int(bad.sum())
+                if len(self.problems) < 5:
+                    self.problems.append("record %d: %s" % (i + first, why))
+                chunk = chunk[~bad]
+            yield chunk
+
+    @staticmethod
+    def _bad(chunk):
+        length = chunk["length"].astype(np.uint64)
+        return ((chunk["op"] > record.FLUSH) | (length > MAX_LENGTH)
+                | (chunk["offset"] > np.uint64(U64_MAX) - length))
+
+    @staticmethod
+    def _why(rec):
+        if rec["op"] > record.FLUSH:
+            return "op %d is not read (0), write (1), discard (2) or flush (3)" % rec["op"]
+        if rec["length"] > MAX_LENGTH:
+            return "request length %d is over the %d MiB maximum" % (rec["length"], MAX_LENGTH >> 20)
+        return "offset %d + length %d is past the 64-bit address space" % (rec["offset"], rec["length"])
 
 
-class NativeWriter:
+class WriterBase:
+    """What every writer shares: the with-block protocol."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+    def abort(self):
+        """Close and remove a file that will not be finished."""
+        self.f.close()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+class NativeWriter(WriterBase):
     """Streams chunks to a native trace; the header's count is patched on close."""
 
-    def __init__(self, path, source=""):
+    def __init__(self, path, source="", compress=False):
+        if compress:
+            raise TraceError(path, "a native trace is memory-mapped and cannot be compressed "
+                             "(name it without .gz, or convert to msrc or fio)")
         self.path = str(path)
         self.count = 0
         self.source = source.encode("utf-8")[:SOURCE_MAX]

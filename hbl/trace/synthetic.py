@@ -16,11 +16,13 @@ character (read share, skew, sequentiality, request sizes), not fits to the
 full traces: they exist to give online learners long, realistic-looking runs.
 """
 import dataclasses
+import math
 
 import numpy as np
 
 from hbl import record
-from hbl.errors import HblError
+from hbl.errors import HblError, show
+from hbl.trace.formats import MAX_LENGTH
 
 PAGE = 4096
 
@@ -63,8 +65,26 @@ PRESETS = {
 #: The default suite for `hbl compare` (together with the bundled MSR slices).
 DEFAULT_SUITE = ("synth:hm", "synth:prxy", "synth:web", "synth:proj")
 
-_KEYS = {"requests": int, "pages": int, "read": float, "alpha": float, "seq": float,
-         "streams": int, "size": int, "phases": int, "iops": float, "seed": int}
+
+
+def _whole(text):
+    if not (text.isascii() and text.isdigit()) or len(text) > 20:
+        raise ValueError(text)
+    return int(text)
+
+
+def _finite(text):
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(text)
+    return v
+
+
+_KEYS = {"requests": _whole, "pages": _whole, "read": _finite, "alpha": _finite, "seq": _finite,
+         "streams": _whole, "size": _whole, "phases": _whole, "iops": _finite, "seed": _whole}
+# The generator holds a permutation and a CDF of the pages (16 bytes each): 2^26 pages
+# (a 256 GiB footprint) is 1 GiB of memory.
+MAX_PAGES = 1 << 26
 
 
 def parse_spec(spec):
@@ -83,15 +103,18 @@ def parse_spec(spec):
         try:
             v = _KEYS[key](value)
         except ValueError:
-            raise HblError("synthetic workload %r: %s=%r is not a number" % (spec, key, value)) from None
+            raise HblError("synthetic workload %s: %s=%s is not a %s" % (
+                show(spec), key, show(value), "whole number" if _KEYS[key] is _whole else "finite number")) from None
         if key == "size":
             w.sizes = ((v, 1.0),)
         else:
             setattr(w, key, v)
-    if w.requests < 0 or w.pages < 1 or not 0 <= w.read <= 1 or not 0 <= w.seq <= 1 or \
-            w.alpha < 0 or w.streams < 1 or w.iops <= 0 or w.phases < 0 or \
-            any(p < 1 or p > w.pages for p, _ in w.sizes):
-        raise HblError("synthetic workload %r: parameters out of range" % spec)
+    if w.requests < 0 or not 1 <= w.pages <= MAX_PAGES or not 0 <= w.read <= 1 or not 0 <= w.seq <= 1 or \
+            not 0 <= w.alpha <= 100 or not 1 <= w.streams <= 1 << 16 or w.iops <= 0 or \
+            not 0 <= w.phases <= 1 << 20 or w.seed >= 1 << 64 or \
+            any(p < 1 or p > w.pages or p * PAGE > MAX_LENGTH for p, _ in w.sizes):
+        raise HblError("synthetic workload %s: parameters out of range (pages 1..%d, size at most %d "
+                       "pages, read and seq 0..1, streams 1..65536)" % (show(spec), MAX_PAGES, MAX_LENGTH // PAGE))
     return w, "synth:" + body
 
 

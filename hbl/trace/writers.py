@@ -1,18 +1,25 @@
-"""Trace writers: native (memory-mappable), MSRC CSV and fio iolog v3."""
+"""Trace writers: native (memory-mappable), MSRC CSV and fio iolog v3.
+
+A writer is a context manager: leaving the block normally finishes the file
+(trailer, header count); leaving it by an exception removes the partial file.
+"""
+import gzip
+
 import numpy as np
 
 from hbl import record
 from hbl.errors import TraceError
 from hbl.trace.formats import FILETIME_UNIX_EPOCH
-from hbl.trace.native import NativeWriter
+from hbl.trace.native import NativeWriter, WriterBase
 
 
-class _TextWriter:
-    def __init__(self, path, source=""):
+class _TextWriter(WriterBase):
+    def __init__(self, path, source="", compress=False):
         self.path = str(path)
         self.count = 0
         try:
-            self.f = open(self.path, "w", encoding="utf-8", newline="\n")
+            self.f = (gzip.open(self.path, "wt", encoding="utf-8", newline="\n") if compress
+                      else open(self.path, "w", encoding="utf-8", newline="\n"))
         except OSError as exc:
             raise TraceError(self.path, exc.strerror or str(exc)) from None
         self.start()
@@ -31,10 +38,10 @@ class _TextWriter:
 class MsrcWriter(_TextWriter):
     """MSR Cambridge CSV; discards and flushes have no MSRC spelling and are dropped (counted)."""
 
-    def __init__(self, path, source="", hostname="hbl"):
+    def __init__(self, path, source="", compress=False, hostname="hbl"):
         self.hostname = hostname
         self.dropped = 0
-        super().__init__(path, source)
+        super().__init__(path, source, compress)
 
     def write(self, chunk):
         keep = chunk[(chunk["op"] == record.READ) | (chunk["op"] == record.WRITE)]
@@ -57,11 +64,11 @@ class FioWriter(_TextWriter):
     ACTIONS = {record.READ: "read", record.WRITE: "write", record.DISCARD: "trim",
                record.FLUSH: "sync"}
 
-    def __init__(self, path, source="", filename="/dev/hbl-replay"):
+    def __init__(self, path, source="", compress=False, filename="/dev/hbl-replay"):
         self.filename = filename
         self.t0 = None
         self.last_ms = 0
-        super().__init__(path, source)
+        super().__init__(path, source, compress)
 
     def start(self):
         self.f.write("fio version 3 iolog\n0 %s add\n0 %s open\n" % (self.filename, self.filename))
@@ -89,3 +96,4 @@ class FioWriter(_TextWriter):
 
 
 WRITERS = {"native": NativeWriter, "msrc": MsrcWriter, "fio": FioWriter}
+
