@@ -277,8 +277,6 @@ int32_t hbl_live_set_devices(struct hbl_sim *s, const uint64_t *extents, const i
 int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent);
 /* Extents whose device changed since the last call, oldest first (may repeat). */
 uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max);
-/* Run the policy's periodic migration now (besides every migrate_every requests). */
-int32_t hbl_live_migrate(struct hbl_sim *s);
 
 /* Python plugin policies (policy "python"): implemented in hbl/plugin.py. */
 #if HBL_CDEF

@@ -787,10 +787,3 @@ uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max)
     return n;
 }
 
-int32_t hbl_live_migrate(struct hbl_sim *s)
-{
-    if (!s->ops->migrate) return 0;
-    uint64_t before = s->nmq;
-    run_migrations(s, s->last_arrival);
-    return (int32_t)(s->nmq - before);
-}
