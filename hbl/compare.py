@@ -40,7 +40,8 @@ def expand_policies(text):
 
 
 def _materialize(name, path, fmt, lenient, reader_options):
-    """Read a trace once into a native file (later passes memory-map it) and its footprint."""
+    """Read a trace once into a native file (later passes memory-map it); its footprint and the
+    malformed lines skipped (--lenient)."""
     reader = tracemod.open_trace(name, fmt=fmt, lenient=lenient, **reader_options)
     if getattr(reader, "name", "") == "native":
         path = reader.path
@@ -49,7 +50,7 @@ def _materialize(name, path, fmt, lenient, reader_options):
         for chunk in reader:
             w.write(chunk)
         w.close()
-    return path, footprint_pages(tracemod.open_trace(path))
+    return path, footprint_pages(tracemod.open_trace(path)), getattr(reader, "skipped", 0)
 
 
 def _label(name):
@@ -61,9 +62,9 @@ def _label(name):
 
 
 def _run(job):
-    label, path, footprint, hss, policy, seed, opts = job
+    label, name, path, footprint, hss, policy, seed, opts = job
     r = simulate(path, hss=hss, policy=policy, footprint=footprint, fmt="native", seed=seed, **opts)
-    r["trace"] = label
+    r["trace"], r["workload"] = name, label   # the trace as simulate names it; the table's short label
     r["seed"] = seed
     return r
 
@@ -79,26 +80,28 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
     jobs = jobs or os.cpu_count() or 1
     results = []
     with tempfile.TemporaryDirectory(prefix="hbl-compare-") as work:
-        prepared, labels = [], []
+        prepared, labels, skipped = [], [], {}
         for i, name in enumerate(traces):
             if progress:
                 print("\r[prepare %d/%d] %s" % (i + 1, len(traces), name), end="", file=sys.stderr, flush=True)
-            path, fp = _materialize(name, os.path.join(work, "%d.hbltrace" % i), fmt if not name.startswith(("synth:", "bundled:")) else None,
+            path, fp, bad = _materialize(name, os.path.join(work, "%d.hbltrace" % i), fmt if not name.startswith(("synth:", "bundled:")) else None,
                                     lenient, reader_options or {})
             label = _label(name)
             while label in labels:
                 label += "'"
             labels.append(label)
+            if bad:
+                skipped[label] = bad
             if fp:
-                prepared.append((label, path, fp))
+                prepared.append((label, name, path, fp))
             elif progress:
                 print("\nhbl: %s has no reads or writes, left out" % name, file=sys.stderr)
         if not prepared:
             raise HblError("no workload with reads or writes to compare")
-        work_items = [(label, path, fp, h, p, seed + k, sim_options) for label, path, fp in prepared
+        work_items = [(label, name, path, fp, h, p, seed + k, sim_options) for label, name, path, fp in prepared
                       for h in hss_list for p in pols for k in range(seeds if p in LEARNING else 1)]
         # longest first (the oracle and the learning policies), so the pool does not end on one straggler
-        work_items.sort(key=lambda j: -(j[2] * (3 if j[4] in LEARNING or j[4] == "oracle" else 1)))
+        work_items.sort(key=lambda j: -(j[3] * (3 if j[5] in LEARNING or j[5] == "oracle" else 1)))
         t0 = time.time()
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(min(jobs, max(1, len(work_items)))) as pool:
@@ -106,11 +109,13 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
                 results.append(r)
                 if progress:
                     print("\r[simulate %d/%d] %-8s %-10s %-10s %5.0fs" % (
-                        k, len(work_items), r["hss"], r["policy"], r["trace"], time.time() - t0),
+                        k, len(work_items), r["hss"], r["policy"], r["workload"], time.time() - t0),
                         end="", file=sys.stderr, flush=True)
         if progress:
             print(file=sys.stderr)
-    return summarize(results, [p[0] for p in prepared], list(hss_list), pols)
+    summary = summarize(results, [p[0] for p in prepared], list(hss_list), pols)
+    summary["bad_lines_skipped"] = skipped
+    return summary
 
 
 LEARNING = {"sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only", "archivist", "rnn-hss"}
@@ -160,7 +165,7 @@ def summarize(results, workloads, hss_list, pols):
     the oracle (which would mean the oracle is not a bound)."""
     runs = {}
     for r in results:
-        runs.setdefault((r["hss"], r["trace"], r["policy"]), []).append(r)
+        runs.setdefault((r["hss"], r.get("workload", r["trace"]), r["policy"]), []).append(r)
     for v in runs.values():
         v.sort(key=lambda r: r.get("seed", 1))
     first = lambda h, w, p: runs[(h, w, p)][0]
@@ -197,7 +202,7 @@ def summarize(results, workloads, hss_list, pols):
                 harmonia[h]["long"] = dict(_harmonia_standing({p: _geomean([norm[h][w][p] for w in long_wl])
                                                                for p in pols}), workloads=long_wl)
     order = {p: i for i, p in enumerate(pols)}
-    results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["trace"]), order[r["policy"]],
+    results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r.get("workload", r["trace"])), order[r["policy"]],
                                 r.get("seed", 1)))
     replay = results[0].get("replay") if results else None
     return {"workloads": workloads, "hss": hss_list, "policies": pols, "replay": replay,
@@ -215,7 +220,7 @@ def format_table(summary):
     pols, wl, lines = summary["policies"], summary["workloads"], []
     runs = {}
     for r in summary["results"]:
-        runs.setdefault((r["hss"], r["trace"], r["policy"]), []).append(r)
+        runs.setdefault((r["hss"], r.get("workload", r["trace"]), r["policy"]), []).append(r)
     beaten = {(b["hss"], b["workload"], b["policy"]) for b in summary.get("beats_oracle", [])}
     pw = max(len(p) for p in pols) + 1
     cw = max([len(w) for w in wl] + [7]) + 1
@@ -267,6 +272,9 @@ def format_table(summary):
         lines.append("! faster than the oracle, which is then no bound there: " + "; ".join(
             "%s on %s (%s, seed %d): %.3fx the oracle" % (b["policy"], b["workload"], b["hss"], b["seed"],
                                                            b["latency_vs_oracle"]) for b in summary["beats_oracle"]))
+    if summary.get("bad_lines_skipped"):
+        lines.append("--lenient skipped malformed lines: " + ", ".join(
+            "%s %d" % kv for kv in summary["bad_lines_skipped"].items()))
     lines.append("")
     lines.append("< best non-oracle policy of the workload; * synthetic workload (the rest are real traces); "
                  "geomean and mean of normalized latency; learning policies: mean over seeds; + = harmonia "

@@ -211,3 +211,17 @@ def test_trace_to_and_hidden_format_alias():
         a = build_parser().parse_args(["trace", "--dev", "/dev/x", "--out", "o", flag, "fio", "--count", "1"])
         assert a.to == "fio"
     assert "--format" not in build_parser()._subparsers._group_actions[0].choices["trace"].format_help()
+
+
+def test_compare_names_traces_as_simulate_does_and_counts_skipped_lines(tmp_path):
+    src = open(os.path.join(os.path.dirname(__file__), "..", "hbl", "data", "traces", "msr", "hm_1.csv")).read()
+    f = tmp_path / "some.csv"
+    f.write_text("".join(src.splitlines(True)[:50]) + "garbage,line\n")
+    s = json.loads(run("compare", "--trace", str(f), "--policies", "lru", "--hss", "perf", "--lenient",
+                       "--seeds", "1", "--quiet", "--json").stdout)
+    one = json.loads(run("simulate", "--trace", str(f), "--policy", "lru", "--hss", "perf", "--lenient",
+                         "--json").stdout)
+    assert {r["trace"] for r in s["results"]} == {one["trace"]}
+    assert {r["workload"] for r in s["results"]} == {"some"}
+    assert s["bad_lines_skipped"] == {"some": 1} and one["bad_lines_skipped"] == 1
+    assert s["replay"] == one["replay"] == {"mode": "closed", "queue_depth": 1}
