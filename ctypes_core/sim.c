@@ -90,11 +90,10 @@ static double positioning(struct hbl_sim *s, int d, int write, uint64_t page, ui
 
 /* Start an I/O on device d no earlier than `at`; returns when it completes.
  * See struct hbl_device_params for the model. */
-static double dev_start(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double at,
-                        int background)
+static double dev_start(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double bytes,
+                        double at, int background)
 {
     const struct hbl_device_params *p = &s->cfg.dev[d];
-    double bytes = (double)npages * s->cfg.page_size;
     double bw = write ? p->write_bytes_per_ns : p->read_bytes_per_ns;
     double lat = (write ? p->write_latency_ns : p->read_latency_ns) + (bytes > 4096 ? (bytes - 4096) / bw : 0);
     double hold;
@@ -116,11 +115,11 @@ static double dev_start(struct hbl_sim *s, int d, int write, uint64_t page, uint
 
 /* A foreground I/O: it waits for whatever the device has started (background
  * I/O included: an I/O in service is not preempted). */
-static double dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now)
+static double dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double bytes, double now)
 {
     if (s->free_at[d] > now && s->bg_last[d]) s->st.foreground_wait_ns += s->free_at[d] - now;
     s->bg_last[d] = 0;
-    double done = dev_start(s, d, write, page, npages, now, 0);
+    double done = dev_start(s, d, write, page, npages, bytes, now, 0);
     if (done > s->fg_done[d]) s->fg_done[d] = done;
     return done;
 }
@@ -149,7 +148,7 @@ static void bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t
         struct hbl_bgop *q = realloc(s->bgq[d], cap * sizeof(*q));
         if (!q) {               /* no memory for the queue: do it now instead */
             s->bgpages[d] -= npages;
-            dev_io(s, d, write, page, npages, now);
+            dev_io(s, d, write, page, npages, (double)npages * s->cfg.page_size, now);
             return;
         }
         s->bgq[d] = q; s->bgcap[d] = cap;
@@ -192,7 +191,7 @@ static void bg_advance(struct hbl_sim *s, int d, double now)
         if (s->bg_next[d] > start) start = s->bg_next[d];
         if (start >= now) return;
         struct hbl_bgop op = bg_take(s, d);
-        dev_start(s, d, op.write, op.page, op.npages, start, 1);
+        dev_start(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, start, 1);
         s->bg_last[d] = 1;
         s->st.background_ios++;
         if (b->rate_bytes_per_ns > 0)
@@ -207,7 +206,7 @@ static double bg_drain(struct hbl_sim *s, int d, uint32_t npages, double now)
     double done = now;
     while (s->nbg[d] && !bg_room(s, d, npages)) {
         struct hbl_bgop op = bg_take(s, d);
-        double t = dev_io(s, d, op.write, op.page, op.npages, now);
+        double t = dev_io(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, now);
         if (t > done) done = t;
     }
     return done;
@@ -411,6 +410,12 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             uint32_t x = slots[i];
             int cur = pt->dev[x], t = targets[i];
             if (t < 0 || t >= s->cfg.ndev || !write) t = cur >= 0 ? cur : s->initial_dev;
+            /* a write over part of a page that holds data elsewhere is served where the page
+             * is: the rest of the page would have to come along, so a move there is a copy */
+            if (write && cur >= 0 && t != cur &&
+                (r->offset > (first + i) * s->cfg.page_size ||
+                 r->offset + r->length < (first + i + 1) * s->cfg.page_size))
+                t = cur;
             if (write) pt->home_copy[x] = 0;
             if (t != cur) set_device(s, x, t);
         }
@@ -418,19 +423,24 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             int d = pt->dev[slots[i]];
             uint32_t j = i + 1;
             while (j < n && pt->dev[slots[j]] == d) j++;
-            double end = dev_io(s, d, write, first + i, j - i, arrival);
+            /* the bytes of the request that fall in these pages: a small request to a large
+             * page (a 1 MiB extent) transfers only its own bytes */
+            uint64_t lo = (first + i) * s->cfg.page_size, hi = (first + j) * s->cfg.page_size;
+            if (lo < r->offset) lo = r->offset;
+            if (hi > r->offset + r->length) hi = r->offset + r->length;
+            double end = dev_io(s, d, write, first + i, j - i, (double)(hi - lo), arrival);
             if (end > done) done = end;
             if (d == 0) hits += j - i;
             i = j;
         }
     }
 
-    if (!write || s->live) {    /* a read may promote or evict what it just read (live: any request) */
-        for (uint32_t i = 0; i < n; i++) {
-            int t = targets[i];
-            if (t >= 0 && t < s->cfg.ndev && t != pt->dev[slots[i]])
-                migrate_page(s, slots[i], t, arrival, 0, 0);
-        }
+    /* what placement wanted elsewhere is now a move: a read's page (just read, so only the
+     * write is left), a partly written page (copied), any request's page in live mode */
+    for (uint32_t i = 0; i < n; i++) {
+        int t = targets[i];
+        if (t >= 0 && t < s->cfg.ndev && t != pt->dev[slots[i]])
+            migrate_page(s, slots[i], t, arrival, write && !s->live, 0);
     }
     for (int d = 0; d < s->cfg.ndev - 1; d++) make_room(s, d, arrival, 0);
     if (s->sync_done > done) done = s->sync_done;   /* evictions the queues could not take */

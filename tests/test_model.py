@@ -133,3 +133,25 @@ def test_measured_profile_drives_the_simulator(tmp_path):
     r = simulate("bundled:hm_0", hss=str(spec), policy="fast-only")
     # a closed-loop 4 KiB read on the measured device costs what fio measured at queue depth 1
     assert r["p50_latency_us"] == pytest.approx(prof.read_latency_us, rel=0.3)
+
+
+def test_a_small_request_to_a_large_page_transfers_only_its_bytes():
+    # 1 MiB pages (the live device's extents): a 4 KiB read costs the 4 KiB latency, not a 1 MiB transfer
+    s = Simulator(load_hss("perf"), "fast-only", [None, None], page_size=1 << 20)
+    a = record.empty(100)
+    a["offset"] = np.arange(100, dtype=np.uint64) * (1 << 20) + 8192
+    a["length"] = 4096
+    s.feed(a)
+    assert s.result()["avg_latency_us"] == pytest.approx(PROFILES["H"].read_latency_us, rel=0.02)
+
+
+@pytest.mark.parametrize("length,on_disk", [(512, True), (4096, False)])
+def test_a_partial_write_of_a_page_stored_elsewhere_is_served_where_it_is(length, on_disk):
+    s = Simulator(load_hss("cost"), "lru", [1, None], open_loop=True)
+    s.feed(reqs([0, 1], op=record.WRITE, gap_ns=10 ** 9))     # page 0 is pushed out to the disk
+    w = record.empty(1)
+    w["offset"], w["length"], w["op"], w["time_ns"] = 0, length, record.WRITE, 3 * 10 ** 9
+    s.feed(w)
+    r = s.result()
+    assert (r["p99_latency_us"] > 1000) == on_disk      # the rest of the page lives on the disk
+    assert r["promotions"] == (1 if on_disk else 0)     # and comes along with a copy
