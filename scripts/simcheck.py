@@ -87,6 +87,7 @@ def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None):
     return {"requests": t["requests"], "warm_requests": w["requests"], "measure_requests": m_req,
             "hit_ratio": hits / max(1, t["read_page_accesses"] + t["write_page_accesses"]),
             "read_hit_ratio": t["fast_read_hits"] / max(1, t["read_page_accesses"]),
+            "warm_hit_ratio": (w["fast_read_hits"] + w["fast_page_writes"]) / max(1, w["requests"]),
             "measure_hit_ratio": (hits - w["fast_read_hits"] - w["fast_page_writes"]) / max(1, m_req),
             "mean_latency_us": (t["latency_sum_ns"] - w["latency_sum_ns"]) / max(1, m_req) / 1e3,
             "warm_mean_latency_us": w["latency_sum_ns"] / max(1, w["requests"]) / 1e3,
@@ -164,11 +165,12 @@ def format_table(s):
     for k, r in s["results"].items():
         lv, sm = r["live"], r["sim"]
         lines.append("hbl-%s: requests %d + %d; promotions live %d sim %d, evictions live %d sim %d, moved live "
-                     "%.0f MiB sim %.0f MiB; sim read hit ratio %.3f, measured-phase hit ratio %.3f; live read "
-                     "%.0f us write %.0f us" % (k, lv["warm_requests"], lv["measure_requests"], lv["promotions"],
-                                                 sm["promotions"], lv["evictions"], sm["evictions"],
-                                                 lv["migrated_mib"], sm["migrated_mib"], sm["read_hit_ratio"],
-                                                 sm["measure_hit_ratio"], lv["read_mean_us"], lv["write_mean_us"]))
+                     "%.0f MiB sim %.0f MiB; sim read hit ratio %.3f, hit ratio warm-up %.3f measured %.3f; "
+                     "live read %.0f us write %.0f us" % (k, lv["warm_requests"], lv["measure_requests"],
+                                                          lv["promotions"], sm["promotions"], lv["evictions"],
+                                                          sm["evictions"], lv["migrated_mib"], sm["migrated_mib"],
+                                                          sm["read_hit_ratio"], sm["warm_hit_ratio"],
+                                                          sm["measure_hit_ratio"], lv["read_mean_us"], lv["write_mean_us"]))
         lines.append("hbl-%s: live %d stalls (p50 %.0f ms, p99 %.0f ms), request seen -> remap p50 %.1f s p99 %.1f s, "
                      "copies at %.1f MiB/s" % (k, lv["stall_ms"]["count"], lv["stall_ms"]["p50"] or 0,
                                                lv["stall_ms"]["p99"] or 0, (lv["decision_to_remap_ms"]["p50"] or 0) / 1e3,
