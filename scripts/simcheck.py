@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""The simulator checked against the live device (issue 11, item 6), in one command.
+
+One guest boot (vm/guest/simcheck.py) measures the emulated NVMe and HDD-like disk with
+`hbl devices --measure --write`, runs hbl-lru and hbl-smq on the live device as
+`hbl vm bench --live` does, and captures the same fio job (warm-up, then the measured
+phase) on a raw scratch disk with `hbl trace`.  Then, on the host, each policy's trace
+(the first N requests of each phase, N what the live device completed in it) is
+replayed closed loop at fio's depth (4) through an HSS of the two measured profiles,
+with the live device's extent as the page and its fast slots as the fast capacity.
+Side by side: hit ratio over both phases (all requests, as `hbl status` counts it) and
+the measured phase's mean latency, against the targets (0.05, 25%).
+
+    sudo .venv/bin/python scripts/simcheck.py [--warm 90] [--seconds 60] [--out DIR]
+    .venv/bin/python scripts/simcheck.py --from DIR      # re-simulate a kept guest output
+Writes results/simcheck.json and results/simcheck.txt.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from hbl.devices import load_hss  # noqa: E402
+from hbl.errors import HblError  # noqa: E402
+from hbl.sim import Simulator  # noqa: E402
+from hbl.trace import native  # noqa: E402
+
+HIT_TARGET, LATENCY_TARGET = 0.05, 0.25
+QUEUE_DEPTH = 4                       # fio's iodepth in bench_live.py
+
+
+def run_guest(a):
+    from hbl.vm import build as vmbuild, run as vmrun
+    images = vmbuild.build(progress=lambda m: print("simcheck: " + m, file=sys.stderr))
+    # the scratch disk spans the live device's logical space (1519 MiB), so fio's offsets are the same
+    disks = vmrun.default_disks() + [vmrun.Disk("scratch", 1536, "virtio")]
+    cmd = "HBL_BENCH_WARM=%d HBL_BENCH_SECONDS=%d HBL_SIMCHECK_MEASURE_S=%g HBL_SIMCHECK_POLICIES=%s " \
+          "python3 vm/guest/simcheck.py" % (a.warm, a.seconds, a.measure_seconds, a.policies)
+    r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
+    sys.stderr.write(r.stderr)
+    if not r.ok:
+        raise HblError("the guest failed (exit status %d); its output is in %s" % (r.rc, r.out_dir))
+    print("simcheck: guest done in %.0f s; output in %s" % (r.seconds, r.out_dir), file=sys.stderr)
+    return r.out_dir
+
+
+def hss_file(guest, out_dir):
+    """The HSS of the two measured profiles, fast capacity = the live device's fast slots."""
+    lay = guest["layout"]
+    spec = {"devices": [
+        {"profile": dict(guest["profiles"]["fast"]["profile"], name="vm-nvme",
+                         description="QEMU NVMe, measured by hbl devices --measure --write"),
+         "capacity": "%dM" % (lay["fast_extents"] * lay["extent_bytes"] >> 20)},
+        {"profile": dict(guest["profiles"]["slow"]["profile"], name="vm-hdd",
+                         description="QEMU virtio disk at 100 IOPS, measured by hbl devices --measure --write"),
+         "capacity": None}]}
+    path = os.path.join(out_dir, "simcheck-hss.json")
+    with open(path, "w") as f:
+        json.dump(spec, f, indent=1)
+    return path, spec
+
+
+def counters(sim):
+    st = sim.stats()
+    return {k: getattr(st, k) for k in ("requests", "reads", "writes", "latency_sum_ns", "read_page_accesses",
+                                         "fast_read_hits", "write_page_accesses", "fast_page_writes",
+                                         "promotions", "evictions", "migrated_bytes", "sync_evictions",
+                                         "background_ios")}
+
+
+def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None):
+    page_size = page_size or guest["layout"]["extent_bytes"]
+    config = load_hss(hss_path)
+    caps = config.capacity_pages(0, page_size)
+    sim = Simulator(config, policy, caps, queue_depth=QUEUE_DEPTH, page_size=page_size)
+    sim.feed(seq[:n_warm])
+    w = counters(sim)
+    sim.feed(seq[:n_measure])
+    t = counters(sim)
+    hits = t["fast_read_hits"] + t["fast_page_writes"]
+    whole = sim.result()
+    m_req = t["requests"] - w["requests"]
+    return {"requests": t["requests"], "warm_requests": w["requests"], "measure_requests": m_req,
+            "hit_ratio": hits / max(1, t["read_page_accesses"] + t["write_page_accesses"]),
+            "read_hit_ratio": t["fast_read_hits"] / max(1, t["read_page_accesses"]),
+            "warm_hit_ratio": (w["fast_read_hits"] + w["fast_page_writes"]) / max(1, w["requests"]),
+            "measure_hit_ratio": (hits - w["fast_read_hits"] - w["fast_page_writes"]) / max(1, m_req),
+            "mean_latency_us": (t["latency_sum_ns"] - w["latency_sum_ns"]) / max(1, m_req) / 1e3,
+            "warm_mean_latency_us": w["latency_sum_ns"] / max(1, w["requests"]) / 1e3,
+            "promotions": t["promotions"], "evictions": t["evictions"], "sync_evictions": t["sync_evictions"],
+            "migrated_mib": t["migrated_bytes"] / 2 ** 20, "capacity_pages": caps[0],
+            "iops": whole["throughput_iops"], "device_utilization": whole["device_utilization"],
+            "background_utilization": whole["background_utilization"],
+            "background_wait_us": whole["background_wait_us"]}
+
+
+def check(guest_dir, policies):
+    with open(os.path.join(guest_dir, "simcheck-guest.json")) as f:
+        guest = json.load(f)
+    hss_path, spec = hss_file(guest, guest_dir)
+    traces = {ph: native.load(os.path.join(guest_dir, guest["capture"][ph]["trace"])) for ph in ("warm", "measure")}
+    # Each fio phase restarts from the same seed, so both captures are prefixes of one request
+    # sequence (up to the order of requests in flight together): the longer one serves both phases.
+    seq = max(traces.values(), key=len)
+    n = min(len(t) for t in traces.values())
+    same = lambda t: set(zip(t["offset"][:n].tolist(), t["op"][:n].tolist()))
+    overlap = len(same(traces["warm"]) & same(traces["measure"])) / max(1, len(same(traces["measure"])))
+    rows = {}
+    for policy in policies:
+        lv = guest["live"][policy]
+        n_warm, n_measure = lv["warm_ios"], lv["ios"]
+        sim = simulate(policy, hss_path, guest, seq, n_warm, n_measure)
+        # Counterfactuals that locate a miss (not fits: no constant changes): writes replayed as
+        # reads, so a page reaches the fast device only by a copy, as on the live device; and
+        # 4 KiB pages over the same fast bytes, so a request moves its own 4 KiB, not a page.
+        reads = seq.copy()
+        reads["op"] = 0
+        diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure),
+                     "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096)}
+        hit_diff = sim["hit_ratio"] - lv["fast_hit_ratio"]
+        lat_diff = sim["mean_latency_us"] / lv["mean_latency_us"] - 1
+        rows[policy] = {
+            "live": {"hit_ratio": lv["fast_hit_ratio"], "mean_latency_us": lv["mean_latency_us"],
+                     "warm_requests": n_warm, "measure_requests": n_measure, "promotions": lv["promotions"],
+                     "evictions": lv["evictions"], "migrated_mib": lv["migrated_mib"], "iops": lv["iops"],
+                     "read_mean_us": lv["read_mean_us"], "write_mean_us": lv["write_mean_us"],
+                     "stall_ms": lv["stall_ms"], "decision_to_remap_ms": lv["decision_to_remap_ms"],
+                     "copy_bandwidth_mib_s": lv["copy_bandwidth_mib_s"]},
+            "sim": sim, "diagnosis": diagnosis,
+            "hit_ratio_diff": hit_diff, "mean_latency_diff": lat_diff,
+            "short_trace": len(seq) < max(n_warm, n_measure),
+            "hit_ratio_ok": abs(hit_diff) <= HIT_TARGET, "mean_latency_ok": abs(lat_diff) <= LATENCY_TARGET}
+    return {"date": datetime.date.today().isoformat(), "warm_s": guest["warm_s"], "measure_s": guest["measure_s"],
+            "targets": {"hit_ratio_abs": HIT_TARGET, "mean_latency_rel": LATENCY_TARGET},
+            "replay": {"mode": "closed", "queue_depth": QUEUE_DEPTH, "page_size": guest["layout"]["extent_bytes"]},
+            "layout": guest["layout"], "hss": spec,
+            "measured": {k: {"modelled_as": v["modelled_as"], "fio": v["fio"]} for k, v in guest["profiles"].items()},
+            "capture": {ph: {k: v for k, v in c.items() if k != "trace"} | {"records": len(traces[ph])}
+                        for ph, c in guest["capture"].items()},
+            "captures_same_sequence": overlap,
+            "results": rows}
+
+
+def format_table(s):
+    p = lambda prof: ", ".join("%s %g" % kv for kv in prof.items() if kv[0] not in ("name", "description"))
+    lines = ["# fio randrw 70%% reads, 4 KiB, zipf:1.2 over 800 MiB, qd 4; %d s warm-up + %d s measured "
+             "(the latency); hit ratio over both phases, all requests" % (s["warm_s"], s["measure_s"]),
+             "# simulator: closed loop at depth %d, page = extent = %d KiB, fast capacity %d extents, profiles "
+             "measured in the same boot:" % (s["replay"]["queue_depth"], s["replay"]["page_size"] >> 10,
+                                             s["layout"]["fast_extents"]),
+             "#   NVMe: " + p(s["hss"]["devices"][0]["profile"]),
+             "#   HDD:  " + p(s["hss"]["devices"][1]["profile"]),
+             "%-8s %9s %9s %7s  %10s %10s %7s  %s" % ("policy", "live hit", "sim hit", "diff", "live mean",
+                                                    "sim mean", "diff", "within target (0.05, 25%)")]
+    for k, r in s["results"].items():
+        lv, sm = r["live"], r["sim"]
+        lines.append("%-8s %9.3f %9.3f %+7.3f  %8.0f us %7.0f us %+6.0f%%  hit %s, latency %s%s" % (
+            "hbl-" + k, lv["hit_ratio"], sm["hit_ratio"], r["hit_ratio_diff"], lv["mean_latency_us"],
+            sm["mean_latency_us"], 100 * r["mean_latency_diff"], "yes" if r["hit_ratio_ok"] else "NO",
+            "yes" if r["mean_latency_ok"] else "NO", " (trace shorter than the live run)" if r["short_trace"] else ""))
+    for k, r in s["results"].items():
+        lv, sm = r["live"], r["sim"]
+        lines.append("hbl-%s: requests %d + %d; promotions live %d sim %d, evictions live %d sim %d, moved live "
+                     "%.0f MiB sim %.0f MiB; sim read hit ratio %.3f, hit ratio warm-up %.3f measured %.3f; "
+                     "live read %.0f us write %.0f us" % (k, lv["warm_requests"], lv["measure_requests"],
+                                                          lv["promotions"], sm["promotions"], lv["evictions"],
+                                                          sm["evictions"], lv["migrated_mib"], sm["migrated_mib"],
+                                                          sm["read_hit_ratio"], sm["warm_hit_ratio"],
+                                                          sm["measure_hit_ratio"], lv["read_mean_us"], lv["write_mean_us"]))
+        lines.append("hbl-%s: live %d stalls (p50 %.0f ms, p99 %.0f ms), request seen -> remap p50 %.1f s p99 %.1f s, "
+                     "copies at %.1f MiB/s" % (k, lv["stall_ms"]["count"], lv["stall_ms"]["p50"] or 0,
+                                               lv["stall_ms"]["p99"] or 0, (lv["decision_to_remap_ms"]["p50"] or 0) / 1e3,
+                                               (lv["decision_to_remap_ms"]["p99"] or 0) / 1e3, lv["copy_bandwidth_mib_s"]))
+        lines.append("hbl-%s: sim device busy NVMe %.0f%% HDD %.0f%%, %d evictions waited for; counterfactuals: "
+                     "writes replayed as reads hit %.3f mean %.0f us; 4 KiB pages hit %.3f mean %.0f us" % (
+                         k, 100 * sm["device_utilization"][0], 100 * sm["device_utilization"][1],
+                         sm["sync_evictions"], r["diagnosis"]["writes_as_reads"]["hit_ratio"],
+                         r["diagnosis"]["writes_as_reads"]["mean_latency_us"],
+                         r["diagnosis"]["pages_of_4k"]["hit_ratio"], r["diagnosis"]["pages_of_4k"]["mean_latency_us"]))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--warm", type=int, default=90, help="warm-up seconds (default 90, as hbl vm bench --live)")
+    ap.add_argument("--seconds", type=int, default=60, help="measured seconds (default 60)")
+    ap.add_argument("--measure-seconds", type=float, default=3, help="per fio job of hbl devices --measure (3)")
+    ap.add_argument("--policies", default="lru,smq")
+    ap.add_argument("--timeout", type=int, default=2400, help="seconds before QEMU is killed (default 2400)")
+    ap.add_argument("--out", help="keep the guest's output (traces, profiles) here")
+    ap.add_argument("--from", dest="from_dir", metavar="DIR", help="simulate a kept guest output, no VM")
+    ap.add_argument("--results", default=os.path.join(ROOT, "results"), help="where simcheck.json/.txt go")
+    a = ap.parse_args()
+    try:
+        guest_dir = a.from_dir or run_guest(a)
+        s = check(guest_dir, a.policies.split(","))
+    except (HblError, OSError, KeyError) as exc:
+        sys.exit("simcheck: %s" % exc)
+    s["command"] = "sudo .venv/bin/python scripts/simcheck.py" + (
+        "" if (s["warm_s"], s["measure_s"]) == (90, 60) else " --warm %d --seconds %d" % (s["warm_s"], s["measure_s"]))
+    text = "# %s   (%s)\n%s" % (s["command"], s["date"], format_table(s))
+    print(text)
+    with open(os.path.join(a.results, "simcheck.json"), "w") as f:
+        json.dump(s, f, indent=1)
+    with open(os.path.join(a.results, "simcheck.txt"), "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
