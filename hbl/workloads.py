@@ -147,6 +147,13 @@ class Pgbench(Recipe):
                 ("/usr/lib/postgresql/*/bin/pgbench", "postgresql"))
     SCALE = 60
 
+    def version(self):    # the metapackage's version says little: ask the server
+        try:
+            return subprocess.run([self._bin("postgres"), "--version"], capture_output=True, text=True
+                                  ).stdout.split()[2]
+        except (OSError, KeyError, IndexError):
+            return None
+
     def _bin(self, prog):
         return os.path.join(os.path.dirname(self.tool("/usr/lib/postgresql/*/bin/postgres")), prog)
 
@@ -206,7 +213,7 @@ class SysbenchMariadb(Recipe):
 
 class RocksdbBench(Recipe):
     name, application, package = "rocksdb", "RocksDB", "rocksdb-tools"
-    runs = ("db_bench fillrandom of 4 M keys x 400 B (about 1.7 GiB), then readrandom, then readwhilewriting "
+    runs = ("db_bench fillrandom of 2 M keys x 400 B (about 850 MiB), then readrandom, then readwhilewriting "
             "(2 readers + 1 writer), block cache 16 MiB, no compression")
     expected = "1 M requests in about 5-10 minutes (the fill, then the reads share what is left)"
     cache_bound = "direct I/O for reads, flushes and compactions (use_direct_reads, " \
@@ -215,7 +222,7 @@ class RocksdbBench(Recipe):
     binaries = (("/usr/bin/db_bench", "rocksdb-tools"),)
 
     def _argv(self, sc, *args):
-        return ["/usr/bin/db_bench", "--db=" + sc.path("rocksdb"), "--num=4000000", "--value_size=400",
+        return ["/usr/bin/db_bench", "--db=" + sc.path("rocksdb"), "--num=2000000", "--value_size=400",
                 "--compression_type=none", "--use_direct_reads=true",
                 "--use_direct_io_for_flush_and_compaction=true", "--cache_size=16777216", "--seed=1"] + list(args)
 
@@ -238,26 +245,31 @@ class SqliteMix(Recipe):
     binaries = (("/usr/bin/sqlite3", "sqlite3"),)
     ROWS = 4_000_000
     BLOCKS = 20_000
-    _C = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) "
-    LOAD = ("PRAGMA journal_mode=WAL;\nCREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v BLOB);\n" + _C % ROWS +
-            "INSERT INTO t SELECT x, abs(random()) %% 1000000000, randomblob(200) FROM c;\n"
-            "CREATE INDEX t_k ON t(k);\n")
-    BLOCK = ("BEGIN;\n" + _C % 500 + "INSERT INTO t(k, v) SELECT abs(random()) %% 1000000000, randomblob(200) FROM c;\n"
-             + _C % 500 + "UPDATE t SET v = randomblob(200) WHERE id IN "
-             "(SELECT 1 + abs(random()) %% %d FROM c);\nCOMMIT;\n" % ROWS
-             + _C % 5000 + "SELECT sum(length(v)) FROM t WHERE id IN (SELECT 1 + abs(random()) %% %d FROM c);\n" % ROWS
-             + "SELECT count(*) FROM t WHERE k BETWEEN %d AND %d;\n")
+
+    @staticmethod
+    def _rows(n):
+        return "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) " % n
+
+    def _load(self):
+        return ("PRAGMA journal_mode=WAL;\nCREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v BLOB);\n"
+                "%sINSERT INTO t SELECT x, abs(random()) %% 1000000000, randomblob(200) FROM c;\n"
+                "CREATE INDEX t_k ON t(k);\n" % self._rows(self.ROWS))
+
+    def _block(self, lo):
+        pick = "SELECT 1 + abs(random()) %% %d FROM c" % self.ROWS
+        return ("BEGIN;\n%sINSERT INTO t(k, v) SELECT abs(random()) %% 1000000000, randomblob(200) FROM c;\n"
+                "%sUPDATE t SET v = randomblob(200) WHERE id IN (%s);\nCOMMIT;\n"
+                "%sSELECT sum(length(v)) FROM t WHERE id IN (%s);\n"
+                "SELECT count(*) FROM t WHERE k BETWEEN %d AND %d;\n"
+                % (self._rows(500), self._rows(500), pick, self._rows(5000), pick, lo, lo + 2_000_000))
 
     def prepare(self, sc):
-        sc.run(["/usr/bin/sqlite3", sc.path("db.sqlite")], stdin=sc.write_tmp("load.sql", self.LOAD))
+        sc.run(["/usr/bin/sqlite3", sc.path("db.sqlite")], stdin=sc.write_tmp("load.sql", self._load()))
 
     def steps(self, sc):
         import random
         rnd = random.Random(1)
-        blocks = []
-        for _ in range(self.BLOCKS):
-            lo = rnd.randrange(1_000_000_000)
-            blocks.append(self.BLOCK % (lo, lo + 2_000_000))
+        blocks = [self._block(rnd.randrange(1_000_000_000)) for _ in range(self.BLOCKS)]
         script = sc.write_tmp("mix.sql", "PRAGMA cache_size=-2000;\n" + "".join(blocks))
         return [Step("mix", ["/usr/bin/sqlite3", sc.path("db.sqlite")], 1.0, stdin=script)]
 
@@ -384,6 +396,7 @@ class Scratch:
                                                               self.recipe.fs_gib))
         self.tmp = tempfile.mkdtemp(prefix="hbl-workload-%s-" % self.recipe.name, dir=base)
         try:
+            os.chmod(self.tmp, 0o755)    # services run as their own users under it
             self.mnt = os.path.join(self.tmp, "mnt")
             os.mkdir(self.mnt)
             self.log = open(os.path.join(self.tmp, "app.log"), "w+")
