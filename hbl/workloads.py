@@ -186,16 +186,16 @@ class SysbenchMariadb(Recipe):
                 ("/usr/bin/mariadb-admin", "mariadb-client"), ("/usr/bin/sysbench", "sysbench"))
 
     def _sysbench(self, sc, *args):
-        return ["/usr/bin/sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-socket=" + sc.path("mysqld.sock"),
+        return ["/usr/bin/sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-socket=" + sc.path("mysqlsock", "mysqld.sock"),
                 "--mysql-user=root", "--mysql-db=sbtest", "--tables=8", "--table-size=400000"] + list(args)
 
     def prepare(self, sc):
         data = sc.mkdir("mysql", "mysql")
-        sock = sc.path("mysqld.sock")
+        sock = os.path.join(sc.mkdir("mysqlsock", "mysql"), "mysqld.sock")
         sc.run(["/usr/bin/mariadb-install-db", "--no-defaults", "--datadir=" + data, "--user=mysql",
                 "--skip-test-db", "--auth-root-authentication-method=socket"])
         sc.service("mariadbd", ["/usr/sbin/mariadbd", "--no-defaults", "--datadir=" + data, "--socket=" + sock,
-                                "--pid-file=" + os.path.join(sc.tmp, "mariadbd.pid"), "--skip-networking",
+                                "--pid-file=" + sc.path("mysqlsock", "mariadbd.pid"), "--skip-networking",
                                 "--user=mysql", "--innodb-buffer-pool-size=64M", "--innodb-flush-method=O_DIRECT",
                                 "--innodb-log-file-size=128M"],
                    ready=["/usr/bin/mariadb-admin", "--no-defaults", "--socket=" + sock, "ping"])
@@ -207,7 +207,7 @@ class SysbenchMariadb(Recipe):
                                                        "run"), 1.0)]
 
     def stop(self, sc):
-        sc.run(["/usr/bin/mariadb-admin", "--no-defaults", "--socket=" + sc.path("mysqld.sock"), "shutdown"],
+        sc.run(["/usr/bin/mariadb-admin", "--no-defaults", "--socket=" + sc.path("mysqlsock", "mysqld.sock"), "shutdown"],
                check=False)
 
 
