@@ -293,6 +293,25 @@ def cmd_workloads(a):
                 " [synthetic]" if r["synthetic"] else "", r["runs"], "", r["page_cache_bound"], "",
                 r["expected"], state))
         return 0
+    if a.workloads_command == "slice":
+        r = wl.make_slice(a.name)
+        print("%s: first %d requests, %d written (%d flushes/discards left out), %d bytes" % (
+            "apps:" + a.name, r["requests"], r["written"], r["dropped_flush_discard"], r["bytes"]))
+        return 0
+    if a.workloads_command == "summary":
+        rows = [wl.summary(n) for n in wl.RECIPES if wl.trace_path(n).exists()]
+        if a.json:
+            _print_json(rows)
+            return 0
+        print("%-17s %-10s %9s %6s %10s %22s %5s %8s" % ("workload", "kind", "requests", "reads", "footprint",
+                                                          "reuse p50/p90/p99 pg", "lost", "capture"))
+        for r in rows:
+            q = r["reuse_distance_pages"]
+            print("%-17s %-10s %9d %5.0f%% %7.0f MiB %22s %5s %7.0fs" % (
+                r["name"], "synthetic" if r["synthetic"] else "real", r["requests"], 100 * r["read_share"],
+                r["footprint_bytes"] / 2 ** 20, "/".join(str(q[k]) for k in ("p50", "p90", "p99")),
+                r["lost"], r["capture_seconds"] or 0))
+        return 0
     duration = parse_duration(a.duration) if a.duration else wl.DEFAULT_DURATION
     if a.requests < 1:
         raise HblError("--requests must be >= 1")
@@ -509,6 +528,10 @@ def build_parser():
                         "I/O into ~/.cache/hbl/workloads/NAME.hbltrace, used as the trace workload:NAME.")
     wsub = wl.add_subparsers(dest="workloads_command", metavar="ACTION", required=True)
     wsub.add_parser("list", help="the recipes and whether each is captured").add_argument("--json", action="store_true")
+    ws = wsub.add_parser("summary", help="trace-info figures of every cached capture (results/workloads.*)")
+    ws.add_argument("--json", action="store_true")
+    wsub.add_parser("slice", help="write the first 20,000 requests of a cached capture to hbl/data/traces/apps/"
+                    ).add_argument("name")
     wc = wsub.add_parser("capture", help="run a recipe and capture its block I/O (root)")
     wc.add_argument("name", help="recipe (hbl workloads list)")
     wc.add_argument("--duration", help="capture at most this long (default 30m)")
