@@ -107,7 +107,7 @@ def test_capture_matches_the_loop_device_counters(tmp_path):
                             ("read sectors", int(reads["length"].sum()) // 512, st["read_sectors"]),
                             ("write sectors", int(writes["length"].sum()) // 512, st["write_sectors"])):
         assert want > 0, what
-        assert abs(got - want) <= 0.03 * want, "%s: trace %d, /sys/block/%s/stat %d" % (
+        assert abs(got - want) <= 0.02 * want, "%s: trace %d, /sys/block/%s/stat %d" % (
             what, got, meta["device"], want)
     assert not os.path.exists(str(out) + ".part")
     assert "hbl-workload" not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
