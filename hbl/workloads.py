@@ -9,7 +9,7 @@ A capture makes a sparse file in a new temporary directory (under $HBL_WORKLOADS
 default /var/tmp), a loop device over it (direct I/O, so the host's page cache does not
 sit between the loop device and its file), an ext4 file system on it, and runs the
 application there, inside a memory cgroup that bounds its page cache, while `hbl trace`'s
-libbpf capture records the loop device's requests into the native format. Services
+libbpf capture (fast mode) records the loop device's requests into the native format. Services
 (PostgreSQL, MariaDB) run as their own processes with their data directories on the
 scratch file system; everything is stopped and removed afterwards. The applications
 come from Debian's packages (`scripts/bootstrap.sh --workloads`); nothing is installed
@@ -84,7 +84,7 @@ class Recipe:
     binaries = ()           # (path or glob, Debian package)
 
     def tools(self):
-        """{path: package} for what the recipe runs; missing ones are an error naming the bootstrap."""
+        """({pattern: path found}, [(pattern, Debian package) missing]) for what the recipe runs."""
         found, missing = {}, []
         for pattern, pkg in self.binaries:
             hits = sorted(glob.glob(pattern))
@@ -602,7 +602,7 @@ def capture(name, duration=DEFAULT_DURATION, requests=DEFAULT_REQUESTS, out=None
                 w.close()
             seconds = time.time() - t0
             sc.stop_services()
-        os.replace(out + ".part", out)
+        sort_by_issue(out + ".part", out)
     finally:
         for s, h in zip(sigs, old):
             signal.signal(s, h)
@@ -683,6 +683,21 @@ def summary(name):
             "reuse_distance_pages": reuse_percentiles(info), "lost": meta.get("lost"),
             "capture_seconds": meta.get("capture_seconds"), "prepare_seconds": meta.get("prepare_seconds"),
             "commands": meta.get("commands"), "captured_at": meta.get("captured_at"), "trace_info": info}
+
+
+def sort_by_issue(src, dst):
+    """Rewrite a native trace in issue-time order (records arrive at completion, slightly out of
+    order under concurrency; replay wants arrivals in order), then remove src if it differs."""
+    import numpy as np
+    from hbl.trace import load, writer
+    data, reader = load(src)
+    order = np.argsort(data["time_ns"], kind="stable")
+    w = writer(dst + ".sorting", "native", source=reader.source)
+    w.write(data[order])
+    w.close()
+    os.replace(dst + ".sorting", dst)
+    if os.path.abspath(src) != os.path.abspath(dst):
+        os.unlink(src)
 
 
 def _run_steps(name, sc, steps, cap, w, duration, requests, stop, say, progress_every):
