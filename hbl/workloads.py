@@ -687,13 +687,18 @@ def summary(name):
 
 def sort_by_issue(src, dst):
     """Rewrite a native trace in issue-time order (records arrive at completion, slightly out of
-    order under concurrency; replay wants arrivals in order), then remove src if it differs."""
+    order under concurrency; replay wants arrivals in order), then remove src if it differs.
+
+    An empty write is a cache flush (fsync's REQ_PREFLUSH with no data, which the kernel
+    counts as a write in /sys/block stat): it is written as one."""
     import numpy as np
+    from hbl import record
     from hbl.trace import load, writer
     data, reader = load(src)
-    order = np.argsort(data["time_ns"], kind="stable")
+    data = data[np.argsort(data["time_ns"], kind="stable")]
+    data["op"][(data["op"] == record.WRITE) & (data["length"] == 0)] = record.FLUSH
     w = writer(dst + ".sorting", "native", source=reader.source)
-    w.write(data[order])
+    w.write(data)
     w.close()
     os.replace(dst + ".sorting", dst)
     if os.path.abspath(src) != os.path.abspath(dst):
