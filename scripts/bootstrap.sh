@@ -3,7 +3,16 @@
 #   1. system packages (apt), only those missing;
 #   2. a virtual environment in .venv with hbl installed (editable; builds the C core).
 # Re-running it does nothing when nothing changed. Quiet unless it has work to do.
+# --workloads also installs the applications of `hbl workloads capture` (PostgreSQL,
+# MariaDB, sysbench, RocksDB's tools, the Linux source tree and what builds it).
 set -euo pipefail
+WORKLOADS=0
+for arg in "$@"; do
+    case "$arg" in
+        --workloads) WORKLOADS=1 ;;
+        *) echo "bootstrap: unknown option $arg (known: --workloads)" >&2; exit 2 ;;
+    esac
+done
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${HBL_VENV:-$ROOT/.venv}
 PYTHON=${HBL_PYTHON:-python3}
@@ -24,6 +33,15 @@ fi
 # the VM testbed (hbl vm): QEMU, and what builds its images from Debian packages
 for p in clang llvm libbpf-dev bpftool python3-bpfcc bpfcc-tools fio \
          qemu-system-x86 qemu-utils debootstrap busybox-static kmod cpio e2fsprogs dmsetup; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+# hbl workloads: the applications whose block I/O the recipes capture (hbl/workloads.py
+# names the same list in its error when one is missing); sqlite3 always, it is small
+# and the capture test runs its recipe
+wl=(sqlite3)
+((WORKLOADS)) && wl+=(postgresql mariadb-server sysbench rocksdb-tools linux-source xz-utils make bc flex bison
+                     libelf-dev libssl-dev)
+for p in "${wl[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 apt_install() {

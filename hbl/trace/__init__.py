@@ -5,8 +5,9 @@
         ...
 
 A trace name may also be `synth:PRESET[:key=value,...]` for a generated workload
-(see hbl.trace.synthetic) or `bundled:NAME` for one of the MSR slices shipped
-with hbl.
+(see hbl.trace.synthetic), `bundled:NAME` for one of the MSR slices shipped
+with hbl, `workload:NAME` for a real application's capture or `apps:NAME` for
+its shipped first 20,000 requests (see hbl.workloads).
 """
 import os
 import pathlib
@@ -28,7 +29,10 @@ def bundled_traces():
 
 
 def resolve(name):
-    """A path for bundled:NAME, otherwise the name unchanged."""
+    """A path for bundled:NAME, workload:NAME or apps:NAME, otherwise the name unchanged."""
+    if name.startswith(("workload:", "apps:")):
+        from hbl import workloads
+        return workloads.resolve(name)
     if name.startswith("bundled:"):
         stem = name.split(":", 1)[1]
         path = BUNDLED_DIR / (stem + ".csv")

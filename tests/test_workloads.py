@@ -1,0 +1,119 @@
+"""hbl workloads: the recipes, workload:/apps: names, and a real capture checked against the kernel's counters."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hbl import record, workloads
+from hbl.errors import HblError, TraceError
+from hbl.trace import load, open_trace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HBL = [sys.executable, "-m", "hbl.cli"]
+
+
+def run(*args, check=True):
+    r = subprocess.run(HBL + list(args), capture_output=True, text=True, cwd=ROOT)
+    if check and r.returncode:
+        raise AssertionError("hbl %s failed (%d):\n%s" % (" ".join(args), r.returncode, r.stderr))
+    return r
+
+
+def test_list_json_has_the_recipes():
+    rows = json.loads(run("workloads", "list", "--json").stdout)
+    names = {r["name"] for r in rows}
+    assert {"pgbench", "sysbench-mariadb", "rocksdb", "sqlite", "build-linux", "fio-zipf"} <= names
+    for r in rows:
+        assert r["application"] and r["runs"] and r["page_cache_bound"] and r["expected"]
+        assert r["synthetic"] == (r["name"] == "fio-zipf")
+        assert r["installed"] == (not r["missing_packages"])
+
+
+def test_missing_capture_names_the_command(tmp_path, monkeypatch):
+    monkeypatch.setattr(workloads, "CACHE_DIR", tmp_path)
+    with pytest.raises(TraceError, match="capture it with: sudo hbl workloads capture pgbench"):
+        open_trace("workload:pgbench")
+    with pytest.raises(TraceError, match="no workload recipe 'nope'"):
+        open_trace("workload:nope")
+    r = run("trace-info", "workload:nope", check=False)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "have: pgbench" in r.stderr
+
+
+def test_cached_capture_is_used(tmp_path, monkeypatch):
+    monkeypatch.setattr(workloads, "CACHE_DIR", tmp_path)
+    from hbl.trace import writer
+    data = record.empty(3)
+    data["offset"] = [0, 4096, 8192]
+    data["length"] = 4096
+    data["op"] = record.READ
+    w = writer(str(tmp_path / "sqlite.hbltrace"), "native")
+    w.write(data)
+    w.close()
+    got, _ = load("workload:sqlite")
+    assert list(got["offset"]) == [0, 4096, 8192]
+
+
+def test_missing_application_names_the_bootstrap(monkeypatch):
+    r = workloads.get("rocksdb")
+    monkeypatch.setattr(type(r), "binaries", (("/nonexistent/db_bench", "rocksdb-tools"),))
+    with pytest.raises(HblError, match=r"scripts/bootstrap.sh --workloads \(it installs rocksdb-tools\)"):
+        workloads.check(r)
+
+
+@pytest.mark.parametrize("name", workloads.app_slices())
+def test_app_slices_load(name):
+    data, _ = load("apps:" + name)
+    assert 0 < len(data) <= 20_000   # the first 20,000 requests, less the flushes msrc cannot spell
+    assert np.all(data["length"] > 0) and np.all(np.diff(data["time_ns"].astype(np.int64)) >= 0)
+    with gzip.open(workloads.APPS_DIR / (name + ".csv.gz"), "rt") as f:
+        assert f.readline().count(",") == 6
+
+
+def _why_not():
+    if os.geteuid() != 0:
+        return "needs root (loop devices, mounts, cgroups, BPF)"
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        return "kernel has no BTF"
+    try:
+        from hbl import _capture  # noqa: F401
+    except ImportError:
+        return "hbl built without the libbpf capture (clang/libbpf-dev missing at install)"
+    if workloads.get("sqlite").tools()[1]:
+        return "sqlite3 is not installed (scripts/bootstrap.sh installs it)"
+    if subprocess.run(["losetup", "-f"], capture_output=True).returncode != 0:
+        return "no free loop device"
+    return None
+
+
+WHY = _why_not()
+
+
+@pytest.mark.skipif(WHY is not None, reason=WHY or "")
+def test_capture_matches_the_loop_device_counters(tmp_path):
+    """A minute of the SQLite recipe: every request the kernel completed on the loop device is in the trace."""
+    out = tmp_path / "sqlite.hbltrace"
+    r = run("workloads", "capture", "sqlite", "--duration", "45s", "--out", str(out))
+    assert "0 lost records" in r.stderr and "requests" in r.stdout
+    meta = json.loads((tmp_path / "sqlite.json").read_text())
+    assert meta["lost"] == 0 and meta["requests"] > 5000
+    data, _ = load(str(out))
+    st = meta["device_stat"]
+    reads, writes = data[data["op"] == record.READ], data[data["op"] == record.WRITE]
+    flushes = int((data["op"] == record.FLUSH).sum())
+    assert np.all(writes["length"] > 0)
+    # the kernel counts fsync's empty flush writes as writes (the trace has them as flushes), and the
+    # flush requests the block layer makes of them as flushes
+    assert len(writes) * 0.98 <= st["writes"] <= (len(writes) + flushes) * 1.02, \
+        "writes: trace %d (+%d flushes), /sys/block/%s/stat %d" % (len(writes), flushes, meta["device"], st["writes"])
+    for what, got, want in (("reads", len(reads), st["reads"]),
+                            ("read sectors", int(reads["length"].sum()) // 512, st["read_sectors"]),
+                            ("write sectors", int(writes["length"].sum()) // 512, st["write_sectors"])):
+        assert want > 0, what
+        assert abs(got - want) <= 0.02 * want, "%s: trace %d, /sys/block/%s/stat %d" % (
+            what, got, meta["device"], want)
+    assert not os.path.exists(str(out) + ".part")
+    assert not os.path.exists(meta["scratch"])   # file system, loop device file and all removed
