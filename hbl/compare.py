@@ -18,7 +18,12 @@ BASELINE = "fast-only"
 
 
 def default_traces(synthetic_requests=None):
+    """The bundled MSR slices, the real-application slices (apps:), the full application
+    captures that are cached (workload:, made by `hbl workloads capture`), then the synthetic suite."""
+    from hbl import workloads
     traces = ["bundled:" + n for n in tracemod.bundled_traces()]
+    traces += ["apps:" + n for n in workloads.app_slices()]
+    traces += ["workload:" + n for n in workloads.RECIPES if workloads.trace_path(n).exists()]
     for spec in DEFAULT_SUITE:
         traces.append(spec + (":requests=%d" % synthetic_requests if synthetic_requests else ""))
     return traces
@@ -54,10 +59,15 @@ def _materialize(name, path, fmt, lenient, reader_options):
 
 
 def _label(name):
-    if name.startswith("bundled:"):
-        return name.split(":", 1)[1]
-    if name.startswith("synth:"):
-        return name.split(":")[1] + "*"
+    """A short column name; synthetic workloads end in '*', full application captures in '+'."""
+    from hbl import workloads
+    kind, _, rest = name.partition(":")
+    if kind == "bundled":
+        return rest
+    if kind == "synth":
+        return rest.split(":")[0] + "*"
+    if kind in ("apps", "workload") and rest in workloads.RECIPES:
+        return rest + ("+" if kind == "workload" else "") + ("*" if workloads.RECIPES[rest].synthetic else "")
     return os.path.splitext(os.path.basename(name))[0]
 
 
@@ -277,6 +287,7 @@ def format_table(summary):
             "%s %d" % kv for kv in summary["bad_lines_skipped"].items()))
     lines.append("")
     lines.append("< best non-oracle policy of the workload; * synthetic workload (the rest are real traces); "
+                 "+ full capture of a real application (hbl workloads); "
                  "geomean and mean of normalized latency; learning policies: mean over seeds; + = harmonia "
                  "faster; p99 us = mean over workloads; migr. = promotions + evictions, all workloads")
     return "\n".join(lines)
