@@ -233,7 +233,8 @@ def format_table(summary):
         runs.setdefault((r["hss"], r.get("workload", r["trace"]), r["policy"]), []).append(r)
     beaten = {(b["hss"], b["workload"], b["policy"]) for b in summary.get("beats_oracle", [])}
     pw = max(len(p) for p in pols) + 1
-    cw = max([len(w) for w in wl] + [7]) + 1
+    cw = 9                                     # the summary columns
+    ww = {w: max(len(w), 6) + 2 for w in wl}   # each workload's column fits its name
     if summary.get("replay"):
         bg = summary.get("background") or {}
         lines.append("replay: %s; background I/O in idle time, backlog %s pages per device%s" % (
@@ -243,7 +244,7 @@ def format_table(summary):
         names = "+".join(p.name for p in load_hss(h).devices) if not h.endswith(".json") else h
         lines.append("")
         lines.append("HSS %s (%s): average latency normalized to Fast-Only (lower is better)" % (h, names))
-        lines.append("policy".ljust(pw) + "".join(w.rjust(cw) for w in wl) + "geomean".rjust(cw) +
+        lines.append("policy".ljust(pw) + "".join(w.rjust(ww[w]) for w in wl) + "geomean".rjust(cw) +
                      "mean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw) + "  geomean over seeds")
         best = {w: min(v for p, v in summary["normalized_avg_latency"][h][w].items()
                        if p not in (BASELINE, "oracle")) for w in wl}
@@ -252,7 +253,7 @@ def format_table(summary):
             for w in wl:
                 v = summary["normalized_avg_latency"][h][w][p]
                 mark = "!" if (h, w, p) in beaten else "<" if v == best[w] and p not in (BASELINE, "oracle") else " "
-                cells.append((_num(v) + mark).rjust(cw))
+                cells.append((_num(v) + mark).rjust(ww[w]))
             p99 = sum(runs[(h, w, p)][0]["p99_latency_us"] for w in wl) / len(wl)
             mig = sum(runs[(h, w, p)][0]["promotions"] + runs[(h, w, p)][0]["evictions"] for w in wl)
             sp = summary.get("seed_spread", {}).get(h, {}).get(p)

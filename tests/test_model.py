@@ -104,7 +104,8 @@ def test_oracle_reports_its_family_and_bounds_lru():
 
 SUITE = ["bundled:hm_0", "bundled:hm_1", "bundled:mds_0", "bundled:proj_0", "bundled:rsrch_1",
          "bundled:rsrch_2", "bundled:wdev_1", "synth:hm:requests=40000", "synth:prxy:requests=40000",
-         "synth:web:requests=40000", "synth:proj:requests=40000"]
+         "synth:web:requests=40000", "synth:proj:requests=40000",
+         "apps:pgbench", "apps:sysbench-mariadb", "apps:rocksdb", "apps:sqlite", "apps:build-linux"]
 
 
 @pytest.mark.parametrize("hss", ["perf", "cost"])
