@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from hbl import record
-from hbl.sim import Simulator, footprint_pages, policy_names
+from hbl.sim import Simulator, footprint_pages, policy_names, replay_label
 from hbl.devices import load_hss
 from hbl.trace.synthetic import SyntheticTrace
 
@@ -77,7 +77,7 @@ def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
             agents = agent_figures(sim)
     baseline = libcachesim_lru(data, caps[0])
     return {
-        "trace": spec, "trace_requests": len(data), "hss": hss, "footprint_pages": footprint,
+        "trace": spec, "trace_requests": len(data), "hss": hss, "footprint_pages": footprint, "replay": sim.replay,
         "repeat": repeat, "sim_requests_per_second": rates,
         "baseline_libcachesim_lru_requests_per_second": baseline[0] if baseline else None,
         **(agents or {}),
@@ -97,8 +97,8 @@ def _cpu():
 
 
 def format_bench(b):
-    lines = ["simulator throughput, %s (%d requests, HSS %s, best of %d)" % (
-        b["trace"], b["trace_requests"], b["hss"], b["repeat"]),
+    lines = ["simulator throughput, %s (%d requests, HSS %s, %s, best of %d)" % (
+        b["trace"], b["trace_requests"], b["hss"], replay_label(b["replay"]), b["repeat"]),
         "machine: %s, %d cores" % (b["machine"]["cpu"], b["machine"]["cores"])]
     for p, r in b["sim_requests_per_second"].items():
         lines.append("  %-24s %7.2f M requests/s" % (p, r / 1e6))
