@@ -3,7 +3,7 @@
 import os
 import sys
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "hbl", "capture"))
 from build_capture import available  # noqa: E402
@@ -15,4 +15,7 @@ if ok:
 else:
     print("hbl: building without live capture (%s); `hbl trace` will say how to get it" % why, file=sys.stderr)
 
-setup(cffi_modules=modules)
+# every package under hbl/ and dmsetup/ is found, so a new subpackage cannot be left
+# out of a wheel; the testbed lives in vm/ and installs as hbl.vm (package-dir in pyproject.toml)
+packages = find_packages(include=["hbl", "hbl.*", "dmsetup", "dmsetup.*"]) + ["hbl.vm"]
+setup(cffi_modules=modules, packages=packages)

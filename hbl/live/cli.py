@@ -125,7 +125,6 @@ def create(a, paths):
     dev, slot, written = layout.initial_mapping(members)
     m = metamod.Meta(a.name, metamod.new_uuid(), ext, members, dev, slot, written, clean=True, policy=policy,
                      params=params)
-    os.makedirs(paths.dir, mode=0o700, exist_ok=True)
     for i, mem in enumerate(members):
         metamod.write_superblock(mem["path"], metamod.superblock(m.uuid, i, len(members), ext, mem["size"],
                                                                  mem["data_start"]))
@@ -141,6 +140,7 @@ def cmd_up(a):
     from hbl.sim import parse_params
     _root("hbl up")
     paths = _paths(a)
+    paths.make()            # before anything is written to a device
     if a.dev:
         create(a, paths)
     else:
@@ -166,8 +166,6 @@ def cmd_up(a):
         cmd += ["--param", p]
     if a.agent:
         cmd += ["--agent", os.path.abspath(a.agent)]
-    os.makedirs(paths.dir, mode=0o700, exist_ok=True)
-    os.makedirs(paths.run, mode=0o700, exist_ok=True)
     if os.path.exists(paths.status):
         os.unlink(paths.status)
     log = open(paths.log, "ab")

@@ -54,6 +54,7 @@ class Paths:
     locks need a local file system)."""
 
     def __init__(self, name, state_dir=None):
+        self.name = name
         self.dir = os.path.join(state_dir or os.environ.get("HBL_STATE_DIR") or STATE_DIR, name)
         self.run = os.path.join(os.environ.get("HBL_RUN_DIR") or RUN_DIR, name)
         self.meta = os.path.join(self.dir, "meta")
@@ -61,6 +62,18 @@ class Paths:
         self.agents = os.path.join(self.dir, "agents.hbl")
         self.lock = os.path.join(self.run, "lock")
         self.status = os.path.join(self.run, "status.json")
+
+    def make(self):
+        """Create the state and run directories, or say in one line why they cannot be."""
+        for d, what, hint in ((self.dir, "state", "give another with --state-dir DIR or HBL_STATE_DIR"),
+                              (self.run, "run", "give another with HBL_RUN_DIR")):
+            try:
+                os.makedirs(d, mode=0o700, exist_ok=True)
+                if not os.access(d, os.W_OK):
+                    raise PermissionError(13, "not writable")
+            except OSError as exc:
+                raise HblError("cannot use %s as the %s directory of %s (%s): %s" % (
+                    d, what, self.name, exc.strerror or exc, hint)) from None
 
 
 def controller_pid(paths):
@@ -213,8 +226,7 @@ class Controller:
     def start(self):
         from hbl.capture import Capture, resolve_device
         m = self.meta
-        os.makedirs(self.paths.dir, exist_ok=True)
-        os.makedirs(self.paths.run, mode=0o700, exist_ok=True)
+        self.paths.make()
         self.lockfd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self.lockfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
