@@ -306,7 +306,7 @@ def cmd_vm(a):
         cmd = vm_command_line(a.cmd)
     elif a.vm_command == "test":
         cmd = shlex.join(["python3", "-m", "pytest", "-p", "no:cacheprovider", "-rs", "/hbl/vm/guest/tests"] +
-                         a.pytest_args)
+                         [x for x in a.pytest_args if x != "--"])
     elif getattr(a, "live", False):
         cmd = "python3 /hbl/vm/guest/bench_live.py"
     else:   # bench

@@ -26,7 +26,7 @@ SUITE = "bookworm"
 ROOTFS_PACKAGES = ["python3", "python3-pytest", "python3-numpy", "python3-cffi-backend", "fio", "dmsetup",
                    "util-linux", "e2fsprogs", "procps", "kmod", "coreutils", "libbpf1"]
 MODULES = ["virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "nvme", "dm_mod", "dm_delay", "dm_flakey",
-           "dm_cache", "dm_cache_smq", "dm_log_writes", "dm_zero", "ext4"]
+           "dm_cache", "dm_cache_smq", "dm_log_writes", "dm_zero", "dm_switch", "ext4"]
 HOST_TOOLS = {"apt-get": "apt", "dpkg": "dpkg", "debootstrap": "debootstrap", "busybox": "busybox-static",
               "depmod": "kmod", "cpio": "cpio", "qemu-system-x86_64": "qemu-system-x86"}
 

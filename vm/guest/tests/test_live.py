@@ -158,9 +158,10 @@ def test_fio_verify_while_agents_migrate(fresh):
     time.sleep(2)
     st = status("h0")
     print(json.dumps({k: st[k] for k in ("reads", "writes", "fast_hit_ratio", "promotions", "evictions",
-                                          "migrated_bytes", "stall_ms", "timeline", "controller_cpu")}))
+                                          "migrated_bytes", "stall_ms", "hold_ms", "timeline", "controller_cpu")}))
     assert st["promotions"] > 0 and st["migrated_bytes"] > 0
     assert st["ebpf"]["lost"] == 0 and st["rollbacks"] == 0
+    assert st["hold_ms"]["count"] == st["batches"] > 0     # every batch held only its moving extents
     placement = st["agents"][0]              # trained, and only off the request path
     assert placement["train_steps"] > 0 and placement["background_steps"] == placement["train_steps"]
     assert "on the training thread" in hbl("status", "h0").stdout
@@ -196,6 +197,7 @@ def test_crash_at_every_protocol_step_and_at_random(fresh):
     assert rc == 0, out
     report = []
     for i, point in enumerate(CRASH_POINTS):
+        print("crash point %s" % point, flush=True)
         hbl("down", "h1")
         hbl("up", "h1", "--interval", "0.3", env={"HBL_CRASH_AT": point})
         writer = blockcheck("run", log, seconds=10, seed=200 + i, background=True)
