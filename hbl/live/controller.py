@@ -35,6 +35,7 @@ CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "afte
                 "after_switch")
 STATE_DIR = "/var/lib/hbl"
 RUN_DIR = "/run/hbl"
+PROBE_S = 2.0          # seconds between health reads of the members
 
 
 # ---- where a device's files live ----
@@ -208,6 +209,7 @@ class Batch:
         self.old = self.m.copy()
         others = np.ones(self.m.nextents, bool)
         others[self.moving] = False
+        c.drain_until(time.monotonic_ns() + c.clock_offset)   # so that little is left to read in the hold
         try:
             s.paths[s.next].load(self.new_table)
             s.paths[s.next].resume()
@@ -388,6 +390,7 @@ class Controller:
         self.free = layout.free_slots(m)
         self.failed = {i: x["failed"] for i, x in enumerate(m.members) if x.get("failed")}   # member -> why
         self.uevents = None
+        self.last_probe = 0.0
         self.pending = {}
         self.stop = False
         self.batches = 0
@@ -598,13 +601,26 @@ class Controller:
         self.uevents = mon
 
     def check_members(self):
+        """Uevents, and a 4 KiB read of each healthy member every PROBE_S: a member that errs
+        while nothing is being copied from or to it is caught too (the capture carries no
+        I/O errors)."""
         while self.uevents is not None:
             ev = self.uevents.poll(timeout=0)
             if ev is None:
-                return
+                break
             d = self.member_rdev.get(ev.device_number)
             if d is not None and ev.action == "remove":
                 self.member_failed(d, "removed (kernel uevent)")
+        now = time.monotonic()
+        if now - self.last_probe < PROBE_S:
+            return
+        self.last_probe = now
+        for d in range(len(self.meta.members)):
+            if d not in self.failed:
+                try:
+                    self.copier.probe(d)
+                except MemberError as exc:
+                    self.member_failed(d, exc.strerror or str(exc))
 
     def plan(self):
         self.check_lost()

@@ -99,6 +99,14 @@ class Copier:
             except OSError as exc:
                 raise MemberError(d, self.paths[d], exc) from None
 
+    def probe(self, d):
+        """Read member d's first 4 KiB (its superblock) past any cache: raises MemberError if it errs."""
+        view = memoryview(self.buf)
+        try:
+            self._io(os.preadv, d, view[:4096], 0)
+        finally:
+            view.release()
+
     def _io(self, fn, d, part, off):
         try:
             return fn(self.fds[d], [part], off)

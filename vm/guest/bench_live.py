@@ -24,6 +24,7 @@ STATE = "/run/hbl-bench"
 WARM = int(os.environ.get("HBL_BENCH_WARM", "90"))
 MEASURE = int(os.environ.get("HBL_BENCH_SECONDS", "60"))
 HBL = [sys.executable, "-m", "hbl.cli"]
+ONLY = os.environ.get("HBL_BENCH_ONLY", "hbl-harmonia,hbl-smq,hbl-lru,dm-cache-smq").split(",")
 
 
 def wipe():
@@ -117,9 +118,11 @@ def main():
     raw = raw_copy()
     print("raw: %s" % json.dumps(raw), file=sys.stderr, flush=True)
     for policy in ("harmonia", "smq", "lru"):
-        rows["hbl-" + policy] = run_hbl(policy)
-        print("done hbl-%s" % policy, file=sys.stderr, flush=True)
-    rows["dm-cache-smq"] = run_dmcache()
+        if "hbl-" + policy in ONLY:
+            rows["hbl-" + policy] = run_hbl(policy)
+            print("done hbl-%s" % policy, file=sys.stderr, flush=True)
+    if "dm-cache-smq" in ONLY:
+        rows["dm-cache-smq"] = run_dmcache()
     out = {"warm_s": WARM, "measure_s": MEASURE, "workload": "fio randrw 70% reads, 4 KiB, zipf:1.2 over 800 MiB, "
            "qd 4, libaio, direct", "devices": "QEMU NVMe 512 MiB + virtio disk 1 GiB at 100 IOPS (TCG)",
            "raw_copy": raw, "results": rows}
