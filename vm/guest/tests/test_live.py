@@ -49,7 +49,8 @@ def heads():
 
 
 def wipe():
-    for name in os.listdir("/dev/mapper") if os.path.isdir("/dev/mapper") else []:
+    names = os.listdir("/dev/mapper") if os.path.isdir("/dev/mapper") else []
+    for name in sorted(names, key=lambda n: "." in n):     # a device before its views (NAME.0, NAME.hold)
         if name.startswith("h") and name != "control":
             subprocess.run(["dmsetup", "remove", "--force", name], capture_output=True)
     for p in (FAST, SLOW):
