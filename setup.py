@@ -3,7 +3,7 @@
 import os
 import sys
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "hbl", "capture"))
@@ -27,4 +27,7 @@ class BuildExt(build_ext):
         super().run()
 
 
-setup(cffi_modules=modules, cmdclass={"build_ext": BuildExt})
+# every package under hbl/ and dmsetup/ is found, so a new subpackage cannot be left
+# out of a wheel; the testbed lives in vm/ and installs as hbl.vm (package-dir in pyproject.toml)
+packages = find_packages(include=["hbl", "hbl.*", "dmsetup", "dmsetup.*"]) + ["hbl.vm"]
+setup(cffi_modules=modules, packages=packages, cmdclass={"build_ext": BuildExt})

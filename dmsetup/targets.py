@@ -148,6 +148,40 @@ class LogWrites(Target):
 
 
 @dataclasses.dataclass
+class Switch(Target):
+    """dm-switch: the space cut into regions of `region_sectors`, each sent, at the same
+    offset, to one of `paths` ((device, offset) pairs).  Which path serves a region is
+    changed by a message (mappings()), with no suspend: I/O already mapped finishes
+    where it went, I/O mapped after goes to the new path.  A new table starts with the
+    regions dealt round-robin over the paths."""
+    region_sectors: int
+    paths: tuple
+    type = "switch"
+
+    def args(self):
+        return "%d %d 0 %s" % (len(self.paths), self.region_sectors, " ".join("%s %d" % p for p in self.paths))
+
+    def devices(self):
+        return [p[0] for p in self.paths]
+
+    @staticmethod
+    def mappings(regions, path):
+        """The message sending `regions` (sorted or not) to path number `path`: runs of
+        consecutive regions are written 'first:path R1,rest' (the kernel parses hex)."""
+        out, rs = [], sorted(set(int(r) for r in regions))
+        i = 0
+        while i < len(rs):
+            j = i
+            while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+                j += 1
+            out.append("%x:%x" % (rs[i], path))
+            if j > i:
+                out.append("R1,%x" % (j - i))
+            i = j + 1
+        return "set_region_mappings " + " ".join(out) if out else ""
+
+
+@dataclasses.dataclass
 class Raw(Target):
     """Any other target, by type and argument string (what a table read back holds)."""
     target_type: str

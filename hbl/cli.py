@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 import os
+import shlex
 import sys
 
 from hbl import __version__
@@ -527,7 +528,7 @@ def cmd_workloads(a):
     if a.workloads_command == "list":
         rows = wl.listing()
         if a.json:
-            _print_json(rows)
+            print_json(rows)
             return 0
         for r in rows:
             state = ("captured, %s requests" % r["captured_requests"]) if r["captured"] else \
@@ -545,7 +546,7 @@ def cmd_workloads(a):
     if a.workloads_command == "summary":
         rows = [wl.summary(n) for n in wl.RECIPES if wl.trace_path(n).exists()]
         if a.json:
-            _print_json(rows)
+            print_json(rows)
             return 0
         print("%-17s %-10s %9s %6s %10s %22s %5s %8s" % ("workload", "kind", "requests", "reads", "footprint",
                                                           "reuse p50/p90/p99 pg", "lost", "capture"))
@@ -574,6 +575,14 @@ def cmd_workloads(a):
     return 0
 
 
+def vm_command_line(args):
+    """`hbl vm run -- CMD ARG...` runs the arguments as given; a single argument is a shell line."""
+    args = args[1:] if args[:1] == ["--"] else list(args)
+    if not args or not "".join(args).strip():
+        raise HblError("give a command: hbl vm run -- CMD [ARG...] (or one shell line in quotes)")
+    return args[0] if len(args) == 1 else shlex.join(args)
+
+
 def cmd_vm(a):
     import time
     from hbl.vm import build as vmbuild, run as vmrun
@@ -592,15 +601,14 @@ def cmd_vm(a):
     if a.vm_command == "shell":
         return vmrun.run("", images, disks=disks, interactive=True).rc
     if a.vm_command == "run":
-        cmd = " ".join(a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd)
-        if not cmd:
-            raise HblError("give a command: hbl vm run -- CMD")
+        cmd = vm_command_line(a.cmd)
     elif a.vm_command == "test":
-        cmd = "python3 -m pytest -p no:cacheprovider -rs vm/guest/tests " + " ".join(a.pytest_args)
+        cmd = shlex.join(["python3", "-m", "pytest", "-p", "no:cacheprovider", "-rs", "/hbl/vm/guest/tests"] +
+                         [x for x in a.pytest_args if x != "--"])
     elif getattr(a, "live", False):
-        cmd = "python3 vm/guest/bench_live.py"
+        cmd = "python3 /hbl/vm/guest/bench_live.py"
     else:   # bench
-        cmd = "python3 vm/guest/tests/bench_stall.py && sh vm/guest/bench_fio.sh"
+        cmd = "python3 /hbl/vm/guest/tests/bench_stall.py && sh /hbl/vm/guest/bench_fio.sh"
     r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
     sys.stdout.write(r.stdout)
     sys.stderr.write(r.stderr)
@@ -813,7 +821,8 @@ def build_parser():
     vb = vsub.add_parser("build", help="build the kernel, initramfs and root file system (cached)")
     vb.add_argument("--force", action="store_true", help="rebuild even if cached")
     vb.add_argument("--json", action="store_true")
-    vr = vsub.add_parser("run", help="run a command in a fresh guest: hbl vm run -- CMD")
+    vr = vsub.add_parser("run", help="run a command in a fresh guest: hbl vm run -- CMD ARG... "
+                         "(one argument: a shell line); it runs in /root, writable")
     vr.add_argument("cmd", nargs=argparse.REMAINDER)
     vt = vsub.add_parser("test", help="run the guest test suite (device-mapper mechanics)")
     vt.add_argument("pytest_args", nargs=argparse.REMAINDER)

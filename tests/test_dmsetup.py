@@ -55,3 +55,13 @@ def test_ioctl_layout_matches_the_kernel_header():
     assert ioctl._iowr(ioctl.DEV_CREATE) == 0xC138FD03
     assert ioctl.decode_dev((253 << 8) | 7) == (253, 7)
     assert ioctl.decode_dev((259 << 8) | 0x12 | (0x345 << 20)) == (259, 0x34512)
+
+
+def test_switch_table_and_region_messages():
+    from dmsetup import Switch, Table
+    t = Table([Switch(8 * 2048, 2048, (("/dev/mapper/a.0", 0), ("/dev/mapper/a.1", 0), ("/dev/mapper/a.hold", 0)))])
+    assert t.text() == "0 16384 switch 3 2048 0 /dev/mapper/a.0 0 /dev/mapper/a.1 0 /dev/mapper/a.hold 0\n"
+    # runs of regions as 'first:path R1,rest', in hex as the kernel parses them
+    assert Switch.mappings([5, 0, 1, 2, 3, 17, 18], 2) == "set_region_mappings 0:2 R1,3 5:2 11:2 R1,1"
+    assert Switch.mappings(range(0x30), 1) == "set_region_mappings 0:1 R1,2f"
+    assert Switch.mappings([], 0) == ""

@@ -393,3 +393,16 @@ def test_controller_pid_is_none_without_a_running_controller(tmp_path, monkeypat
     os.makedirs(os.path.dirname(p.lock), exist_ok=True)
     open(p.lock, "w").write("12345")
     assert controller_pid(p) is None           # a stale pid file without the lock held means nothing
+
+
+def test_state_directory_that_cannot_be_made_is_one_line(tmp_path, monkeypatch):
+    from hbl.live.controller import Paths
+    monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
+    ro = tmp_path / "ro"
+    ro.write_text("a file, not a directory")
+    with pytest.raises(HblError) as e:
+        Paths("x", str(ro)).make()
+    assert str(ro / "x") in str(e.value) and "--state-dir" in str(e.value) and "\n" not in str(e.value)
+    ok = Paths("y", str(tmp_path / "state"))
+    ok.make()
+    assert os.path.isdir(ok.dir) and os.path.isdir(ok.run)

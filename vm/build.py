@@ -4,7 +4,8 @@
     initramfs busybox-static, the modules for virtio, 9p, NVMe and device-mapper,
               and vm/guest/init
     rootfs    debootstrap --variant=minbase with python3, pytest, numpy, cffi's backend,
-              fio and dmsetup, shared read-only into the guest over 9p
+              fio and dmsetup, and an `hbl` command that runs the project shared
+              at /hbl; shared read-only into the guest over 9p
 
 The cache directory is keyed by every input (kernel version, package list,
 init script, this file), so a second build with the same inputs does nothing
@@ -25,7 +26,7 @@ SUITE = "bookworm"
 ROOTFS_PACKAGES = ["python3", "python3-pytest", "python3-numpy", "python3-cffi-backend", "fio", "dmsetup",
                    "util-linux", "e2fsprogs", "procps", "kmod", "coreutils", "libbpf1"]
 MODULES = ["virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "nvme", "dm_mod", "dm_delay", "dm_flakey",
-           "dm_cache", "dm_cache_smq", "dm_log_writes", "dm_zero", "ext4"]
+           "dm_cache", "dm_cache_smq", "dm_log_writes", "dm_zero", "dm_switch", "ext4"]
 HOST_TOOLS = {"apt-get": "apt", "dpkg": "dpkg", "debootstrap": "debootstrap", "busybox": "busybox-static",
               "depmod": "kmod", "cpio": "cpio", "qemu-system-x86_64": "qemu-system-x86"}
 
@@ -139,8 +140,9 @@ def build(progress=print, force=False):
         _run(["debootstrap", "--variant=minbase", "--include=" + ",".join(ROOTFS_PACKAGES), SUITE, rootfs,
               mirror()], "debootstrap")
         shutil.rmtree(kdir)
-        for d in ("hbl", "out", "lib/modules"):
+        for d in ("hbl", "out", "lib/modules", "var/lib/hbl"):
             os.makedirs(os.path.join(rootfs, d), exist_ok=True)
+        _write_hbl_command(rootfs)
         with open(os.path.join(work, "DONE"), "w") as f:
             f.write("%s %s built in %.0f s\n" % (pkg, version, time.time() - t0))
         if os.path.exists(images.path):
@@ -151,6 +153,14 @@ def build(progress=print, force=False):
         raise
     progress("built in %.0f s: %s" % (time.time() - t0, images.path))
     return images
+
+
+def _write_hbl_command(rootfs):
+    """`hbl` on the guest's PATH: the project shared at /hbl, run by the guest's python3."""
+    path = os.path.join(rootfs, "usr", "local", "bin", "hbl")
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\nPYTHONPATH=/hbl${PYTHONPATH:+:$PYTHONPATH} exec python3 -m hbl.cli "$@"\n')
+    os.chmod(path, 0o755)
 
 
 def _build_initramfs(work, kroot, kver):

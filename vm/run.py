@@ -5,14 +5,18 @@ throttled virtio disk with a fixed IOPS ceiling (the HDD-like slow device,
 /dev/vda; data kept), optionally one or two SATA-SSD-like virtio disks
 (/dev/vdb, /dev/vdc; 5000 IOPS), the
 project read-only at /hbl and a result folder at /out, both over 9p.  QEMU
-runs under TCG unless KVM is probed and works; a hard timeout always kills it.
+runs under TCG unless KVM is probed and works; a hard timeout always kills it,
+and so does the end of the process that started it, however it ends (SIGTERM and
+SIGINT unwind through run(); SIGKILL reaches QEMU through PR_SET_PDEATHSIG).
 """
+import ctypes
 import dataclasses
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 from hbl.errors import HblError
@@ -106,9 +110,25 @@ def qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, inter
     return cmd
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)    # loaded here: the child between fork and exec only calls it
+
+
+def _die_with_parent():
+    """In the child, before exec: SIGKILL when the parent dies, even by SIGKILL (which no handler sees)."""
+    _LIBC.prctl(ctypes.c_int(1), ctypes.c_ulong(int(signal.SIGKILL)))      # PR_SET_PDEATHSIG
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that run()'s clean-up kills QEMU."""
+
+
+def _raise_terminated(*_):
+    raise _Terminated()
+
+
 def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cpus=2, out_dir=None,
         disk_dir=None, interactive=False):
-    """Run `command` (a shell command line, cwd /hbl) in a fresh guest."""
+    """Run `command` (a shell command line, in a writable scratch directory, /root) in a fresh guest."""
     if shutil.which("qemu-system-x86_64") is None:
         raise HblError("qemu-system-x86_64 is not installed (scripts/bootstrap.sh installs it)")
     disks = default_disks() if disks is None else disks
@@ -129,11 +149,14 @@ def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cp
     cmd = qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, interactive)
     t0 = time.time()
     boot = 0.0
+    old_term = signal.signal(signal.SIGTERM, _raise_terminated) \
+        if threading.current_thread() is threading.main_thread() else None
     try:
-        if interactive:
-            return Result(subprocess.call(cmd), "", "", out_dir, "", time.time() - t0, 0.0)
+        if interactive:     # call() kills QEMU if the wait is interrupted
+            return Result(subprocess.call(cmd, preexec_fn=_die_with_parent), "", "", out_dir, "",
+                          time.time() - t0, 0.0)
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=_die_with_parent)
         log = os.path.join(out_dir, "serial.log")
         try:
             while p.poll() is None:
@@ -157,7 +180,11 @@ def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cp
             if os.path.exists(os.path.join(out_dir, n)) else ""
         return Result(int(read("rc").strip() or 255), read("stdout"), read("stderr"), out_dir, text,
                       time.time() - t0, boot)
+    except _Terminated:
+        raise HblError("terminated (SIGTERM): QEMU was stopped") from None
     finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
         if own_disks:
             shutil.rmtree(disk_dir, ignore_errors=True)
         if own_out and interactive:

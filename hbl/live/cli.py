@@ -63,10 +63,10 @@ def add_parsers(sub):
     _state_arg(dn)
     dn.set_defaults(func=cmd_down)
 
-    st = sub.add_parser("status", help="devices, fill, hits, migrations, stalls, agents of a live device",
+    st = sub.add_parser("status", help="devices, fill, hits, migrations, holds, agents of a live device",
                         description="The state of a live device: per member fill and latency, reads and "
                         "writes, fast-device hit ratio, promotions, evictions, bytes migrated, copy bandwidth, "
-                        "suspend-to-resume stall, agent state, lost eBPF records.")
+                        "time moving extents are held, agent state, lost eBPF records.")
     st.add_argument("name")
     st.add_argument("--json", action="store_true")
     _state_arg(st)
@@ -127,7 +127,6 @@ def create(a, paths):
     dev, slot, written = layout.initial_mapping(members)
     m = metamod.Meta(a.name, metamod.new_uuid(), ext, members, dev, slot, written, clean=True, policy=policy,
                      params=params)
-    os.makedirs(paths.dir, mode=0o700, exist_ok=True)
     for i, mem in enumerate(members):
         metamod.write_superblock(mem["path"], metamod.superblock(m.uuid, i, len(members), ext, mem["size"],
                                                                  mem["data_start"]))
@@ -143,6 +142,7 @@ def cmd_up(a):
     from hbl.sim import parse_params
     _root("hbl up")
     paths = _paths(a)
+    paths.make()            # before anything is written to a device
     if a.dev:
         create(a, paths)
     else:
@@ -168,8 +168,6 @@ def cmd_up(a):
         cmd += ["--param", p]
     if a.agent:
         cmd += ["--agent", os.path.abspath(a.agent)]
-    os.makedirs(paths.dir, mode=0o700, exist_ok=True)
-    os.makedirs(paths.run, mode=0o700, exist_ok=True)
     if os.path.exists(paths.status):
         os.unlink(paths.status)
     log = open(paths.log, "ab")
@@ -253,7 +251,7 @@ def _offline_status(paths, m):
     from hbl.live import layout
     up = os.path.exists("/dev/mapper/" + m.name)
     return {**layout.describe(m, layout.free_slots(m)), "state": "up without controller" if up else "down",
-            "clean": m.clean,
+            "clean": m.clean, "degraded": {x["path"]: x["failed"] for x in m.members if x.get("failed")},
             **{k: m.counters.get(k, 0) for k in ("reads", "writes", "promotions", "evictions", "migrated_bytes")}}
 
 
@@ -283,6 +281,8 @@ def cmd_status(a):
     print("%s: %s, %s in %d extents of %s, policy %s, mapping generation %d" % (
         st["name"], st["state"], _fmt_bytes(st["size_bytes"]), st["extents"], _fmt_bytes(st["extent_bytes"]),
         st["policy"], st["generation"]))
+    for path, why in st.get("degraded", {}).items():
+        print("  DEGRADED: %s failed (%s): no migration touches it; its extents return errors" % (path, why))
     print("  %-22s %8s %8s %7s %6s %12s %12s" % ("device", "slots", "extents", "fill", "free", "read lat", "write lat"))
     for d in st["devices"]:
         lat = lambda k: "%.0f us" % d[k] if d.get(k) else "-"
@@ -293,14 +293,16 @@ def cmd_status(a):
           ("; fast-device hit ratio %.3f" % st["fast_hit_ratio"] if "fast_hit_ratio" in st else ""))
     print("  migrations: %d promotions, %d evictions, %s copied" % (st["promotions"], st["evictions"],
                                                                     _fmt_bytes(st["migrated_bytes"])) +
-          (", %d remaps without copy, %s re-copied under suspend, %d batches, %d rolled back" % (
+          (", %d remaps without copy, %s re-copied in the hold, %d batches, %d rolled back" % (
               st["remaps_without_copy"], _fmt_bytes(st["recopied_bytes"]), st["batches"], st["rollbacks"])
            if "batches" in st else ""))
     if "stall_ms" in st:
         s = st["stall_ms"]
         f = lambda v: "%.1f ms" % v if v is not None else "-"
-        print("  suspend-to-resume stall: last %s, p50 %s, p99 %s, max %s (%d)" % (
-            f(s["last"] or None), f(s["p50"]), f(s["p99"]), f(s["max"]), s["count"]))
+        h = st["hold_ms"]
+        print("  moving extents held: last %s, p50 %s, p99 %s, max %s (%d batches); other I/O never held "
+              "(routing messages p99 %s)" % (f(h["last"] or None), f(h["p50"]), f(h["p99"]), f(h["max"]), h["count"],
+                                             f(s["p99"])))
         print("  copy: %s/s measured, limit %s/s; controller CPU %.1f%%; eBPF %d records, %d lost" % (
             _fmt_bytes(st["copy_bandwidth_bytes_s"]), _fmt_bytes(st["copy_rate_limit_bytes_s"]),
             100 * st["controller_cpu"], st["ebpf"]["events"], st["ebpf"]["lost"]))
@@ -322,9 +324,9 @@ def cmd_top(a):
                                                  "decisions")})
             return 0
         lines = ["hbl top %s  %s  policy %s  %s" % (st["name"], st["state"], st["policy"], time.strftime("%H:%M:%S")),
-                 "requests %d r / %d w   fast hits %.3f   promotions %d   evictions %d   stall p99 %s" % (
+                 "requests %d r / %d w   fast hits %.3f   promotions %d   evictions %d   hold p99 %s" % (
                      st["reads"], st["writes"], st.get("fast_hit_ratio", 0.0), st["promotions"], st["evictions"],
-                     "%.1f ms" % st["stall_ms"]["p99"] if st.get("stall_ms", {}).get("p99") is not None else "-"),
+                     "%.1f ms" % st["hold_ms"]["p99"] if st.get("hold_ms", {}).get("p99") is not None else "-"),
                  "", "%-10s %-8s %10s %8s %8s" % ("extent", "device", "heat", "reads", "writes")]
         names = [os.path.basename(d["path"]) for d in st["devices"]]
         for h in st.get("hot_extents", [])[:15]:

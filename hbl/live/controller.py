@@ -4,22 +4,11 @@ One loop, one thread.  It drains the eBPF ring buffer (logical requests on the
 dm device, device requests with latency on the members), feeds the requests to
 the engine (the simulator's policy code, in C) with the member's current
 latency as the request's, and carries out the moves the engine asks for in
-batches:
-
-    copy (O_DIRECT, throttled, I/O continues)        crash point after_copy
-    suspend (flush, hold I/O)                        crash point after_suspend
-    re-copy what was written to the old slots        crash point after_recopy
-        since the copy began (member write records
-        completed after the start), fsync
-    persist the new mapping (atomic replace)         crash point after_meta
-    load the new table                               crash point after_load
-    resume                                           crash point after_resume
-    only then free the old slots
-
-Whatever happens before the metadata is persisted leaves the old mapping in
-force; after it, the new one, whose slots already hold the data.  `hbl up`
-rebuilds the table from the metadata either way.  Extents never written carry
-no data: moving them is a remap without a copy, checked again under suspend.
+batches (Batch, below, one method per step), without ever suspending the
+device: /dev/mapper/NAME is a dm-switch over views of the mapping (stack.py),
+and only the moving extents' I/O waits, in the hold, while their last writes
+are re-copied and the new mapping is persisted.  Extents never written carry
+no data: moving them is a remap without a copy, checked again in the hold.
 After a crash, nothing is known to be unwritten any more.
 """
 import collections
@@ -33,17 +22,20 @@ import time
 
 import numpy as np
 
-from dmsetup import Device, backend
-from dmsetup.device import DmError, _ensure_node
+from dmsetup import backend
+from dmsetup.device import DmError
 from hbl import record
 from hbl.errors import HblError
 from hbl.live import layout
-from hbl.live.copier import Copier, Throttle
+from hbl.live.copier import Copier, MemberError, Throttle
 from hbl.live.meta import Meta, parse_superblock, read_head
+from hbl.live.stack import HOLD, Stack
 
-CRASH_POINTS = ("after_copy", "after_suspend", "after_recopy", "after_meta", "after_load", "after_resume")
+CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "after_meta", "after_release",
+                "after_switch")
 STATE_DIR = "/var/lib/hbl"
 RUN_DIR = "/run/hbl"
+PROBE_S = 2.0          # seconds between health reads of the members
 
 
 # ---- where a device's files live ----
@@ -54,6 +46,7 @@ class Paths:
     locks need a local file system)."""
 
     def __init__(self, name, state_dir=None):
+        self.name = name
         self.dir = os.path.join(state_dir or os.environ.get("HBL_STATE_DIR") or STATE_DIR, name)
         self.run = os.path.join(os.environ.get("HBL_RUN_DIR") or RUN_DIR, name)
         self.meta = os.path.join(self.dir, "meta")
@@ -61,6 +54,18 @@ class Paths:
         self.agents = os.path.join(self.dir, "agents.hbl")
         self.lock = os.path.join(self.run, "lock")
         self.status = os.path.join(self.run, "status.json")
+
+    def make(self):
+        """Create the state and run directories, or say in one line why they cannot be."""
+        for d, what, hint in ((self.dir, "state", "give another with --state-dir DIR or HBL_STATE_DIR"),
+                              (self.run, "run", "give another with HBL_RUN_DIR")):
+            try:
+                os.makedirs(d, mode=0o700, exist_ok=True)
+                if not os.access(d, os.W_OK):
+                    raise PermissionError(13, "not writable")
+            except OSError as exc:
+                raise HblError("cannot use %s as the %s directory of %s (%s): %s" % (
+                    d, what, self.name, exc.strerror or exc, hint)) from None
 
 
 def controller_pid(paths):
@@ -119,23 +124,235 @@ def check_members(meta):
 
 
 def assemble(meta, dm=None):
-    """Make /dev/mapper/NAME serve the mapping in `meta`: create it, or load and resume an existing one."""
-    dm = dm or backend()
-    table = layout.table(meta)
-    d = Device(meta.name, dm)
-    try:
-        info = dm.info(meta.name)
-    except OSError:
-        info = None
-    if info is None:
-        d.create(table)
-    else:           # left behind by a controller that died: maybe suspended, maybe with a table half-loaded
-        d.load(table)
-        d.resume()
-        d.major, d.minor = info["major"], info["minor"]
-        d.path = _ensure_node(meta.name, info["major"], info["minor"])
-        d.table = table
-    return d
+    """Make /dev/mapper/NAME serve the mapping in `meta`: create its devices, or load and resume
+    what is left of them; returns the Stack."""
+    return Stack(meta, dm or backend()).assemble(meta)
+
+
+# ---- one batch of moves ----
+
+class Batch:
+    """One batch of moves, one method per step of the protocol.  I/O to extents
+    not in the batch never waits: it is only sent from one live view to the other,
+    identical for it, by a message.  I/O to the moving extents waits in the hold
+    from hold() to release().
+
+        copy      old slots -> new slots, I/O flowing (twice)    crash point after_copy
+        prepare   the next view and the hold (suspended; inactive table) loaded with the
+                  new mapping, neither receiving I/O; every extent not moving routed
+                  to the next view, which maps it alike
+        hold      the moving extents routed to the hold           crash point after_hold
+        drain     the old view, now receiving nothing, suspended: every write issued
+                  through it is complete                          crash point after_drain
+        recopy    what was written to the old slots since the copy began (member
+                  write records), fsync                           crash point after_recopy
+        persist   the new mapping (atomic replace)                crash point after_meta
+        release   the hold loaded with the new mapping and resumed: the held I/O
+                  goes to the new slots                           crash point after_release
+        switch    the moving extents routed to the next view, which is now the live one
+                                                                  crash point after_switch
+        finish    only then the old slots are free
+
+    Before persist() the old mapping is in force, after it the new one, whose slots
+    already hold the data; `hbl up` loads every view from the metadata either way.
+    """
+
+    def __init__(self, c, plan):
+        self.c, self.plan = c, plan
+        self.m = c.meta
+        self.moving = [mv["extent"] for mv in plan]
+        self.lost0 = c.cap.stats()["lost"]
+        self.committed = False
+        self.t = {}
+
+    def off(self, d, s):
+        return layout.slot_offset(self.m, d, s)
+
+    def copy(self):
+        c, ext = self.c, self.m.extent_bytes
+        c.mwrites = []
+        self.t_start = time.monotonic_ns()
+        try:
+            for mv in self.plan:
+                if mv["copy"]:
+                    c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
+                                  self.off(mv["dst"], mv["dst_slot"]), ext)
+                    c.pump(0)
+                    c.copier.throttle.feedback(c.foreground_latency())
+            # a second pass while I/O still flows: what was written during the first,
+            # so that little is left to copy while the moving extents are held
+            self.t_pass2 = time.monotonic_ns()
+            if not c.drain_until(self.t_pass2 + c.clock_offset + 1_000_000):
+                self.t_pass2 = self.t_start    # not sure every earlier write was read: re-copy them all in the hold
+            c.recopy([mv for mv in self.plan if mv["copy"]], self.t_start, limit=True)
+            c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
+            c.crash("after_copy")
+        except OSError as exc:
+            self.give_back("copy failed: %s" % exc)
+            self.c.fault(exc)
+            return False
+        return True
+
+    def prepare(self):
+        """The new mapping, its metadata and its table; the next view loaded with it, the hold
+        suspended (neither receives I/O yet, so neither waits on anything)."""
+        c, s = self.c, self.c.stack
+        new = self.m.copy()
+        for mv in self.plan:
+            new.dev[mv["extent"]] = mv["dst"]
+            new.slot[mv["extent"]] = mv["dst_slot"]
+        new.generation += 1
+        new.counters = dict(c.count)
+        new.validate(c.paths.meta)
+        self.new, self.new_bytes = new, new.encode()
+        self.new_table = c.dm.prepare(layout.table(new).validate())
+        self.old = self.m.copy()
+        others = np.ones(self.m.nextents, bool)
+        others[self.moving] = False
+        c.drain_until(time.monotonic_ns() + c.clock_offset)   # so that little is left to read in the hold
+        try:
+            s.paths[s.next].load(self.new_table)
+            s.paths[s.next].resume()
+            s.paths[HOLD].suspend(flush=True)
+            s.paths[HOLD].load(self.new_table)     # inactive until release(): the held I/O goes there
+            # the extents not moving leave the live view now (the next one maps them alike),
+            # so that draining the live view later waits only for the moving extents' I/O
+            t0 = time.monotonic_ns()
+            s.route(np.flatnonzero(others), s.next)
+            self.t["route"] = time.monotonic_ns() - t0
+        except DmError as exc:
+            self.rollback(exc)
+            return False
+        return True
+
+    def hold(self):
+        c = self.c
+        self.t["hold"] = time.monotonic_ns()
+        try:
+            c.stack.route(self.moving, HOLD)
+        except DmError as exc:
+            self.rollback(exc)
+            return False
+        c.held = []
+        c.crash("after_hold")
+        return True
+
+    def commit(self):
+        try:
+            self.drain()
+            self.recopy()
+            self.persist()
+            self.release()
+            self.switch()
+        except Exception as exc:
+            self.rollback(exc)
+            return
+        self.finish()
+
+    def drain(self):
+        """The old live view, which nothing is routed to any more, suspended: every write
+        issued through it (to the moving extents among others) has completed."""
+        s = self.c.stack
+        s.paths[s.live].suspend(flush=True)
+        self.t["drained"] = time.monotonic_ns()
+        self.c.crash("after_drain")
+
+    def recopy(self):
+        c, m, ext = self.c, self.m, self.m.extent_bytes
+        # I/O to other extents flows on: read the records up to the drain (the ring is in
+        # completion order); if that cannot be made sure of, copy the moving extents whole
+        caught_up = c.drain_until(self.t["drained"] + c.clock_offset + 1_000_000)
+        writes = np.concatenate(c.mwrites) if c.mwrites else np.zeros((0, 4), np.int64)
+        c.mwrites = None
+        unsure = c.cap.stats()["lost"] != self.lost0 or not caught_up
+        c.check_lost()
+        done = 0
+        for mv in self.plan:
+            if not mv["copy"] and (m.written[mv["extent"]] or unsure):
+                mv["copy"] = True          # written since it was planned: its data must move too
+                mv["late"] = True
+            if mv.get("late") or unsure:
+                c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
+                              self.off(mv["dst"], mv["dst_slot"]), ext, limit=False)
+                done += ext
+        done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)],
+                         self.t_pass2, writes=writes)
+        if done:
+            c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
+        self.recopied = done
+        self.t["recopied"] = time.monotonic_ns()
+        c.crash("after_recopy")
+
+    def persist(self):
+        # (the file's written flags may lag: they count only after a clean shutdown)
+        self.new.save(self.c.paths.meta, self.new_bytes)
+        self.committed = True
+        self.t["persisted"] = time.monotonic_ns()
+        self.c.crash("after_meta")
+
+    def release(self):
+        self.c.stack.paths[HOLD].resume()          # with the new mapping, loaded in prepare()
+        self.t["released"] = time.monotonic_ns()
+        self.c.crash("after_release")
+
+    def switch(self):
+        s = self.c.stack
+        t0 = time.monotonic_ns()
+        s.route(self.moving, s.next)
+        self.t["route"] += time.monotonic_ns() - t0
+        s.live = s.next
+        self.c.crash("after_switch")
+
+    def rollback(self, exc):
+        """The old mapping persisted and in every view, every region on one view, nothing held."""
+        c = self.c
+        c.log("batch rolled back: %s" % exc)
+        try:
+            if self.committed:
+                self.old.save(c.paths.meta)
+        finally:
+            c.stack.assemble(self.old)
+            self.give_back(None)
+            c.count["rollbacks"] += 1
+            c._release_held()
+            c.fault(exc)
+
+    def give_back(self, why):
+        self.c.mwrites = None
+        self.c._give_back(self.plan, why)
+
+    def finish(self):
+        c, m, ext = self.c, self.m, self.m.extent_bytes
+        done_wall = time.time_ns()
+        t = self.t
+        hold_ms = (t["released"] - t["hold"]) / 1e6
+        c.holds.append(hold_ms)
+        c.stalls.append(t["route"] / 1e6)
+        c.last_stall = {"hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
+                        "recopy": (t["recopied"] - t["drained"]) / 1e6,
+                        "metadata": (t["persisted"] - t["recopied"]) / 1e6,
+                        "release": (t["released"] - t["persisted"]) / 1e6, "route_ms": t["route"] / 1e6,
+                        "moves": len(self.plan), "recopied_bytes": self.recopied}
+        if hold_ms > 200:
+            c.log("long hold %.0f ms: %s" % (hold_ms, json.dumps(c.last_stall)))
+        c._release_held()
+        new = self.new
+        new.written |= m.written          # writes observed since the new mapping was prepared
+        c.meta = new
+        c.batches += 1
+        c.count["batches"] += 1
+        c.count["recopied_bytes"] += self.recopied
+        for mv in self.plan:              # the old slots are free only now
+            c.free[mv["src"]].append(mv["src_slot"])
+            if mv["copy"]:
+                c.count["migrated_bytes"] += ext
+            else:
+                c.count["remaps_without_copy"] += 1
+            c.count["promotions" if mv["dst"] < mv["src"] else "evictions"] += 1
+            if mv["seen_ns"]:
+                c.decision_ns.append(done_wall - mv["seen_ns"])
+            c.decisions.append({"time": time.time(), "extent": mv["extent"], "from": mv["src"], "to": mv["dst"],
+                                "copy": mv["copy"]})
 
 
 # ---- the controller ----
@@ -171,6 +388,9 @@ class Controller:
                 self.agent_source = src
                 break
         self.free = layout.free_slots(m)
+        self.failed = {i: x["failed"] for i, x in enumerate(m.members) if x.get("failed")}   # member -> why
+        self.uevents = None
+        self.last_probe = 0.0
         self.pending = {}
         self.stop = False
         self.batches = 0
@@ -178,7 +398,8 @@ class Controller:
         self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "promotions", "evictions",
                                                        "migrated_bytes", "remaps_without_copy", "recopied_bytes",
                                                        "batches", "rollbacks")}
-        self.stalls = collections.deque(maxlen=2000)
+        self.stalls = collections.deque(maxlen=2000)        # per batch: ms of routing messages (no suspend)
+        self.holds = collections.deque(maxlen=2000)         # per batch: ms the moving extents' I/O waited
         self.decision_ns = collections.deque(maxlen=2000)
         self.decisions = collections.deque(maxlen=40)
         self.timeline = collections.deque(maxlen=720)
@@ -213,8 +434,7 @@ class Controller:
     def start(self):
         from hbl.capture import Capture, resolve_device
         m = self.meta
-        os.makedirs(self.paths.dir, exist_ok=True)
-        os.makedirs(self.paths.run, mode=0o700, exist_ok=True)
+        self.paths.make()
         self.lockfd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self.lockfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -227,11 +447,14 @@ class Controller:
         check_members(m)
         m.save(self.paths.meta)                    # clean = False from here on
         self.dm = backend()
-        self.dev = assemble(m, self.dm)
+        self.stack = assemble(m, self.dm)
+        self.dev = self.stack.top
         self.cap = Capture([self.dev.path] + [x["path"] for x in m.members], fast=True)
         self.dm_dev = resolve_device(self.dev.path)[0]
         self.member_dev = {resolve_device(x["path"])[0]: i for i, x in enumerate(m.members)}
+        self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
         self.copier = Copier([x["path"] for x in m.members], Throttle(self.copy_rate))
+        self.watch_members()
         self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (
             m.name, m.nextents, m.extent_bytes >> 10, ", ".join(x["path"] for x in m.members), self.policy,
@@ -344,6 +567,61 @@ class Controller:
             self.meta.written[:] = 1
             self.log("eBPF records were lost: every extent now counts as written (no more remaps without copy)")
 
+    # ---- member faults ----
+
+    def fault(self, exc):
+        if isinstance(exc, MemberError):
+            self.member_failed(exc.member, exc.strerror or str(exc))
+
+    def member_failed(self, d, why):
+        """Member d errs or is gone: no migration touches it from now on, the fact is
+        persisted with the mapping, and the extents of the healthy members are served on."""
+        if d in self.failed:
+            return
+        m = self.meta
+        self.failed[d] = why
+        m.members[d]["failed"] = why
+        try:
+            m.save(self.paths.meta)
+        except OSError as exc:
+            self.log("could not persist that member %d failed: %s" % (d, exc))
+        self.log("member %d (%s) failed: %s; %s degraded: migrations touching it stopped, its %d extents return "
+                 "errors, the others are served" % (d, m.members[d]["path"], why, m.name, int((m.dev == d).sum())))
+
+    def watch_members(self):
+        """Kernel uevents for the members (pyudev): a member removed is a failed member."""
+        try:
+            import pyudev
+            mon = pyudev.Monitor.from_netlink(pyudev.Context(), source="kernel")
+            mon.filter_by("block")
+            mon.start()
+        except Exception as exc:           # no libudev, no netlink: errors are still caught on I/O
+            self.log("member uevents not watched (%s); I/O errors still mark a member failed" % exc)
+            return
+        self.uevents = mon
+
+    def check_members(self):
+        """Uevents, and a 4 KiB read of each healthy member every PROBE_S: a member that errs
+        while nothing is being copied from or to it is caught too (the capture carries no
+        I/O errors)."""
+        while self.uevents is not None:
+            ev = self.uevents.poll(timeout=0)
+            if ev is None:
+                break
+            d = self.member_rdev.get(ev.device_number)
+            if d is not None and ev.action == "remove":
+                self.member_failed(d, "removed (kernel uevent)")
+        now = time.monotonic()
+        if now - self.last_probe < PROBE_S:
+            return
+        self.last_probe = now
+        for d in range(len(self.meta.members)):
+            if d not in self.failed:
+                try:
+                    self.copier.probe(d)
+                except MemberError as exc:
+                    self.member_failed(d, exc.strerror or str(exc))
+
     def plan(self):
         self.check_lost()
         moves = self.engine.take_moves()
@@ -355,6 +633,10 @@ class Controller:
             want, t_seen = self.pending[e]
             src = int(m.dev[e])
             if want == src or want < 0:
+                del self.pending[e]
+                continue
+            if src in self.failed or want in self.failed:     # stays where it is; the engine is told so
+                self.engine.set_devices([e], [src])
                 del self.pending[e]
                 continue
             if not self.free[want]:
@@ -374,125 +656,9 @@ class Controller:
         return plan
 
     def execute(self, plan):
-        m = self.meta
-        ext = m.extent_bytes
-        off = lambda d, s: layout.slot_offset(m, d, s)
-        lost0 = self.cap.stats()["lost"]
-        self.mwrites = []
-        t_start = time.monotonic_ns()
-        try:
-            for mv in plan:
-                if mv["copy"]:
-                    self.copier.copy(mv["src"], off(mv["src"], mv["src_slot"]), mv["dst"],
-                                     off(mv["dst"], mv["dst_slot"]), ext)
-                    self.pump(0)
-                    self.copier.throttle.feedback(self.foreground_latency())
-            # a second pass while I/O still flows: what was written during the first,
-            # so that little is left to copy under suspend
-            t_pass2 = time.monotonic_ns()
-            if not self.drain_until(t_pass2 + self.clock_offset + 1_000_000):
-                t_pass2 = t_start          # not sure every earlier write was read: re-copy them all under suspend
-            self.recopy([mv for mv in plan if mv["copy"]], t_start, limit=True)
-            self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
-            self.crash("after_copy")
-        except OSError as exc:
-            self._give_back(plan, "copy failed: %s" % exc)
-            self.mwrites = None
-            return
-        # everything that does not depend on what happens under suspend is prepared now:
-        # the new mapping, its encoded metadata and its table
-        new = m.copy()
-        for mv in plan:
-            new.dev[mv["extent"]] = mv["dst"]
-            new.slot[mv["extent"]] = mv["dst_slot"]
-        new.generation += 1
-        new.counters = dict(self.count)
-        new.validate(self.paths.meta)
-        new_bytes = new.encode()
-        new_table = layout.table(new)
-        new_table.validate()
-        new_table = self.dm.prepare(new_table)
-        old = m.copy()
-        committed = False
-        t = {"suspend": time.monotonic_ns()}
-        try:
-            self.dev.suspend(flush=True)
-        except DmError as exc:
-            self._give_back(plan, str(exc))
-            self.mwrites = None
-            return
-        self.held = []
-        try:
-            t["suspended"] = time.monotonic_ns()
-            self.crash("after_suspend")
-            self.drain()
-            writes = np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 4), np.int64)
-            self.mwrites = None
-            unsure = self.cap.stats()["lost"] != lost0
-            self.check_lost()
-            recopied = 0
-            for mv in plan:
-                if not mv["copy"] and (m.written[mv["extent"]] or unsure):
-                    mv["copy"] = True          # written since it was planned: its data must move too
-                    mv["late"] = True
-                if mv.get("late") or unsure:
-                    self.copier.copy(mv["src"], off(mv["src"], mv["src_slot"]), mv["dst"],
-                                     off(mv["dst"], mv["dst_slot"]), ext, limit=False)
-                    recopied += ext
-            recopied += self.recopy([mv for mv in plan if mv["copy"] and not (mv.get("late") or unsure)],
-                                    t_pass2, writes=writes)
-            if recopied:
-                self.copier.flush([mv["dst"] for mv in plan if mv["copy"]])
-            t["recopied"] = time.monotonic_ns()
-            self.crash("after_recopy")
-            # (the file's written flags may lag: they count only after a clean shutdown)
-            new.save(self.paths.meta, new_bytes)
-            committed = True
-            t["persisted"] = time.monotonic_ns()
-            self.crash("after_meta")
-            self.dev.load(new_table)
-            t["loaded"] = time.monotonic_ns()
-            self.crash("after_load")
-            self.dev.resume()
-        except Exception as exc:      # roll back: the old mapping, persisted, loaded and resumed
-            self.log("batch rolled back: %s" % exc)
-            try:
-                if committed:
-                    old.save(self.paths.meta)
-                self.dev.load(layout.table(old))
-            finally:
-                self.dev.resume()
-            self._give_back(plan, None)
-            self.count["rollbacks"] += 1
-            self._release_held()
-            return
-        done = time.monotonic_ns()
-        done_wall = time.time_ns()
-        susp = t["suspend"]
-        self.stalls.append((done - susp) / 1e6)
-        self.last_stall = {"suspend": (t["suspended"] - susp) / 1e6, "drain_recopy": (t["recopied"] - t["suspended"]) / 1e6,
-                           "metadata": (t["persisted"] - t["recopied"]) / 1e6, "load": (t["loaded"] - t["persisted"]) / 1e6,
-                           "resume": (done - t["loaded"]) / 1e6, "moves": len(plan), "recopied_bytes": recopied}
-        if done - susp > 200e6:
-            self.log("long stall %.0f ms: %s" % ((done - susp) / 1e6, json.dumps(self.last_stall)))
-        self.crash("after_resume")
-        self._release_held()
-        new.written |= m.written          # writes observed since the new mapping was prepared
-        self.meta = m = new
-        self.batches += 1
-        self.count["batches"] += 1
-        self.count["recopied_bytes"] += recopied
-        for mv in plan:                   # the old slots are free only now
-            self.free[mv["src"]].append(mv["src_slot"])
-            if mv["copy"]:
-                self.count["migrated_bytes"] += ext
-            else:
-                self.count["remaps_without_copy"] += 1
-            self.count["promotions" if mv["dst"] < mv["src"] else "evictions"] += 1
-            if mv["seen_ns"]:
-                self.decision_ns.append(done_wall - mv["seen_ns"])
-            self.decisions.append({"time": time.time(), "extent": mv["extent"], "from": mv["src"], "to": mv["dst"],
-                                   "copy": mv["copy"]})
+        b = Batch(self, plan)
+        if b.copy() and b.prepare() and b.hold():
+            b.commit()
 
     def _release_held(self):
         held, self.held = self.held or [], None
@@ -537,6 +703,7 @@ class Controller:
         m = self.meta
         written = np.bincount(m.dev[m.written == 1], minlength=len(m.members))
         st = sorted(self.stalls)
+        ho = sorted(self.holds)
         pct = lambda a, q: a[min(len(a) - 1, int(q * len(a)))] if a else None
         dec = sorted(self.decision_ns)
         wall = time.time() - self.t0
@@ -559,13 +726,16 @@ class Controller:
             "pending_moves": len(self.pending),
             "copy_bandwidth_bytes_s": self.copier.bandwidth(), "copy_rate_limit_bytes_s": self.copier.throttle.rate,
             "stall_ms": {"last": st and self.stalls[-1], "p50": pct(st, 0.5), "p99": pct(st, 0.99),
-                         "max": st[-1] if st else None, "count": len(st), "last_breakdown": self.last_stall},
+                         "max": st[-1] if st else None, "count": len(st)},
+            "hold_ms": {"last": ho and self.holds[-1], "p50": pct(ho, 0.5), "p99": pct(ho, 0.99),
+                        "max": ho[-1] if ho else None, "count": len(ho), "last_breakdown": self.last_stall},
             "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
                                      "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
             "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,
             "agents": self.engine.stats().get("agents", []),
             "ebpf": {"events": cs["events"], "lost": cs["lost"]},
             "unsure_after_crash": self.unsure,
+            "degraded": {m.members[d]["path"]: why for d, why in sorted(self.failed.items())},
             "hot_extents": [{"extent": int(e), "device": int(m.dev[e]), "heat": float(self.heat[e]),
                              "reads": int(self.rw[e, 0]), "writes": int(self.rw[e, 1])}
                             for e in hot.tolist() if self.heat[e] > 0],
@@ -584,6 +754,7 @@ class Controller:
             now = time.monotonic()
             if now - last_mig >= self.interval:
                 last_mig = now
+                self.check_members()
                 plan = self.plan()
                 if plan:
                     self.execute(plan)
@@ -623,7 +794,7 @@ class Controller:
         self.copier.close()
         self.dev.resume()
         try:
-            self.dev.remove()
+            self.stack.remove()
         except DmError as exc:
             m.clean = False
             m.save(self.paths.meta)

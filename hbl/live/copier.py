@@ -1,7 +1,7 @@
 """Copy jobs: move an extent's bytes between members with O_DIRECT.
 
-The copy runs while I/O continues; the controller re-copies, under suspend,
-whatever was written meanwhile.  Bandwidth is limited by a token bucket whose
+The copy runs while I/O continues; the controller re-copies, while the moving
+extents are held, whatever was written meanwhile.  An I/O error names its member.  Bandwidth is limited by a token bucket whose
 rate backs off when the foreground latency rises (additive increase,
 multiplicative decrease), so migrations yield to the application.
 """
@@ -45,6 +45,14 @@ class Throttle:
             self.rate = min(self.ceiling, self.rate + (4 << 20))
 
 
+class MemberError(OSError):
+    """An I/O error on one member: which one, and what the kernel said."""
+
+    def __init__(self, member, path, exc):
+        super().__init__(exc.errno, "%s: %s" % (path, exc.strerror or exc))
+        self.member = member
+
+
 class Copier:
     """O_DIRECT file descriptors on the members, one aligned buffer."""
 
@@ -72,10 +80,10 @@ class Copier:
             if limit:
                 self.throttle.take(n)
             part = view[:n]
-            got = os.preadv(self.fds[src], [part], src_off + done)
+            got = self._io(os.preadv, src, part, src_off + done)
             if got != n:
                 raise OSError("short read from %s at %d: %d of %d bytes" % (self.paths[src], src_off + done, got, n))
-            put = os.pwritev(self.fds[dst], [part], dst_off + done)
+            put = self._io(os.pwritev, dst, part, dst_off + done)
             if put != n:
                 raise OSError("short write to %s at %d: %d of %d bytes" % (self.paths[dst], dst_off + done, put, n))
             done += n
@@ -86,7 +94,24 @@ class Copier:
     def flush(self, devs):
         """Make what was copied durable (device write caches included)."""
         for d in sorted(set(devs)):
-            os.fsync(self.fds[d])
+            try:
+                os.fsync(self.fds[d])
+            except OSError as exc:
+                raise MemberError(d, self.paths[d], exc) from None
+
+    def probe(self, d):
+        """Read member d's first 4 KiB (its superblock) past any cache: raises MemberError if it errs."""
+        view = memoryview(self.buf)
+        try:
+            self._io(os.preadv, d, view[:4096], 0)
+        finally:
+            view.release()
+
+    def _io(self, fn, d, part, off):
+        try:
+            return fn(self.fds[d], [part], off)
+        except OSError as exc:
+            raise MemberError(d, self.paths[d], exc) from None
 
     def bandwidth(self):
         return self.bytes / self.seconds if self.seconds > 0 else 0.0

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from conftest import FAST, SLOW
@@ -48,7 +49,8 @@ def heads():
 
 
 def wipe():
-    for name in os.listdir("/dev/mapper") if os.path.isdir("/dev/mapper") else []:
+    names = os.listdir("/dev/mapper") if os.path.isdir("/dev/mapper") else []
+    for name in sorted(names, key=lambda n: "." in n):     # a device before its views (NAME.0, NAME.hold)
         if name.startswith("h") and name != "control":
             subprocess.run(["dmsetup", "remove", "--force", name], capture_output=True)
     for p in (FAST, SLOW):
@@ -158,9 +160,10 @@ def test_fio_verify_while_agents_migrate(fresh):
     time.sleep(2)
     st = status("h0")
     print(json.dumps({k: st[k] for k in ("reads", "writes", "fast_hit_ratio", "promotions", "evictions",
-                                          "migrated_bytes", "stall_ms", "timeline", "controller_cpu")}))
+                                          "migrated_bytes", "stall_ms", "hold_ms", "timeline", "controller_cpu")}))
     assert st["promotions"] > 0 and st["migrated_bytes"] > 0
     assert st["ebpf"]["lost"] == 0 and st["rollbacks"] == 0
+    assert st["hold_ms"]["count"] == st["batches"] > 0     # every batch held only its moving extents
     placement = st["agents"][0]              # trained, and only off the request path
     assert placement["train_steps"] > 0 and placement["background_steps"] == placement["train_steps"]
     assert "on the training thread" in hbl("status", "h0").stdout
@@ -196,6 +199,7 @@ def test_crash_at_every_protocol_step_and_at_random(fresh):
     assert rc == 0, out
     report = []
     for i, point in enumerate(CRASH_POINTS):
+        print("crash point %s" % point, flush=True)
         hbl("down", "h1")
         hbl("up", "h1", "--interval", "0.3", env={"HBL_CRASH_AT": point})
         writer = blockcheck("run", log, seconds=10, seed=200 + i, background=True)
@@ -227,3 +231,56 @@ def test_crash_at_every_protocol_step_and_at_random(fresh):
         json.dump({"runs": report, "crash_points": list(CRASH_POINTS), "random_kills": 3,
                    "final_status": {k: st[k] for k in ("generation", "promotions", "evictions", "batches")}}, f,
                   indent=1)
+
+
+# ---- member faults ----
+
+def test_a_member_that_fails_mid_run_is_isolated(fresh):
+    """The HDD member behind a dm device that is switched to the error target mid-run:
+    the controller marks it failed (persisted, one log line, DEGRADED in status), stops
+    migrating, and keeps serving the NVMe's extents; the failed member's extents
+    return errors, not data."""
+    import mmap
+    from dmsetup import Device, Error, Linear, Table, backend
+    from hbl.live.meta import Meta
+    dm = backend()
+    size = os.path.getsize(SLOW) if os.path.isfile(SLOW) else int(open("/sys/block/vda/size").read()) * 512
+    member = Device("fm", dm).create(Table([Linear(size // 512, SLOW, 0)]))
+    log = "/run/hbl-test-fault.log"
+    try:
+        hbl("up", "h1", "--dev", FAST, "--dev", member.path, "--policy", "lru", "--interval", "0.3")
+        writer = blockcheck("run", log, seconds=30, seed=500, background=True)
+        deadline = time.time() + 120
+        while status("h1")["promotions"] < 4 and time.time() < deadline:
+            time.sleep(1)
+        assert status("h1")["promotions"] >= 4, "no migrations before the fault"
+        member.load(Table([Error(size // 512)]))          # the member fails: every I/O to it errs
+        member.resume()
+        deadline = time.time() + 120
+        while not status("h1").get("degraded") and time.time() < deadline:
+            time.sleep(1)
+        st = status("h1")
+        writer.communicate(timeout=300)
+        assert st["degraded"] and member.path in st["degraded"], st.get("degraded")
+        assert "DEGRADED: %s failed" % member.path in hbl("status", "h1").stdout
+        moves = st["promotions"] + st["evictions"]
+        time.sleep(5)
+        assert status("h1")["promotions"] + status("h1")["evictions"] == moves      # no migration since
+        logtext = open(os.path.join(STATE, "h1", "controller.log")).read()
+        assert sum(1 for line in logtext.splitlines() if "(%s) failed:" % member.path in line) == 1
+        assert Meta.load(os.path.join(STATE, "h1", "meta")).members[1].get("failed")   # persisted
+        m = Meta.load(os.path.join(STATE, "h1", "meta"))
+        buf = mmap.mmap(-1, 4096)
+        fd = os.open("/dev/mapper/h1", os.O_RDONLY | os.O_DIRECT)
+        try:
+            healthy = int(np.flatnonzero(m.dev == 0)[0])
+            assert os.preadv(fd, [buf], healthy * m.extent_bytes) == 4096          # the NVMe's extents serve
+            failed = int(np.flatnonzero(m.dev == 1)[0])
+            with pytest.raises(OSError):
+                os.preadv(fd, [buf], failed * m.extent_bytes)                     # an error, not data
+        finally:
+            os.close(fd)
+        print(json.dumps({"degraded": st["degraded"], "moves_before": moves, "rollbacks": st["rollbacks"]}))
+    finally:
+        hbl("down", "h1", check=False)
+        member.remove()
