@@ -40,30 +40,26 @@ def whole(lo, hi):
     return parse
 
 
-def positive(hi):
-    """An argparse type: a finite number in (0, hi]."""
+def number(hi, zero=False):
+    """An argparse type: a finite number in (0, hi], or [0, hi] with zero."""
     def parse(text):
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError("%s is not a number" % show(text)) from None
-        if not (math.isfinite(v) and 0 < v <= hi):
-            raise argparse.ArgumentTypeError("%s must be a finite number in (0, %g]" % (show(text), hi))
+        if not (math.isfinite(v) and (0 <= v if zero else 0 < v) and v <= hi):
+            raise argparse.ArgumentTypeError("%s must be a finite number in %s0, %g]" % (
+                show(text), "[" if zero else "(", hi))
         return v
     return parse
+
+
+def positive(hi):
+    return number(hi)
 
 
 def nonnegative(hi):
-    """An argparse type: a finite number in [0, hi]."""
-    def parse(text):
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError("%s is not a number" % show(text)) from None
-        if not (math.isfinite(v) and 0 <= v <= hi):
-            raise argparse.ArgumentTypeError("%s must be a finite number in [0, %g]" % (show(text), hi))
-        return v
-    return parse
+    return number(hi, zero=True)
 
 
 def page_size(text):
