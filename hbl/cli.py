@@ -280,7 +280,6 @@ def cmd_simulate(a):
                  progress=progress, **_sim_options(a))
     if plugin is not None:
         check(plugin)
-    r.setdefault("bad_lines_skipped", 0)   # as in every command's JSON, 0 included
     if a.timeline:
         _write_json(a.timeline, r["timeline"])
         if not a.json:

@@ -280,8 +280,8 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     reader_options = reader_options or {}
     reopen = lambda: open_trace(trace, fmt=fmt, lenient=lenient, **reader_options)
     if policy == "oracle":
-        chunks = list(watch(reopen(), "reading"))
-        data = record.concat(chunks)
+        first = reopen()
+        data = record.concat(list(watch(first, "reading")))
         source = [data]
     else:
         data, source = None, None
@@ -315,6 +315,5 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         out, reader = run(params)
     out["trace"] = trace
     out["footprint_pages"] = footprint
-    if not source and getattr(reader, "skipped", 0):
-        out["bad_lines_skipped"] = reader.skipped
+    out["bad_lines_skipped"] = getattr(first if source else reader, "skipped", 0)
     return out

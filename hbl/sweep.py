@@ -152,8 +152,8 @@ def prepare_trace(name, grid):
     from hbl.trace.native import HEADER_SIZE
     with tempfile.TemporaryDirectory(prefix="hbl-sweep-") as work:
         fmt = None if name.startswith(("synth:", "bundled:")) else grid.fmt
-        path, footprint = _materialize(name, os.path.join(work, "t.hbltrace"), fmt, grid.lenient,
-                                       grid.reader_options)
+        path, footprint, _ = _materialize(name, os.path.join(work, "t.hbltrace"), fmt, grid.lenient,
+                                          grid.reader_options)
         with open(path, "rb") as f:
             data = f.read()
     return PreparedTrace(name, data, hashlib.sha256(memoryview(data)[HEADER_SIZE:]).hexdigest(), footprint)
