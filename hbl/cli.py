@@ -335,12 +335,17 @@ def cmd_compare(a):
         raise HblError("no trace with reads or writes to compare")
     if a.output:
         _write_json(a.output, summary)
+    return _show(a, summary, cmp.format_table, cmp.plot)
+
+
+def _show(a, report, format_text, plot):
+    """A report as JSON (--json) or text, and its chart when --plot names a file."""
     if a.plot:
-        cmp.plot(summary, a.plot)
+        plot(report, a.plot)
     if a.json:
-        print_json(summary)
+        print_json(report)
     else:
-        print(cmp.format_table(summary))
+        print(format_text(report))
         if a.plot:
             print("plot written to %s" % a.plot)
     return 0
@@ -353,16 +358,7 @@ def cmd_sweep(a):
         if len(a.target) != 2:
             raise HblError("usage: hbl sweep report DIR [--plot PNG] [--json]")
         from hbl import sweep_report
-        rep = sweep_report.report(a.target[1])
-        if a.plot:
-            sweep_report.plot(rep, a.plot)
-        if a.json:
-            print_json(rep)
-        else:
-            print(sweep_report.format_report(rep))
-            if a.plot:
-                print("plot written to %s" % a.plot)
-        return 0
+        return _show(a, sweep_report.report(a.target[1]), sweep_report.format_report, sweep_report.plot)
     if a.target[:1] == ["tune"]:
         from hbl import sweep_tune
         policies = [p.strip() for p in (a.policies or "").split(",") if p.strip()]
