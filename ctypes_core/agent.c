@@ -58,6 +58,9 @@ struct hbl_agent {
     struct hbl_agent_stats st;
     /* background mode: set only while no other thread uses the agent */
     int async;
+    /* loaded from a file: its warm-up is behind it, so it explores at epsilon
+     * from the first decision (a pretrained agent must not start at random) */
+    int loaded;
     pthread_mutex_t lock, tlock;
     uint64_t trng, trained_at, synced_at;
 };
@@ -286,7 +289,7 @@ int32_t hbl_agent_act(struct hbl_agent *ag, const uint8_t *state)
 {
     const struct hbl_agent_config *c = &ag->cfg;
     lock(ag);
-    double frac = c->warmup ? (double)ag->st.decisions / c->warmup : 1.0;
+    double frac = c->warmup && !ag->loaded ? (double)ag->st.decisions / c->warmup : 1.0;
     double eps = frac >= 1.0 ? c->epsilon : 1.0 + (c->epsilon - 1.0) * frac;
     ag->st.epsilon = eps;
     ag->st.decisions++;
@@ -675,6 +678,7 @@ int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *
                 memcpy(ag->m2, buf + off + pn + np * 8u, np * 4u);
                 memcpy(&ag->adam_t, buf + off + pn + np * 12u, 8);
                 cache_invalidate(ag);   /* its decisions were of the old weights */
+                ag->loaded = 1;
                 unlock(ag);
                 tunlock(ag);
             }

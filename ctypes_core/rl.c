@@ -148,6 +148,7 @@ int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, 
     pa->act_on_reads = (int)hbl_param(p, "place_reads", 1);
     pa->penalty = hbl_param(p, "penalty", 0.1);
     pa->lref = hbl_reference_latency(s);
+    pa->evict_ns = hbl_param(p, "device_time", 0) && s->cfg.ndev > 1 ? s->cfg.dev[1].write_latency_ns : 0;
     pa->page_reward = (int)hbl_param(p, "reward", s->live);
     pa->resolve = -1;
     if (pa->page_reward) {
@@ -215,9 +216,13 @@ void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s
 
 void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim *s, double latency_ns)
 {
-    double speed = pa->lref / (latency_ns > 1 ? latency_ns : 1);
     /* the evictions this request's decision forced */
-    double pen = pa->penalty * (double)(s->st.fallback_evictions - pa->evictions_before);
+    double forced = (double)(s->st.fallback_evictions - pa->evictions_before);
+    double pen = pa->penalty * forced;
+    /* device time: the write-back of each forced eviction takes the next device's
+     * time from other requests, so the decision is charged for it too */
+    double cost = latency_ns + pa->evict_ns * forced;
+    double speed = pa->lref / (cost > 1 ? cost : 1);
     if (pa->page_reward) {
         if (pa->resolve >= 0 && pa->ring[pa->resolve].live) {
             struct hbl_pdecision *e = &pa->ring[pa->resolve];

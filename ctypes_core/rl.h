@@ -34,7 +34,7 @@ struct hbl_placement_agent {
     struct hbl_features feat;
     int nfeatures;          /* 6 (Sibyl) or 7 (Harmonia) */
     int act_on_reads;
-    double penalty, lref;
+    double penalty, lref, evict_ns;
     uint8_t state[16];
     int action, pending;
     float reward;

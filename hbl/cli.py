@@ -263,7 +263,9 @@ def cmd_simulate(a):
         Simulator(hss, policy, [1] * (len(hss.devices) - 1) + [None], params=a.param, seed=a.seed,
                   **_sim_options(a))
     _check_output_dir(a.timeline, a.save_agent)
-    if a.agent and not os.path.isfile(a.agent):
+    if a.agent == "none":
+        a.agent = False
+    elif a.agent and not os.path.isfile(a.agent):
         raise HblError("%s: no such file" % a.agent)
     progress = _progress
     if policy.startswith("python:"):
@@ -308,6 +310,8 @@ def cmd_simulate(a):
                                           zip(r["devices"], r["device_utilization"])))
     print("  throughput      %.0f IOPS simulated; simulator ran %.2f M requests/s" % (
         r["throughput_iops"], r["requests_per_second"] / 1e6))
+    if "agents_from" in r:
+        print("  agents from     %s" % r["agents_from"])
     for i, ag in enumerate(r.get("agents", [])):
         print("  agent %d         %d decisions (%d explored), %d training steps, epsilon %.3f, "
               "recent reward %.3f" % (i, ag["decisions"], ag["explorations"], ag["train_steps"], ag["epsilon"],
@@ -330,7 +334,8 @@ def cmd_compare(a):
         summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=_reader_options(a), progress=not a.quiet,
                           synthetic_requests=a.synthetic_requests, fast_capacity=a.fast_capacity,
-                          params=a.param, seed=a.seed, seeds=a.seeds, **_sim_options(a))
+                          params=a.param, seed=a.seed, seeds=a.seeds, untrained=a.untrained,
+                          **_sim_options(a))
     if not summary.get("workloads"):   # every trace was left out: nothing to normalize or average
         raise HblError("no trace with reads or writes to compare")
     if a.output:
@@ -677,6 +682,37 @@ def cmd_devices(a):
     return 0
 
 
+def cmd_pretrain(a):
+    from hbl import pretrained
+    if a.list:
+        rows = pretrained.listing()
+        if a.json:
+            print_json(rows)
+        else:
+            for r in rows:
+                print("%-26s %-5s seed %d  %s" % (r["policy"], r["hss"], r["seed"], r["file"]))
+        return 0
+    if not a.out:
+        raise HblError("--out DIR is required (the shipped agents are in %s)" % pretrained.AGENTS_DIR)
+    policies = [p.strip() for p in a.policies.split(",") if p.strip()]
+    hss = [h.strip() for h in a.hss.split(",") if h.strip()]
+    traces = a.trace or pretrained.training_traces(a.requests)
+    from hbl.devices import load_hss
+    from hbl.sim import parse_params
+    for h in hss:
+        load_hss(h)
+    parse_params(a.param)
+    rows = pretrained.pretrain_all(policies, hss, a.seeds, a.out, traces=traces, passes=a.passes,
+                                   params=a.param, jobs=a.jobs, progress=not a.quiet)
+    if a.json:
+        print_json(rows)
+    else:
+        for r in rows:
+            print("%-26s %-5s seed %d  %s  (last pass: %.1f us mean latency over the training traces)" % (
+                r["policy"], r["hss"], r["seed"], r["file"], r["train_latency_us"]))
+    return 0
+
+
 def cmd_bench(a):
     from hbl.bench import bench, format_bench
     b = bench(requests=a.requests, policies=a.policies.split(",") if a.policies else None, repeat=a.repeat)
@@ -705,7 +741,9 @@ def build_parser():
                    "(default smq)")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     s.add_argument("--timeline", metavar="FILE", help="write a JSON timeline (latency, hits per window)")
-    s.add_argument("--agent", metavar="FILE", help="learning policies: start from the agents saved in FILE")
+    s.add_argument("--agent", metavar="FILE", help="learning policies: start from the agents saved in FILE, or "
+                   "'none' for untrained agents (default: the shipped pretrained agents of the policy, HSS preset "
+                   "and seed, where there are some; `hbl pretrain`)")
     s.add_argument("--save-agent", metavar="FILE", help="learning policies: save the trained agents to FILE")
     _trace_args(s)
     _sim_args(s)
@@ -726,6 +764,8 @@ def build_parser():
     c.add_argument("--seeds", type=whole(1, 100), default=3,
                    help="learning policies run with seeds --seed .. --seed+N-1; the table shows their mean "
                         "and the min-max of the geometric mean (default 3)")
+    c.add_argument("--untrained", action="store_true",
+                   help="learning policies start from untrained agents, not the shipped pretrained ones")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--from-json", metavar="FILE", help="re-print (and re-plot) a comparison saved with --output")
     _trace_args(c, many=True)
@@ -857,6 +897,30 @@ def build_parser():
     po = sub.add_parser("policies", help="list policies")
     po.add_argument("--json", action="store_true")
     po.set_defaults(func=cmd_policies)
+
+    pt = sub.add_parser("pretrain", help="train learning policies' agents on training workloads, to start from",
+                        description="Train the agents of learning policies from scratch on training workloads "
+                        "(by default the synthetic families of hbl.pretrained.TRAINING_SUITE, none of which is in "
+                        "`hbl compare`'s default suite) and save one file per policy, HSS and seed. Simulations "
+                        "start from the shipped ones by default; use yours with `simulate --agent FILE`.")
+    pt.add_argument("--out", metavar="DIR", help="directory for the agent files (required to train)")
+    pt.add_argument("--policies", default=",".join(("harmonia", "harmonia-placement-only",
+                                                    "harmonia-migration-only", "sibyl")),
+                    help="comma-separated learning policies (default: those with shipped agents)")
+    pt.add_argument("--hss", default="perf,cost,tri,quad", help="comma-separated HSS presets (default all four)")
+    pt.add_argument("--seeds", type=whole(1, 100), default=3, help="pretraining seeds 1..N (default 3)")
+    pt.add_argument("--passes", type=whole(1, 100), default=3, help="passes over the training traces (default 3)")
+    pt.add_argument("--requests", type=whole(1, 1 << 40), default=300_000,
+                    help="requests per training trace of the default suite (default 300000)")
+    pt.add_argument("--jobs", type=whole(1, 256), help="parallel trainings (default: number of cores)")
+    pt.add_argument("--list", action="store_true", help="list the shipped pretrained agents instead")
+    pt.add_argument("--json", action="store_true")
+    pt.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    pt.add_argument("--trace", action="append", metavar="TRACE",
+                    help="training trace (repeatable; default: the training suite)")
+    pt.add_argument("--param", action="append", metavar="NAME=VALUE",
+                    help="policy parameter for the training runs (repeatable; see `hbl policies`)")
+    pt.set_defaults(func=cmd_pretrain)
 
     d = sub.add_parser("devices", help="list device profiles and HSS configurations, or measure one",
                        description="List the built-in device profiles (with their datasheet figures) and HSS "

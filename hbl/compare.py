@@ -80,8 +80,10 @@ def _run(job):
 
 
 def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fmt=None, lenient=False,
-            reader_options=None, progress=True, synthetic_requests=None, seeds=3, seed=1, **sim_options):
-    """Every policy on every trace and HSS; learning policies once per seed (seed .. seed+seeds-1)."""
+            reader_options=None, progress=True, synthetic_requests=None, seeds=3, seed=1, untrained=False,
+            **sim_options):
+    """Every policy on every trace and HSS; learning policies once per seed (seed .. seed+seeds-1),
+    from their shipped pretrained agents (hbl.pretrained) unless untrained."""
     traces = traces or default_traces(synthetic_requests)
     pols = expand_policies(policies)
     for h in hss_list:
@@ -108,7 +110,8 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
                 print("\nhbl: %s has no reads or writes, left out" % name, file=sys.stderr)
         if not prepared:
             raise HblError("no workload with reads or writes to compare")
-        work_items = [(label, name, path, fp, h, p, seed + k, sim_options) for label, name, path, fp in prepared
+        opts = dict(sim_options, load_agents=False) if untrained else sim_options
+        work_items = [(label, name, path, fp, h, p, seed + k, opts) for label, name, path, fp in prepared
                       for h in hss_list for p in pols for k in range(seeds if p in LEARNING else 1)]
         # longest first (the oracle and the learning policies), so the pool does not end on one straggler
         work_items.sort(key=lambda j: -(j[3] * (3 if j[5] in LEARNING or j[5] == "oracle" else 1)))
@@ -215,7 +218,8 @@ def summarize(results, workloads, hss_list, pols):
     results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r.get("workload", r["trace"])), order[r["policy"]],
                                 r.get("seed", 1)))
     replay = results[0].get("replay") if results else None
-    return {"workloads": workloads, "hss": hss_list, "policies": pols, "replay": replay,
+    agents = sorted({r["agents_from"].split(":")[0] for r in results if "agents_from" in r})
+    return {"workloads": workloads, "hss": hss_list, "policies": pols, "replay": replay, "agents": agents,
             "background": results[0].get("background") if results else None,
             "synthetic": [w for w in workloads if w.endswith("*")],
             "normalized_avg_latency": norm, "geomean_normalized_avg_latency": geomean,
@@ -240,6 +244,9 @@ def format_table(summary):
         lines.append("replay: %s; background I/O in idle time, backlog %s pages per device%s" % (
             replay_label(summary["replay"]), bg.get("background_backlog", "?"),
             ", %g MB/s cap" % bg["background_rate_mb_s"] if bg.get("background_rate_mb_s") else ""))
+    if summary.get("agents"):
+        lines.append("learning policies' agents: %s (hbl pretrain: trained on synthetic families that are not "
+                     "in the default suite)" % " and ".join(summary["agents"]))
     for h in summary["hss"]:
         names = "+".join(p.name for p in load_hss(h).devices) if not h.endswith(".json") else h
         lines.append("")

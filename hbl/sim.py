@@ -273,7 +273,9 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
              fmt=None, lenient=False, reader_options=None, footprint=None, timeline=False,
              check=False, load_agents=None, save_agents=None, progress=None, **options):
     """Simulate one policy on one trace; returns the result dict (see Simulator.result).
-    progress, if given, wraps each pass over the trace: progress(chunks, what) -> chunks."""
+    progress, if given, wraps each pass over the trace: progress(chunks, what) -> chunks.
+    load_agents: a file of saved agents; None, the shipped pretrained agents of the policy
+    for this HSS preset and seed where there are some (hbl.pretrained); False, untrained agents."""
     watch = progress or (lambda chunks, what: chunks)
     page_size = int(options.get("page_size") or DEFAULTS["page_size"])
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
@@ -288,11 +290,21 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     if footprint is None:
         footprint = footprint_pages(source if source else watch(reopen(), "footprint"), page_size)
     caps = config.capacity_pages(footprint, page_size)
+    agents_from = load_agents or None
+    if load_agents is None and plugin is None:
+        from hbl import pretrained
+        agents_from = pretrained.shipped(policy, hss, seed)
 
     def run(params):
+        nonlocal agents_from
         sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
-        if load_agents:
-            sim.load_agents(load_agents)
+        if agents_from and load_agents:
+            sim.load_agents(agents_from)
+        elif agents_from:
+            try:
+                sim.load_agents(agents_from)
+            except HblError:   # parameters that change the agents' shape: they start untrained
+                agents_from = None
         if data is not None:
             sim.set_future(data)
         reader = source if source else reopen()
@@ -314,6 +326,9 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     else:
         out, reader = run(params)
     out["trace"] = trace
+    if "agents" in out:
+        out["agents_from"] = ("untrained" if not agents_from else str(agents_from) if load_agents
+                              else "pretrained:" + agents_from.stem)
     out["footprint_pages"] = footprint
     out["bad_lines_skipped"] = getattr(first if source else reader, "skipped", 0)
     return out

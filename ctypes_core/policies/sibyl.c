@@ -7,7 +7,7 @@
 
 static const char *const params[] = {
     "lr", "gamma", "epsilon", "warmup", "batch", "buffer", "train_every", "sync_every", "head", "atoms",
-    "hidden1", "hidden2", "optimizer", "vmin", "vmax", "cache", "penalty", "place_reads", "reward", "window", "octave_interval",
+    "hidden1", "hidden2", "optimizer", "vmin", "vmax", "cache", "penalty", "device_time", "place_reads", "reward", "window", "octave_interval",
     "octave_count", "octave_migration", NULL};
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Choose a pretraining recipe on the training workloads, never on the evaluation's.
+
+Runs candidate pretrained agent sets (each a directory made by `hbl pretrain --out DIR`,
+with the policy parameters it was trained with) and the baselines on the validation
+traces: the training suite's families with another generator seed (seed 2), so they are
+not the traces the agents were trained on, and not workloads of the evaluation either.
+Prints, per HSS, the geometric mean of average latency / Fast-Only over the validation
+traces, for learning candidates the mean over seeds 1-3 with the min-max.
+
+    scripts/validate_agents.py --candidate dt=/tmp/ag-dt --candidate nodt=/tmp/ag-nodt:device_time=0
+"""
+import argparse
+import math
+import multiprocessing
+import sys
+
+from hbl import pretrained
+from hbl.sim import simulate
+
+BASELINES = ("fast-only", "lru", "cde", "smq", "nhit", "seqcutoff", "harmonia-migration-only")
+
+
+def validation_traces(requests):
+    return [t + ":requests=%d,seed=2" % requests for t in pretrained.TRAINING_SUITE]
+
+
+def _run(job):
+    label, trace, hss, policy, agents, params, seed = job
+    r = simulate(trace, hss=hss, policy=policy, params=params, seed=seed, load_agents=agents)
+    return label, trace, hss, seed, r["avg_latency_us"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--candidate", action="append", default=[], metavar="LABEL=DIR[:NAME=VALUE,...]",
+                    help="pretrained agents and the parameters they were trained with (repeatable)")
+    ap.add_argument("--policy", default="harmonia")
+    ap.add_argument("--hss", default="perf,cost")
+    ap.add_argument("--requests", type=int, default=200_000)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=None)
+    a = ap.parse_args()
+    hss_list = a.hss.split(",")
+    traces = validation_traces(a.requests)
+    jobs = [(p, t, h, p, False, None, 1) for p in BASELINES for t in traces for h in hss_list]
+    labels = list(BASELINES)
+    for c in a.candidate:
+        label, _, rest = c.partition("=")
+        directory, _, prm = rest.partition(":")
+        params = dict(kv.split("=") for kv in prm.split(",")) if prm else None
+        labels.append(label)
+        for t in traces:
+            for h in hss_list:
+                for s in range(1, a.seeds + 1):
+                    agents = pretrained.agent_file(a.policy, h, s, directory) if directory != "untrained" else False
+                    jobs.append((label, t, h, a.policy, agents, params, s))
+    out = {}
+    with multiprocessing.get_context("fork").Pool(a.jobs) as pool:
+        for label, t, h, s, lat in pool.imap_unordered(_run, jobs):
+            out.setdefault((label, h, s), {})[t] = lat
+    print("validation traces (training families, generator seed 2): %s" % ", ".join(traces))
+    for h in hss_list:
+        print("\nHSS %s: geomean of average latency / Fast-Only (learning: mean over seeds, min-max)" % h)
+        base = out[("fast-only", h, 1)]
+        for label in labels:
+            gs = [math.exp(sum(math.log(v[t] / base[t]) for t in traces) / len(traces))
+                  for (lb, hh, s), v in sorted(out.items()) if lb == label and hh == h]
+            spread = "  %.3f-%.3f" % (min(gs), max(gs)) if len(gs) > 1 else ""
+            print("  %-26s %8.3f%s" % (label, sum(gs) / len(gs), spread))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
