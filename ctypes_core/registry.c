@@ -27,12 +27,26 @@ const struct hbl_policy_ops *hbl_policy_find(const char *name)
 const char *hbl_policy_name(int32_t i) { return i >= 0 && i < NPOLICIES ? policies[i]->name : NULL; }
 const char *hbl_policy_doc(int32_t i) { return i >= 0 && i < NPOLICIES ? policies[i]->doc : NULL; }
 
-const char *hbl_policy_param(int32_t i, int32_t j)
+int32_t hbl_policy_flags(int32_t i) { return i >= 0 && i < NPOLICIES ? (int32_t)policies[i]->flags : -1; }
+
+static const struct hbl_param_doc *param_entry(int32_t i, int32_t j)
 {
     if (i < 0 || i >= NPOLICIES || j < 0 || !policies[i]->params) return NULL;
     for (int32_t k = 0; k < j; k++)
-        if (!policies[i]->params[k]) return NULL;
-    return policies[i]->params[j];
+        if (!policies[i]->params[k].name) return NULL;
+    return policies[i]->params[j].name ? &policies[i]->params[j] : NULL;
+}
+
+const char *hbl_policy_param(int32_t i, int32_t j)
+{
+    const struct hbl_param_doc *e = param_entry(i, j);
+    return e ? e->name : NULL;
+}
+
+const char *hbl_policy_param_doc(int32_t i, int32_t j)
+{
+    const struct hbl_param_doc *e = param_entry(i, j);
+    return e ? e->doc : NULL;
 }
 
 int32_t hbl_policy_defaults(int32_t i, double *values, uint8_t *known, int32_t max)
