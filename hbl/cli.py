@@ -615,28 +615,22 @@ def cmd_vm(a):
 
 
 def cmd_policies(a):
-    from hbl.sim import policies
-    from hbl.core import ffi, lib
-    rows = []
-    for i, (name, doc) in enumerate(policies()):
-        names = []
-        while lib.hbl_policy_param(i, len(names)) != ffi.NULL:
-            names.append(ffi.string(lib.hbl_policy_param(i, len(names))).decode())
-        values, known = ffi.new("double[]", max(len(names), 1)), ffi.new("uint8_t[]", max(len(names), 1))
-        lib.hbl_policy_defaults(i, values, known, len(names))
-        rows.append({"name": name, "description": doc,
-                     "params": {k: (values[j] if known[j] else None) for j, k in enumerate(names)}})
+    from hbl.sim import policies, policy_params
+    rows = [dict(p, params=policy_params(i)) for i, p in enumerate(policies())]
     if a.json:
         print_json(rows)
     else:
         for r in rows:
-            print("%-11s %s" % (r["name"], r["description"]))
-            if r["params"]:
-                print("%-11s   --param %s" % ("", ", ".join(
-                    "%s=%s" % (k, "?" if v is None else "%d" % v if v == int(v) else "%g" % v)
-                    for k, v in r["params"].items())))
+            print("%-11s %s%s" % (r["name"], r["description"],
+                                  " [%s]" % ", ".join(r["capabilities"]) if r["capabilities"] else ""))
+            for k, v in r["params"].items():
+                d = v["default"]
+                print("%-11s   %-18s %-8s %s" % ("", k, "?" if d is None else "%d" % d if d == int(d) else "%g" % d,
+                                                   v["description"]))
         print("\nparameters: --param NAME=VALUE (defaults shown; ? = accepted, but its default depends on "
               "other parameters or it is unused by this variant);"
+              "\ncapabilities: learns (its result depends on the seed), needs_future (reads the whole trace "
+              "first), live (can drive a live device);"
               "\nPython plugins: --policy python:FILE.py:CLASS (see hbl/plugin.py)")
     return 0
 
