@@ -289,3 +289,10 @@ def test_compare_names_traces_as_simulate_does_and_counts_skipped_lines(tmp_path
     assert {r["workload"] for r in s["results"]} == {"some"}
     assert s["bad_lines_skipped"] == {"some": 1} and one["bad_lines_skipped"] == 1
     assert s["replay"] == one["replay"] == {"mode": "closed", "queue_depth": 1}
+
+
+@pytest.mark.parametrize("policy", ["oracle", "python"])
+def test_live_device_refuses_policies_without_the_live_capability(policy, tmp_path):
+    r = run("up", "t1", "--dev", str(tmp_path / "a"), "--dev", str(tmp_path / "b"), "--policy", policy,
+            "--state-dir", str(tmp_path), ok=False)
+    assert "policy %r cannot drive a live device" % policy in one_error_line(r)
