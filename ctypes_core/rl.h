@@ -26,9 +26,10 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
  * agent's, its field in struct hbl_agent_config).  Every value can be
  * overridden with --param NAME=VALUE; the migration agent's names carry the
  * prefix m_.  Sources: Sibyl (Singh et al., ISCA'22), Harmonia (Nadig et al.,
- * arXiv:2503.20507; "secondhand": a value Harmonia cites rather than states),
- * or ours.  Rows are X-macros so that rl.c reads them and the policies list
- * them (`hbl policies`) from this one table.
+ * arXiv:2503.20507), "secondhand" when we know the value as reported by
+ * others rather than from the paper itself, or ours.  Rows are X-macros so
+ * that rl.c reads them and the policies list them (`hbl policies`) from this
+ * one table.
  *
  * Live mode (hbl_live_new, the live engine) changes three defaults, ours:
  * reward=1, since a request reaches the engine after it was served, where its
@@ -44,11 +45,11 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
  * meaning).  A default may use the fields set by the rows above it (vmax).
  */
 #define HBL_AGENT_PARAMS(X) \
-    X(hidden1, hidden[0], 20, 20, 20, "Sibyl", "Harmonia", "units of the first hidden layer (swish)") \
-    X(hidden2, hidden[1], 30, 30, 30, "Sibyl", "Harmonia", "units of the second hidden layer (swish)") \
-    X(head, head, HBL_HEAD_C51, HBL_HEAD_C51, HBL_HEAD_C51, "Sibyl", "Harmonia", \
+    X(hidden1, hidden[0], 20, 20, 20, "Sibyl", "ours (Sibyl's network)", "units of the first hidden layer (swish)") \
+    X(hidden2, hidden[1], 30, 30, 30, "Sibyl", "ours (Sibyl's network)", "units of the second hidden layer (swish)") \
+    X(head, head, HBL_HEAD_C51, HBL_HEAD_C51, HBL_HEAD_C51, "Sibyl", "ours (Sibyl's network)", \
       "value head: 0 DQN, 1 C51 (a distribution over atoms)") \
-    X(atoms, atoms, 51, 51, 51, "Sibyl", "Harmonia", "atoms of the C51 value distribution") \
+    X(atoms, atoms, 51, 51, 51, "Sibyl", "ours (Sibyl's network)", "atoms of the C51 value distribution") \
     X(optimizer, optimizer, HBL_OPT_ADAM, HBL_OPT_ADAM, HBL_OPT_ADAM, "ours", "ours", "0 Adam, 1 RMSprop") \
     X(gamma, gamma, 0.9, 0.9, 0.1, "Sibyl / Harmonia (secondhand)", "Harmonia (secondhand)", \
       "discount of future rewards") \
@@ -91,7 +92,8 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
       "pages scored per round: hot ones below the fastest device, cold ones above (a round every migrate_every)") \
     X(m_moves, 10, 10, "Harmonia / ours", "moves at most per round") \
     X(m_reward_n, 50, 50, "Harmonia", "m_reward=0: a round's reward is n t_ref / the sum of its next n latencies") \
-    X(m_pingpong, 100, 100, "ours", "a move is charged c / (1 + requests since the page's last move)") \
+    X(m_pingpong, 100, 100, "ours", \
+      "a move is charged this / (1 + requests since the page's last move): no ping-pong") \
     X(m_reward, 0, 0, "ours", "0: the round's reward (the paper's); 1: each page's own accesses until the " \
       "next round, t_ref / their mean latency (an experiment)") \
     X(m_move_cost, 0.05, 0.05, "ours", "m_reward=1: charged per move")

@@ -206,7 +206,8 @@ def test_policies_json_lists_parameters_defaults_descriptions_and_capabilities()
     assert defaults["smq"]["promote"] == 4 and defaults["nhit"] == {"hits": 3, "occupancy": 0.8}
     assert defaults["harmonia"]["m_lr"] == 0.01 and rows["lru"] == {}
     # harmonia's own defaults, not the placement agent's shared ones it changes (policies/harmonia.c)
-    assert (defaults["harmonia"]["penalty"], defaults["harmonia"]["place_reads"], defaults["sibyl"]["penalty"]) == (0, 0, 0.1)
+    h, s = defaults["harmonia"], defaults["sibyl"]
+    assert (h["penalty"], h["place_reads"], h["device_time"], s["penalty"]) == (0, 0, 1, 0.1)
     for name, params in rows.items():
         for k, v in params.items():
             assert len(v["description"]) > 10 and "\n" not in v["description"], (name, k)
