@@ -135,6 +135,9 @@ const char *hbl_policy_param_doc(int32_t i, int32_t j);
  * with known[j] = 1, known[j] = 0 for one read only in some configurations.  Returns the number
  * of parameters (at most max), -1 when the policy cannot be built without more (python). */
 int32_t hbl_policy_defaults(int32_t i, double *values, uint8_t *known, int32_t max);
+/* The same on a live device (hbl_live_new), where some defaults differ; -1 for a policy that
+ * cannot run live. */
+int32_t hbl_policy_live_defaults(int32_t i, double *values, uint8_t *known, int32_t max);
 
 struct hbl_sim *hbl_sim_new(const struct hbl_sim_config *cfg, const char *policy,
                             const struct hbl_params *params, void *plugin,

@@ -624,15 +624,19 @@ def cmd_policies(a):
             print("%-11s %s%s" % (r["name"], r["description"],
                                   " [%s]" % ", ".join(r["capabilities"]) if r["capabilities"] else ""))
             for k, v in r["params"].items():
-                d = v["default"]
-                print("%-11s   %-18s %-8s %s" % ("", k, "?" if d is None else "%d" % d if d == int(d) else "%g" % d,
-                                                   v["description"]))
-        print("\nparameters: --param NAME=VALUE (defaults shown; ? = accepted, but its default depends on "
-              "other parameters or it is unused by this variant);"
+                live = v.get("live_default", v["default"])
+                print("%-11s   %-18s %-8s %s%s" % ("", k, _default(v["default"]), v["description"],
+                                                    "" if live == v["default"] else " (live: %s)" % _default(live)))
+        print("\nparameters: --param NAME=VALUE (defaults shown, and where a live device's differs; ? = accepted, "
+              "but its default depends on other parameters or it is unused by this variant);"
               "\ncapabilities: learns (its result depends on the seed), needs_future (reads the whole trace "
               "first), live (can drive a live device);"
               "\nPython plugins: --policy python:FILE.py:CLASS (see hbl/plugin.py)")
     return 0
+
+
+def _default(d):
+    return "?" if d is None else "%d" % d if d == int(d) else "%g" % d
 
 
 def _short_count(x):

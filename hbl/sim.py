@@ -77,15 +77,25 @@ def policy_names(capability=None):
 
 
 def policy_params(i):
-    """{name: {default, description}} of the parameters policy i accepts; default None when its
-    init does not read it with two devices (it depends on other parameters or the variant)."""
+    """{name: {default, live_default, description}} of the parameters policy i accepts; a default
+    is None when its init does not read it with two devices (it depends on other parameters or the
+    variant); live_default, on a live device, only for a policy that can run live."""
     names, docs = [], []
     while lib.hbl_policy_param(i, len(names)) != ffi.NULL:
         docs.append(ffi.string(lib.hbl_policy_param_doc(i, len(names))).decode())
         names.append(ffi.string(lib.hbl_policy_param(i, len(names))).decode())
-    values, known = ffi.new("double[]", max(len(names), 1)), ffi.new("uint8_t[]", max(len(names), 1))
-    lib.hbl_policy_defaults(i, values, known, len(names))
-    return {k: dict(default=values[j] if known[j] else None, description=docs[j]) for j, k in enumerate(names)}
+
+    def read(defaults):
+        values, known = ffi.new("double[]", max(len(names), 1)), ffi.new("uint8_t[]", max(len(names), 1))
+        if defaults(i, values, known, len(names)) < 0:
+            return None
+        return [values[j] if known[j] else None for j in range(len(names))]
+
+    sim, live = read(lib.hbl_policy_defaults), read(lib.hbl_policy_live_defaults)
+    out = {k: dict(default=sim[j] if sim else None, description=docs[j]) for j, k in enumerate(names)}
+    for j, k in enumerate(names if live else []):
+        out[k]["live_default"] = live[j]
+    return out
 
 
 def parse_params(items):

@@ -211,6 +211,7 @@ def test_policies_json_lists_parameters_defaults_descriptions_and_capabilities()
     for name, params in rows.items():
         for k, v in params.items():
             assert len(v["description"]) > 10 and "\n" not in v["description"], (name, k)
+    assert "live_default" not in rows["oracle"]["writes"] and rows["sibyl"]["reward"]["live_default"] == 1
     caps = {r["name"]: set(r["capabilities"]) for r in listed}
     assert caps["oracle"] == {"needs_future"} and caps["harmonia"] == {"learns", "live"} and caps["lru"] == {"live"}
     assert {n for n, c in caps.items() if "learns" in c} == {
@@ -219,13 +220,18 @@ def test_policies_json_lists_parameters_defaults_descriptions_and_capabilities()
     assert "m_pingpong" in text and "[learns, live]" in text
 
 
-def test_agent_defaults_listed_are_the_agents_configuration():
-    """The agent table's defaults as listed are what the agents are built with (hidden1/2: hidden[0/1])."""
+@pytest.mark.parametrize("live", [False, True])
+def test_agent_defaults_listed_are_the_agents_configuration(live):
+    """The agent table's defaults as listed are what the agents are built with (hidden1/2: hidden[0/1]),
+    in the simulator and on a live device."""
     from hbl.core import ffi, lib
+    from hbl.live.engine import Engine
     from hbl.sim import Simulator, load_hss, policy_names, policy_params
-    i = policy_names().index("harmonia")
-    listed = {k: v["default"] for k, v in policy_params(i).items()}
-    sim = Simulator(load_hss("cost"), "harmonia", [100, None])
+    listed = {k: v["live_default" if live else "default"]
+              for k, v in policy_params(policy_names().index("harmonia")).items()}
+    sim = Engine("harmonia", 1 << 20, [100, 1000]).sim if live else Simulator(load_hss("cost"), "harmonia",
+                                                                              [100, None])
+    assert listed["train_every"] == (25 if live else 1000)
     for agent, prefix in ((0, ""), (1, "m_")):
         c = ffi.new("struct hbl_agent_config *")
         lib.hbl_agent_get_config(lib.hbl_sim_agent(sim.sim, agent), c)
