@@ -692,7 +692,7 @@ def cmd_pretrain(a):
         return 0
     if not a.out:
         raise HblError("--out DIR is required (the shipped agents are in %s)" % pretrained.AGENTS_DIR)
-    policies = [p.strip() for p in a.policies.split(",") if p.strip()]
+    policies = [p.strip() for p in a.policies.split(",") if p.strip()] if a.policies else list(pretrained.POLICIES)
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
     traces = a.trace or pretrained.training_traces(a.requests)
     from hbl.devices import load_hss
@@ -902,9 +902,7 @@ def build_parser():
                         "`hbl compare`'s default suite) and save one file per policy, HSS and seed. Simulations "
                         "start from the shipped ones by default; use yours with `simulate --agent FILE`.")
     pt.add_argument("--out", metavar="DIR", help="directory for the agent files (required to train)")
-    pt.add_argument("--policies", default=",".join(("harmonia", "harmonia-placement-only",
-                                                    "harmonia-migration-only", "sibyl")),
-                    help="comma-separated learning policies (default: those with shipped agents)")
+    pt.add_argument("--policies", help="comma-separated learning policies (default: those with shipped agents)")
     pt.add_argument("--hss", default="perf,cost,tri,quad", help="comma-separated HSS presets (default all four)")
     pt.add_argument("--seeds", type=whole(1, 100), default=3, help="pretraining seeds 1..N (default 3)")
     pt.add_argument("--passes", type=whole(1, 100), default=3, help="passes over the training traces (default 3)")
