@@ -119,12 +119,25 @@ struct hbl_sim;
 /* Policy registry: names and one-line descriptions; NULL past the end. */
 const char *hbl_policy_name(int32_t i);
 const char *hbl_policy_doc(int32_t i);
+/* What a policy can do, so callers ask the registry rather than keep lists of names. */
+enum hbl_policy_flag {
+    HBL_POLICY_LEARNS = 1,         /* trains as it runs: its result depends on the seed */
+    HBL_POLICY_NEEDS_FUTURE = 2,   /* reads the whole trace before the first request (the oracle) */
+    HBL_POLICY_LIVE = 4,           /* can drive a live device (hbl_live_new) */
+};
+/* Capabilities of policy i (enum hbl_policy_flag bits); -1 past the end. */
+int32_t hbl_policy_flags(int32_t i);
 /* Name of the j-th parameter policy i accepts (--param NAME=VALUE); NULL past the end. */
 const char *hbl_policy_param(int32_t i, int32_t j);
+/* Its meaning, in one line; NULL past the end. */
+const char *hbl_policy_param_doc(int32_t i, int32_t j);
 /* The defaults policy i uses when simulating two devices: values[j] for hbl_policy_param(i, j)
  * with known[j] = 1, known[j] = 0 for one read only in some configurations.  Returns the number
  * of parameters (at most max), -1 when the policy cannot be built without more (python). */
 int32_t hbl_policy_defaults(int32_t i, double *values, uint8_t *known, int32_t max);
+/* The same on a live device (hbl_live_new), where some defaults differ; -1 for a policy that
+ * cannot run live. */
+int32_t hbl_policy_live_defaults(int32_t i, double *values, uint8_t *known, int32_t max);
 
 struct hbl_sim *hbl_sim_new(const struct hbl_sim_config *cfg, const char *policy,
                             const struct hbl_params *params, void *plugin,

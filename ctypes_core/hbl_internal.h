@@ -61,10 +61,12 @@ double hbl_hist_percentile(const struct hbl_hist *h, double q);
 
 /* Named parameter lookup with a default. */
 double hbl_param(const struct hbl_params *p, const char *key, double dflt);
-/* 0 when every key of p is in the NULL-terminated list `known`, else -1 and a message. */
-int hbl_params_check(const struct hbl_params *p, const char *const *known, char *err, int errlen);
-/* While names is not NULL, hbl_param() stores the default of names[j] in values[j], known[j] = 1. */
-void hbl_params_record(const char *const *names, double *values, uint8_t *known, int max);
+/* One parameter a policy accepts (--param NAME=VALUE) and what it means, in one line. */
+struct hbl_param_doc { const char *name, *doc; };
+/* 0 when every key of p is named in `known` (ended by a NULL name), else -1 and a message. */
+int hbl_params_check(const struct hbl_params *p, const struct hbl_param_doc *known, char *err, int errlen);
+/* While names is not NULL, hbl_param() stores the default of names[j].name in values[j], known[j] = 1. */
+void hbl_params_record(const struct hbl_param_doc *names, double *values, uint8_t *known, int max);
 
 struct hbl_sim;
 
@@ -75,7 +77,8 @@ struct hbl_sim;
 struct hbl_policy_ops {
     const char *name;
     const char *doc;
-    const char *const *params;   /* NULL-terminated names of accepted parameters */
+    uint32_t flags;              /* capabilities: enum hbl_policy_flag */
+    const struct hbl_param_doc *params;   /* accepted parameters, ended by a NULL name */
     int (*init)(struct hbl_sim *s, void **state, const struct hbl_params *p, char *err, int errlen);
     void (*free)(void *state);
     /* Before a request is served: fill targets[i] with the device wanted for page

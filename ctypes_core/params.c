@@ -7,23 +7,25 @@
 /* Set only while hbl_policy_defaults() builds a policy: hbl_param() then notes the
  * default each declared parameter falls back to, so defaults are written once, in init(). */
 static _Thread_local struct param_recorder {
-    const char *const *names;
+    const struct hbl_param_doc *names;
     double *values;
     uint8_t *known;
     int max;
 } *recorder;
 
-void hbl_params_record(const char *const *names, double *values, uint8_t *known, int max)
+void hbl_params_record(const struct hbl_param_doc *names, double *values, uint8_t *known, int max)
 {
     static _Thread_local struct param_recorder r;
     r = (struct param_recorder){names, values, known, max};
     recorder = names ? &r : NULL;
 }
 
+/* The last read counts: a policy may read a parameter again to change a shared
+ * default (harmonia's penalty, over the placement agent's). */
 static void record_default(const char *key, double dflt)
 {
-    for (int j = 0; recorder && j < recorder->max && recorder->names[j]; j++)
-        if (!strcmp(recorder->names[j], key) && !recorder->known[j]) {
+    for (int j = 0; recorder && j < recorder->max && recorder->names[j].name; j++)
+        if (!strcmp(recorder->names[j].name, key)) {
             recorder->values[j] = dflt;
             recorder->known[j] = 1;
         }
@@ -40,18 +42,18 @@ double hbl_param(const struct hbl_params *p, const char *key, double dflt)
 
 #define PARAM_MAX 2147483647
 
-int hbl_params_check(const struct hbl_params *p, const char *const *known, char *err, int errlen)
+int hbl_params_check(const struct hbl_params *p, const struct hbl_param_doc *known, char *err, int errlen)
 {
     if (!p) return 0;
     for (int i = 0; i < p->n && i < 32; i++) {
         int ok = 0;
-        for (const char *const *k = known; k && *k; k++)
-            if (!strcmp(*k, p->keys[i])) { ok = 1; break; }
+        for (const struct hbl_param_doc *k = known; k && k->name; k++)
+            if (!strcmp(k->name, p->keys[i])) { ok = 1; break; }
         if (!ok) {
             char list[256] = "";
-            for (const char *const *k = known; k && *k; k++) {
+            for (const struct hbl_param_doc *k = known; k && k->name; k++) {
                 strncat(list, list[0] ? ", " : "", sizeof(list) - strlen(list) - 1);
-                strncat(list, *k, sizeof(list) - strlen(list) - 1);
+                strncat(list, k->name, sizeof(list) - strlen(list) - 1);
             }
             snprintf(err, errlen, "unknown parameter '%s' (this policy takes: %s)",
                      p->keys[i], list[0] ? list : "none");

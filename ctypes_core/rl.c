@@ -1,50 +1,25 @@
 /*
  * Features, the placement agent and the migration agent, shared by the
- * learning policies (policies/sibyl.c, policies/harmonia.c).
- *
- * Hyper-parameters, in one place, each with its source: Sibyl (Singh et al.,
- * ISCA'22), Harmonia (arXiv:2503.20507), or ours:
- *   placement agent (Sibyl, ISCA'22; Harmonia reuses it):
- *     hidden 20, 30 (swish), C51 head with 51 atoms ........ Sibyl
- *     gamma 0.9, lr 1e-3, batch 128, buffer 1000 ............ Sibyl / Harmonia (secondhand)
- *     epsilon 0.001 after warm-up .......................... Sibyl
- *     train and sync every 1000 requests ................... Sibyl / Harmonia (secondhand)
- *     warm-up 1000 decisions, support [0, 1/(1-gamma)] ....... ours
- *     decision cache of 512 states (exact: cleared at every sync) .. ours
- *     reward = t_ref / latency - penalty x forced evictions,
- *       floored at 0; t_ref = one page read on the fastest device; penalty 0.1 .. ours (Sibyl's form)
- *       (harmonia: penalty 0 by default, see policies/harmonia.c: eviction is the migration agent's job)
- *     reward=1 (ours): a decision is rewarded at its page's next access,
- *       t_ref / that access's latency - the penalty, 0 if not accessed within
- *       window = 4096 decisions.  In the simulator it did worse than the
- *       default (perf, 4 long workloads: 1.97-2.23 x Fast-Only against 1.88)
- *     live mode (hbl_live_new, the live engine) changes two defaults, ours:
- *       reward=1, since a request reaches the engine after it was served,
- *       where its extent was, so its own latency says nothing of the decision
- *       taken on it (with reward=0 the agents' choices stay arbitrary: in the
- *       host emulation of the live loop, tests/test_live.py, harmonia's
- *       fast-device hit ratio ranged 0.00-0.87 over six seeds, against
- *       0.86-0.87); and train_every 25, sync_every 250, since a live device
- *       makes thousands of decisions where a trace has millions
- *   migration agent (Harmonia):
- *     gamma 0.1, lr 1e-2, batch 256, buffer 1000, epsilon 0.001 .. Harmonia (secondhand)
- *     reward over the next n = 50 requests: n t_ref / sum of latencies .. Harmonia
- *     ping-pong penalty c / (1 + requests since the page's last move), c = 100 .. ours
- *     64 candidates, at most 10 moves per round, a round every 1000 requests .. Harmonia / ours
- *     warm-up 500 decisions (about 8 rounds), support [-1, 2] ....... ours
- *     m_reward=0 (default): the paper's round-wide reward above; m_reward=1
- *       (ours, an experiment): each decision is rewarded with its page's own
- *       accesses until the next round, t_ref / their mean latency (0 if none),
- *       minus m_move_cost = 0.05 per move and the ping-pong penalty.  Both
- *       taught the agent to move very little on our workloads (README)
- * Every value can be overridden with a policy parameter (`hbl policies`);
- * migration-agent parameters carry the prefix m_.
+ * learning policies (policies/sibyl.c, policies/harmonia.c).  Their
+ * hyper-parameters, with defaults and sources, are the tables in rl.h.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "rl.h"
+
+/* The settings' defaults, by S_<name>. */
+#define SETTING_ID(name, dflt, live, src, doc) S_##name,
+enum { HBL_PLACEMENT_SETTINGS(SETTING_ID) HBL_MIGRATION_SETTINGS(SETTING_ID) HBL_FEATURE_SETTINGS(SETTING_ID) };
+#define SETTING_ROW(name, dflt, live, src, doc) {#name, dflt, live},
+static const struct setting { const char *name; double dflt, live; } settings[] = {
+    HBL_PLACEMENT_SETTINGS(SETTING_ROW) HBL_MIGRATION_SETTINGS(SETTING_ROW) HBL_FEATURE_SETTINGS(SETTING_ROW)};
+
+static double setting(const struct hbl_params *p, int id, const struct hbl_sim *s)
+{
+    return hbl_param(p, settings[id].name, s->live ? settings[id].live : settings[id].dflt);
+}
 
 /* ---- features ---- */
 
@@ -59,9 +34,9 @@ void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const st
     f->nbins[HBL_F_DEVICE] = (uint8_t)s->cfg.ndev;
     f->nbins[HBL_F_SINCE_MIG] = 64;
     /* 63 log bins: 3 per octave reach 2^21 requests, 4 per octave 2^15.75 accesses */
-    f->per_octave[HBL_F_INTERVAL] = hbl_param(p, "octave_interval", 3);
-    f->per_octave[HBL_F_COUNT] = hbl_param(p, "octave_count", 4);
-    f->per_octave[HBL_F_SINCE_MIG] = hbl_param(p, "octave_migration", 3);
+    f->per_octave[HBL_F_INTERVAL] = setting(p, S_octave_interval, s);
+    f->per_octave[HBL_F_COUNT] = setting(p, S_octave_count, s);
+    f->per_octave[HBL_F_SINCE_MIG] = setting(p, S_octave_migration, s);
 }
 
 static inline uint8_t log_bin(double x, double per_octave, int nbins)
@@ -108,22 +83,10 @@ void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features
     memcpy(c->nbins, f->nbins, (size_t)nfeatures);
     c->nactions = nactions;
     c->nhidden = 2;
-    c->hidden[0] = (int32_t)prm(p, pre, "hidden1", 20);
-    c->hidden[1] = (int32_t)prm(p, pre, "hidden2", 30);
-    c->head = (int32_t)prm(p, pre, "head", HBL_HEAD_C51);
-    c->atoms = (int32_t)prm(p, pre, "atoms", 51);
-    c->optimizer = (int32_t)prm(p, pre, "optimizer", HBL_OPT_ADAM);
-    c->gamma = prm(p, pre, "gamma", migration ? 0.1 : 0.9);
-    c->lr = prm(p, pre, "lr", migration ? 1e-2 : 1e-3);
-    c->epsilon = prm(p, pre, "epsilon", 0.001);
-    c->warmup = (int32_t)prm(p, pre, "warmup", migration ? 500 : 1000);
-    c->batch = (int32_t)prm(p, pre, "batch", migration ? 256 : 128);
-    c->buffer = (int32_t)prm(p, pre, "buffer", 1000);
-    c->train_every = (int32_t)prm(p, pre, "train_every", migration ? 64 : live ? 25 : 1000);
-    c->sync_every = (int32_t)prm(p, pre, "sync_every", migration ? 64 : live ? 250 : 1000);
-    c->cache = (int32_t)prm(p, pre, "cache", migration ? 0 : 512);
-    c->vmin = prm(p, pre, "vmin", migration ? -1.0 : 0.0);
-    c->vmax = prm(p, pre, "vmax", migration ? 2.0 : 1.0 / (1.0 - c->gamma));
+#define AGENT_PARAM(name, field, place, live_, mig, psrc, msrc, doc) \
+    c->field = (__typeof__(c->field))prm(p, pre, #name, migration ? (mig) : live ? (live_) : (place));
+    HBL_AGENT_PARAMS(AGENT_PARAM)
+#undef AGENT_PARAM
     c->seed = seed;
 }
 
@@ -145,14 +108,14 @@ int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, 
     pa->ag = hbl_agent_new(&c, err, errlen);
     if (!pa->ag) return -1;
     pa->nfeatures = nfeatures;
-    pa->act_on_reads = (int)hbl_param(p, "place_reads", 1);
-    pa->penalty = hbl_param(p, "penalty", 0.1);
+    pa->act_on_reads = (int)setting(p, S_place_reads, s);
+    pa->penalty = setting(p, S_penalty, s);
     pa->lref = hbl_reference_latency(s);
-    pa->evict_ns = hbl_param(p, "device_time", 0) && s->cfg.ndev > 1 ? s->cfg.dev[1].write_latency_ns : 0;
-    pa->page_reward = (int)hbl_param(p, "reward", s->live);
+    pa->evict_ns = setting(p, S_device_time, s) && s->cfg.ndev > 1 ? s->cfg.dev[1].write_latency_ns : 0;
+    pa->page_reward = (int)setting(p, S_reward, s);
     pa->resolve = -1;
+    double w = setting(p, S_window, s);
     if (pa->page_reward) {
-        double w = hbl_param(p, "window", 4096);
         if (w < 1 || w > (1 << 24)) { snprintf(err, errlen, "window must be 1..%d", 1 << 24); return -1; }
         pa->window = (uint32_t)w;
         pa->ring = calloc(pa->window, sizeof(*pa->ring));
@@ -248,12 +211,12 @@ int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, 
 {
     memset(ma, 0, sizeof(*ma));
     hbl_features_init(&ma->feat, s, p);
-    ma->candidates = (int)hbl_param(p, "m_candidates", 64);
-    ma->max_moves = (int)hbl_param(p, "m_moves", 10);
-    ma->reward_n = (int)hbl_param(p, "m_reward_n", 50);
-    ma->pingpong = hbl_param(p, "m_pingpong", 100);
-    ma->page_reward = (int)hbl_param(p, "m_reward", 0);
-    ma->move_cost = hbl_param(p, "m_move_cost", 0.05);
+    ma->candidates = (int)setting(p, S_m_candidates, s);
+    ma->max_moves = (int)setting(p, S_m_moves, s);
+    ma->reward_n = (int)setting(p, S_m_reward_n, s);
+    ma->pingpong = setting(p, S_m_pingpong, s);
+    ma->page_reward = (int)setting(p, S_m_reward, s);
+    ma->move_cost = setting(p, S_m_move_cost, s);
     if (ma->candidates < 2 || ma->candidates > HBL_MIG_MAX_CAND || ma->max_moves < 1 || ma->reward_n < 1) {
         snprintf(err, errlen, "m_candidates must be 2..%d, m_moves >= 1, m_reward_n >= 1", HBL_MIG_MAX_CAND);
         return -1;

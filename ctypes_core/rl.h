@@ -21,8 +21,96 @@ void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const st
 /* State of page `slot` for a request of `npages` pages (write or not). */
 void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, int write,
                          uint32_t npages, uint32_t slot, uint8_t *out);
-/* Agent hyper-parameters: defaults (the migration agent's, or the placement
- * agent's in the simulator or in live mode), overridden by params named prefix + key. */
+/*
+ * The hyper-parameters, one row each; adding one is one line here (and, for an
+ * agent's, its field in struct hbl_agent_config).  Every value can be
+ * overridden with --param NAME=VALUE; the migration agent's names carry the
+ * prefix m_.  Sources: Sibyl (Singh et al., ISCA'22), Harmonia (Nadig et al.,
+ * arXiv:2503.20507), "secondhand" when we know the value as reported by
+ * others rather than from the paper itself, or ours.  Rows are X-macros so
+ * that rl.c reads them and the policies list them (`hbl policies`) from this
+ * one table.
+ *
+ * Live mode (hbl_live_new, the live engine) changes three defaults, ours:
+ * reward=1, since a request reaches the engine after it was served, where its
+ * extent was, so its own latency says nothing of the decision taken on it
+ * (with reward=0 the agents' choices stay arbitrary: in the host emulation of
+ * the live loop, tests/test_live.py, harmonia's fast-device hit ratio ranged
+ * 0.00-0.87 over six seeds, against 0.86-0.87); and train_every 25,
+ * sync_every 250, since a live device makes thousands of decisions where a
+ * trace has millions.
+ *
+ * Agents: X(name, struct hbl_agent_config field, placement default, placement
+ * default in live mode, migration default, placement source, migration source,
+ * meaning).  A default may use the fields set by the rows above it (vmax).
+ */
+#define HBL_AGENT_PARAMS(X) \
+    X(hidden1, hidden[0], 20, 20, 20, "Sibyl", "ours (Sibyl's network)", "units of the first hidden layer (swish)") \
+    X(hidden2, hidden[1], 30, 30, 30, "Sibyl", "ours (Sibyl's network)", "units of the second hidden layer (swish)") \
+    X(head, head, HBL_HEAD_C51, HBL_HEAD_C51, HBL_HEAD_C51, "Sibyl", "ours (Sibyl's network)", \
+      "value head: 0 DQN, 1 C51 (a distribution over atoms)") \
+    X(atoms, atoms, 51, 51, 51, "Sibyl", "ours (Sibyl's network)", "atoms of the C51 value distribution") \
+    X(optimizer, optimizer, HBL_OPT_ADAM, HBL_OPT_ADAM, HBL_OPT_ADAM, "ours", "ours", "0 Adam, 1 RMSprop") \
+    X(gamma, gamma, 0.9, 0.9, 0.1, "Sibyl / Harmonia (secondhand)", "Harmonia (secondhand)", \
+      "discount of future rewards") \
+    X(lr, lr, 1e-3, 1e-3, 1e-2, "Sibyl / Harmonia (secondhand)", "Harmonia (secondhand)", "learning rate") \
+    X(epsilon, epsilon, 0.001, 0.001, 0.001, "Sibyl", "Harmonia (secondhand)", "exploration rate after warm-up") \
+    X(warmup, warmup, 1000, 1000, 500, "ours", "ours (about 8 rounds)", \
+      "decisions over which exploration falls from 1 to epsilon") \
+    X(batch, batch, 128, 128, 256, "Sibyl / Harmonia (secondhand)", "Harmonia (secondhand)", "minibatch size") \
+    X(buffer, buffer, 1000, 1000, 1000, "Sibyl / Harmonia (secondhand)", "Harmonia (secondhand)", \
+      "experience buffer capacity") \
+    X(train_every, train_every, 1000, 25, 64, "Sibyl / Harmonia (secondhand); live: ours", "ours (once a round)", \
+      "decisions between two training steps") \
+    X(sync_every, sync_every, 1000, 250, 64, "Sibyl / Harmonia (secondhand); live: ours", "ours (once a round)", \
+      "decisions between copies of the trained weights to the deciding network") \
+    X(cache, cache, 512, 512, 0, "ours", "ours", "decision cache entries, exact: cleared at every sync (0 = none)") \
+    X(vmin, vmin, 0.0, 0.0, -1.0, "ours", "ours", "lowest value of the C51 support") \
+    X(vmax, vmax, 1.0 / (1.0 - c->gamma), 1.0 / (1.0 - c->gamma), 2.0, "ours", "ours", \
+      "highest value of the C51 support (placement: 1 / (1 - gamma))")
+
+/*
+ * The settings of the learning policies around their agents: X(name, default,
+ * default in live mode, source, meaning).  t_ref is one page read on the
+ * fastest device (hbl_reference_latency).  Policies may change a default where
+ * they say why (policies/harmonia.c); `hbl policies` shows each policy's own.
+ */
+#define HBL_PLACEMENT_SETTINGS(X) \
+    X(penalty, 0.1, 0.1, "ours (Sibyl's form)", \
+      "placement reward t_ref / latency (floored at 0) less this per eviction the placement forced") \
+    X(device_time, 0, 0, "ours, after Baleen (FAST'24)", \
+      "1: a placement is also charged the next device's write time for each eviction it forced") \
+    X(place_reads, 1, 1, "Sibyl", "1: the placement agent decides reads too (moving the page); 0: writes only") \
+    /* reward=1 did worse in the simulator (perf, 4 long workloads: 1.97-2.23 x Fast-Only against 1.88) */ \
+    X(reward, 0, 1, "ours", "0: a placement is rewarded with its own request's latency; " \
+      "1: with its page's next access's, 0 if none within window") \
+    X(window, 4096, 4096, "ours", "reward=1: decisions waiting for their page's next access")
+
+/* Both m_reward forms taught the agent to move very little on our workloads (README). */
+#define HBL_MIGRATION_SETTINGS(X) \
+    X(m_candidates, 64, 64, "Harmonia / ours", \
+      "pages scored per round: hot ones below the fastest device, cold ones above (a round every migrate_every)") \
+    X(m_moves, 10, 10, "Harmonia / ours", "moves at most per round") \
+    X(m_reward_n, 50, 50, "Harmonia", "m_reward=0: a round's reward is n t_ref / the sum of its next n latencies") \
+    X(m_pingpong, 100, 100, "ours", \
+      "a move is charged this / (1 + requests since the page's last move): no ping-pong") \
+    X(m_reward, 0, 0, "ours", "0: the round's reward (the paper's); 1: each page's own accesses until the " \
+      "next round, t_ref / their mean latency (an experiment)") \
+    X(m_move_cost, 0.05, 0.05, "ours", "m_reward=1: charged per move")
+
+#define HBL_FEATURE_SETTINGS(X) \
+    X(octave_interval, 3, 3, "ours", "bins per doubling of the access interval (63 bins reach 2^21 requests)") \
+    X(octave_count, 4, 4, "ours", "bins per doubling of the access count (63 bins reach 2^15.75 accesses)") \
+    X(octave_migration, 3, 3, "ours", "bins per doubling of the requests since the page's last migration")
+
+/* Rows as entries of a policy's accepted parameters (struct hbl_policy_ops.params). */
+#define HBL_PLACEMENT_PARAM_DOC(name, field, place, live, mig, psrc, msrc, doc) {#name, doc " [" psrc "]"},
+#define HBL_MIGRATION_PARAM_DOC(name, field, place, live, mig, psrc, msrc, doc) \
+    {"m_" #name, "migration agent: " doc " [" msrc "]"},
+#define HBL_SETTING_DOC(name, dflt, live, src, doc) {#name, doc " [" src "]"},
+
+/* Agent hyper-parameters from HBL_AGENT_PARAMS: the migration agent's, or the placement
+ * agent's in the simulator or in live mode, overridden by params named prefix + name. */
 void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features *f, int nfeatures,
                            int nactions, const struct hbl_params *p, const char *prefix, int migration,
                            int live, uint64_t seed);

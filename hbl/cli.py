@@ -615,30 +615,28 @@ def cmd_vm(a):
 
 
 def cmd_policies(a):
-    from hbl.sim import policies
-    from hbl.core import ffi, lib
-    rows = []
-    for i, (name, doc) in enumerate(policies()):
-        names = []
-        while lib.hbl_policy_param(i, len(names)) != ffi.NULL:
-            names.append(ffi.string(lib.hbl_policy_param(i, len(names))).decode())
-        values, known = ffi.new("double[]", max(len(names), 1)), ffi.new("uint8_t[]", max(len(names), 1))
-        lib.hbl_policy_defaults(i, values, known, len(names))
-        rows.append({"name": name, "description": doc,
-                     "params": {k: (values[j] if known[j] else None) for j, k in enumerate(names)}})
+    from hbl.sim import policies, policy_params
+    rows = [dict(p, params=policy_params(i)) for i, p in enumerate(policies())]
     if a.json:
         print_json(rows)
     else:
         for r in rows:
-            print("%-11s %s" % (r["name"], r["description"]))
-            if r["params"]:
-                print("%-11s   --param %s" % ("", ", ".join(
-                    "%s=%s" % (k, "?" if v is None else "%d" % v if v == int(v) else "%g" % v)
-                    for k, v in r["params"].items())))
-        print("\nparameters: --param NAME=VALUE (defaults shown; ? = accepted, but its default depends on "
-              "other parameters or it is unused by this variant);"
+            print("%-11s %s%s" % (r["name"], r["description"],
+                                  " [%s]" % ", ".join(r["capabilities"]) if r["capabilities"] else ""))
+            for k, v in r["params"].items():
+                live = v.get("live_default", v["default"])
+                print("%-11s   %-18s %-8s %s%s" % ("", k, _default(v["default"]), v["description"],
+                                                    "" if live == v["default"] else " (live: %s)" % _default(live)))
+        print("\nparameters: --param NAME=VALUE (defaults shown, and where a live device's differs; ? = accepted, "
+              "but its default depends on other parameters or it is unused by this variant);"
+              "\ncapabilities: learns (its result depends on the seed), needs_future (reads the whole trace "
+              "first), live (can drive a live device);"
               "\nPython plugins: --policy python:FILE.py:CLASS (see hbl/plugin.py)")
     return 0
+
+
+def _default(d):
+    return "?" if d is None else "%d" % d if d == int(d) else "%g" % d
 
 
 def _short_count(x):
@@ -694,7 +692,7 @@ def cmd_pretrain(a):
         return 0
     if not a.out:
         raise HblError("--out DIR is required (the shipped agents are in %s)" % pretrained.AGENTS_DIR)
-    policies = [p.strip() for p in a.policies.split(",") if p.strip()]
+    policies = [p.strip() for p in a.policies.split(",") if p.strip()] if a.policies else list(pretrained.POLICIES)
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
     traces = a.trace or pretrained.training_traces(a.requests)
     from hbl.devices import load_hss
@@ -904,9 +902,7 @@ def build_parser():
                         "`hbl compare`'s default suite) and save one file per policy, HSS and seed. Simulations "
                         "start from the shipped ones by default; use yours with `simulate --agent FILE`.")
     pt.add_argument("--out", metavar="DIR", help="directory for the agent files (required to train)")
-    pt.add_argument("--policies", default=",".join(("harmonia", "harmonia-placement-only",
-                                                    "harmonia-migration-only", "sibyl")),
-                    help="comma-separated learning policies (default: those with shipped agents)")
+    pt.add_argument("--policies", help="comma-separated learning policies (default: those with shipped agents)")
     pt.add_argument("--hss", default="perf,cost,tri,quad", help="comma-separated HSS presets (default all four)")
     pt.add_argument("--seeds", type=whole(1, 100), default=3, help="pretraining seeds 1..N (default 3)")
     pt.add_argument("--passes", type=whole(1, 100), default=3, help="passes over the training traces (default 3)")

@@ -114,7 +114,7 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
         work_items = [(label, name, path, fp, h, p, seed + k, opts) for label, name, path, fp in prepared
                       for h in hss_list for p in pols for k in range(seeds if p in LEARNING else 1)]
         # longest first (the oracle and the learning policies), so the pool does not end on one straggler
-        work_items.sort(key=lambda j: -(j[3] * (3 if j[5] in LEARNING or j[5] == "oracle" else 1)))
+        work_items.sort(key=lambda j: -(j[3] * (3 if j[5] in LEARNING | FUTURE else 1)))
         t0 = time.time()
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(min(jobs, max(1, len(work_items)))) as pool:
@@ -131,7 +131,8 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
     return summary
 
 
-LEARNING = {"sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only", "archivist", "rnn-hss"}
+LEARNING = frozenset(policy_names("learns"))       # seeded: run once per seed
+FUTURE = frozenset(policy_names("needs_future"))   # bounds, not contenders
 LONG = 100_000   # requests: a workload long enough for online learning to matter
 
 
@@ -140,7 +141,7 @@ def _harmonia_standing(score):
     normalized latency."""
     if "harmonia" not in score:
         return None
-    heuristics = {p: v for p, v in score.items() if p not in LEARNING and p not in (BASELINE, "oracle")}
+    heuristics = {p: v for p, v in score.items() if p not in LEARNING | FUTURE and p != BASELINE}
     best = min(heuristics, key=heuristics.get) if heuristics else None
     entry = {"harmonia": score["harmonia"]}
     if best:
@@ -197,7 +198,7 @@ def summarize(results, workloads, hss_list, pols):
                 bound = first(h, w, "oracle")["avg_latency_us"]
                 for p in pols:
                     for r in runs[(h, w, p)]:
-                        if p not in ("oracle", BASELINE) and r["avg_latency_us"] < bound * (1 - 1e-9):
+                        if p not in FUTURE and p != BASELINE and r["avg_latency_us"] < bound * (1 - 1e-9):
                             beats.append(dict(hss=h, workload=w, policy=p, seed=r.get("seed", 1),
                                               latency_vs_oracle=r["avg_latency_us"] / bound))
         mean[h] = {p: sum(norm[h][w][p] for w in workloads) / len(workloads) for p in pols} if workloads else {}
@@ -254,12 +255,12 @@ def format_table(summary):
         lines.append("policy".ljust(pw) + "".join(w.rjust(ww[w]) for w in wl) + "geomean".rjust(cw) +
                      "mean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw) + "  geomean over seeds")
         best = {w: min(v for p, v in summary["normalized_avg_latency"][h][w].items()
-                       if p not in (BASELINE, "oracle")) for w in wl}
+                       if p not in FUTURE and p != BASELINE) for w in wl}
         for p in pols:
             cells = []
             for w in wl:
                 v = summary["normalized_avg_latency"][h][w][p]
-                mark = "!" if (h, w, p) in beaten else "<" if v == best[w] and p not in (BASELINE, "oracle") else " "
+                mark = "!" if (h, w, p) in beaten else "<" if v == best[w] and p not in FUTURE | {BASELINE} else " "
                 cells.append((_num(v) + mark).rjust(ww[w]))
             p99 = sum(runs[(h, w, p)][0]["p99_latency_us"] for w in wl) / len(wl)
             mig = sum(runs[(h, w, p)][0]["promotions"] + runs[(h, w, p)][0]["evictions"] for w in wl)

@@ -53,19 +53,49 @@ def replay_label(replay):
     return "open loop at trace time" + ("" if sp == 1 else " x%g" % sp)
 
 
+# what a policy can do (enum hbl_policy_flag): ask the registry, never a list of names
+CAPABILITIES = {"learns": lib.HBL_POLICY_LEARNS, "needs_future": lib.HBL_POLICY_NEEDS_FUTURE,
+                "live": lib.HBL_POLICY_LIVE}
+
+
 def policies():
-    """(name, description) of every registered C policy."""
+    """Every registered C policy: {name, description, capabilities (names of CAPABILITIES)}."""
     out, i = [], 0
     while True:
         name = lib.hbl_policy_name(i)
         if name == ffi.NULL:
             return out
-        out.append((ffi.string(name).decode(), ffi.string(lib.hbl_policy_doc(i)).decode()))
+        flags = lib.hbl_policy_flags(i)
+        out.append(dict(name=ffi.string(name).decode(), description=ffi.string(lib.hbl_policy_doc(i)).decode(),
+                        capabilities=[c for c, bit in CAPABILITIES.items() if flags & bit]))
         i += 1
 
 
-def policy_names():
-    return [n for n, _ in policies()]
+def policy_names(capability=None):
+    """Names of the registered policies, only those with `capability` (a CAPABILITIES key) if given."""
+    return [p["name"] for p in policies() if capability is None or capability in p["capabilities"]]
+
+
+def policy_params(i):
+    """{name: {default, live_default, description}} of the parameters policy i accepts; a default
+    is None when its init does not read it with two devices (it depends on other parameters or the
+    variant); live_default, on a live device, only for a policy that can run live."""
+    names, docs = [], []
+    while lib.hbl_policy_param(i, len(names)) != ffi.NULL:
+        docs.append(ffi.string(lib.hbl_policy_param_doc(i, len(names))).decode())
+        names.append(ffi.string(lib.hbl_policy_param(i, len(names))).decode())
+
+    def read(defaults):
+        values, known = ffi.new("double[]", max(len(names), 1)), ffi.new("uint8_t[]", max(len(names), 1))
+        if defaults(i, values, known, len(names)) < 0:
+            return None
+        return [values[j] if known[j] else None for j in range(len(names))]
+
+    sim, live = read(lib.hbl_policy_defaults), read(lib.hbl_policy_live_defaults)
+    out = {k: dict(default=sim[j] if sim else None, description=docs[j]) for j, k in enumerate(names)}
+    for j, k in enumerate(names if live else []):
+        out[k]["live_default"] = live[j]
+    return out
 
 
 def parse_params(items):
@@ -281,7 +311,7 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
     reader_options = reader_options or {}
     reopen = lambda: open_trace(trace, fmt=fmt, lenient=lenient, **reader_options)
-    if policy == "oracle":
+    if policy in policy_names("needs_future"):
         first = reopen()
         data = record.concat(list(watch(first, "reading")))
         source = [data]

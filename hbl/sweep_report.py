@@ -5,7 +5,7 @@ import json
 import math
 import os
 
-from hbl.compare import BASELINE, LEARNING, _label, _num
+from hbl.compare import BASELINE, FUTURE, LEARNING, _label, _num
 from hbl.errors import HblError
 from hbl.sweep import JOURNAL, read_journal
 
@@ -56,7 +56,7 @@ def report(out_dir):
                 continue
             norm[wl] = per
         variants = sorted({v for per in norm.values() for v, seeds in per.items() if seeds},
-                          key=lambda v: (v != BASELINE, v.split()[0] in LEARNING, v == "oracle", v))
+                          key=lambda v: (v != BASELINE, v.split()[0] in LEARNING, v.split()[0] in FUTURE, v))
         workloads = sorted(norm)
         complete = [v for v in variants if all(norm[w].get(v) for w in workloads)]
         seeds = sorted({s for w in workloads for v in complete for s in norm[w][v]})
@@ -77,7 +77,7 @@ def report(out_dir):
 
 def _standing(mean):
     """Each learning variant against the best baseline (non-learning, not Fast-Only, not the oracle)."""
-    baselines = {v: m for v, m in mean.items() if v.split()[0] not in LEARNING and v.split()[0] not in (BASELINE, "oracle")}
+    baselines = {v: m for v, m in mean.items() if v.split()[0] not in LEARNING | FUTURE | {BASELINE}}
     if not baselines:
         return {}
     best = min(baselines, key=baselines.get)

@@ -199,10 +199,81 @@ def test_convert_gz_and_json(tmp_path, msr):
     assert not (tmp_path / "o.hbl.gz").exists() and not (tmp_path / "o.hbl.gz.part").exists()
 
 
-def test_policies_json_lists_parameters_and_defaults():
-    rows = {r["name"]: r["params"] for r in json.loads(run("policies", "--json").stdout)}
-    assert rows["smq"]["promote"] == 4 and rows["nhit"] == {"hits": 3, "occupancy": 0.8}
-    assert rows["harmonia"]["m_lr"] == 0.01 and rows["lru"] == {}
+def test_policies_json_lists_parameters_defaults_descriptions_and_capabilities():
+    listed = json.loads(run("policies", "--json").stdout)
+    rows = {r["name"]: r["params"] for r in listed}
+    defaults = {n: {k: v["default"] for k, v in p.items()} for n, p in rows.items()}
+    assert defaults["smq"]["promote"] == 4 and defaults["nhit"] == {"hits": 3, "occupancy": 0.8}
+    assert defaults["harmonia"]["m_lr"] == 0.01 and rows["lru"] == {}
+    # harmonia's own defaults, not the placement agent's shared ones it changes (policies/harmonia.c)
+    h, s = defaults["harmonia"], defaults["sibyl"]
+    assert (h["penalty"], h["place_reads"], h["device_time"], s["penalty"]) == (0, 0, 1, 0.1)
+    for name, params in rows.items():
+        for k, v in params.items():
+            assert len(v["description"]) > 10 and "\n" not in v["description"], (name, k)
+    assert "live_default" not in rows["oracle"]["writes"] and rows["sibyl"]["reward"]["live_default"] == 1
+    caps = {r["name"]: set(r["capabilities"]) for r in listed}
+    assert caps["oracle"] == {"needs_future"} and caps["harmonia"] == {"learns", "live"} and caps["lru"] == {"live"}
+    assert {n for n, c in caps.items() if "learns" in c} == {
+        "sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only", "archivist", "rnn-hss"}
+    text = run("policies").stdout
+    assert "m_pingpong" in text and "[learns, live]" in text
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_agent_defaults_listed_are_the_agents_configuration(live):
+    """The agent table's defaults as listed are what the agents are built with (hidden1/2: hidden[0/1]),
+    in the simulator and on a live device."""
+    from hbl.core import ffi, lib
+    from hbl.live.engine import Engine
+    from hbl.sim import Simulator, load_hss, policy_names, policy_params
+    listed = {k: v["live_default" if live else "default"]
+              for k, v in policy_params(policy_names().index("harmonia")).items()}
+    sim = Engine("harmonia", 1 << 20, [100, 1000]).sim if live else Simulator(load_hss("cost"), "harmonia",
+                                                                              [100, None])
+    assert listed["train_every"] == (25 if live else 1000)
+    for agent, prefix in ((0, ""), (1, "m_")):
+        c = ffi.new("struct hbl_agent_config *")
+        lib.hbl_agent_get_config(lib.hbl_sim_agent(sim.sim, agent), c)
+        for field, _ in ffi.typeof("struct hbl_agent_config").fields:
+            if field == "hidden":
+                assert [listed[prefix + "hidden1"], listed[prefix + "hidden2"]] == list(c.hidden)[:2]
+            elif prefix + field in listed:
+                assert listed[prefix + field] == getattr(c, field), prefix + field
+
+
+def _policies_with_parameters():
+    from hbl.sim import policy_names, policy_params
+    return [n for i, n in enumerate(policy_names()) if n != "python" and policy_params(i)]
+
+
+@pytest.mark.parametrize("policy", _policies_with_parameters())
+def test_listed_defaults_are_what_init_reads(policy):
+    """Passing every listed default explicitly changes nothing (against passing one, so that the oracle,
+    which tries its family of variants when given no parameter, takes the same path both times)."""
+    from hbl.sim import policy_names, policy_params, simulate
+    listed = {k: v["default"] for k, v in policy_params(policy_names().index(policy)).items()
+              if v["default"] is not None}
+    items = list(listed.items())
+    sets = [dict(items[:1])] + [dict(items[j:j + 32]) for j in range(0, len(items), 32)]   # 32 at most a run
+    runs = [simulate("synth:zipf:requests=20000", hss="cost", policy=policy, params=p, load_agents=False)
+            for p in sets]
+    for r in runs:
+        r.pop("requests_per_second", None)
+        r.pop("params", None)
+    assert all(r == runs[0] for r in runs[1:])
+
+
+def test_compare_seeds_exactly_the_learning_policies():
+    from hbl.compare import LEARNING, compare
+    from hbl.sim import policy_names
+    assert LEARNING == set(policy_names("learns"))
+    s = compare(traces=["synth:zipf:requests=3000"], hss_list=["cost"], policies="lru,archivist,cde,sibyl",
+                seeds=2, progress=False, jobs=1)
+    runs = {}
+    for r in s["results"]:
+        runs[r["policy"]] = runs.get(r["policy"], 0) + 1
+    assert runs == {"fast-only": 1, "lru": 1, "cde": 1, "archivist": 2, "sibyl": 2}
 
 
 def test_trace_to_and_hidden_format_alias():
@@ -225,3 +296,10 @@ def test_compare_names_traces_as_simulate_does_and_counts_skipped_lines(tmp_path
     assert {r["workload"] for r in s["results"]} == {"some"}
     assert s["bad_lines_skipped"] == {"some": 1} and one["bad_lines_skipped"] == 1
     assert s["replay"] == one["replay"] == {"mode": "closed", "queue_depth": 1}
+
+
+@pytest.mark.parametrize("policy", ["oracle", "python"])
+def test_live_device_refuses_policies_without_the_live_capability(policy, tmp_path):
+    r = run("up", "t1", "--dev", str(tmp_path / "a"), "--dev", str(tmp_path / "b"), "--policy", policy,
+            "--state-dir", str(tmp_path), ok=False)
+    assert "policy %r cannot drive a live device" % policy in one_error_line(r)

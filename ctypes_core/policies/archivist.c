@@ -37,8 +37,14 @@ struct state {
     float scale[NF];
 };
 
-static const char *const params[] = {"window", "threshold", "lr", "batch", "train_every", "hidden",
-                                     "octave_interval", "octave_count", "octave_migration", NULL};
+static const struct hbl_param_doc params[] = {
+    {"window", "an access is hot when its page is accessed again within this many requests"},
+    {"threshold", "predicted probability of hot above which data goes to the fastest device"},
+    {"lr", "learning rate (Adam)"},
+    {"batch", "minibatch size"},
+    {"train_every", "requests between two training steps"},
+    {"hidden", "units of the hidden layer (swish)"},
+    HBL_FEATURE_SETTINGS(HBL_SETTING_DOC) {NULL, NULL}};
 static const int FEATS[NF] = {HBL_F_TYPE, HBL_F_SIZE, HBL_F_INTERVAL, HBL_F_COUNT};
 
 static void destroy(void *v)
@@ -166,6 +172,7 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
 const struct hbl_policy_ops hbl_policy_archivist = {
     .name = "archivist",
     .doc = "Archivist: an online supervised hot/cold classifier (small NN) decides placement",
+    .flags = HBL_POLICY_LEARNS | HBL_POLICY_LIVE,
     .params = params,
     .init = init,
     .free = destroy,

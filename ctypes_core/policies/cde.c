@@ -8,7 +8,10 @@
 
 struct state { double seq_bytes, hot_count; uint64_t next_offset; };
 
-static const char *const params[] = {"seq_bytes", "hot_count", NULL};
+static const struct hbl_param_doc params[] = {
+    {"seq_bytes", "a write at least this long is sequential (goes to the slow device)"},
+    {"hot_count", "accesses after which a page is hot (its writes go to the fast device)"},
+    {NULL, NULL}};
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
 {
@@ -38,6 +41,7 @@ static void place(void *vst, struct hbl_sim *s, const struct hbl_request *r,
 const struct hbl_policy_ops hbl_policy_cde = {
     .name = "cde",
     .doc = "CDE: hot or random writes to fast, cold or sequential data to slow",
+    .flags = HBL_POLICY_LIVE,
     .params = params,
     .init = init,
     .free = free,

@@ -13,5 +13,6 @@ static int init(struct hbl_sim *s, void **st, const struct hbl_params *p, char *
 const struct hbl_policy_ops hbl_policy_fast_only = {
     .name = "fast-only",
     .doc = "everything on the fastest device, unlimited capacity (normalization point)",
+    .flags = HBL_POLICY_LIVE,
     .init = init,
 };

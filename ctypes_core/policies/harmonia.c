@@ -20,13 +20,10 @@ struct state {
     struct hbl_migration_agent ma;
 };
 
-static const char *const params[] = {
-    "lr", "gamma", "epsilon", "warmup", "batch", "buffer", "train_every", "sync_every", "head", "atoms",
-    "hidden1", "hidden2", "optimizer", "vmin", "vmax", "cache", "penalty", "device_time", "place_reads", "reward", "window",
-    "m_lr", "m_gamma", "m_epsilon", "m_warmup", "m_batch", "m_buffer", "m_train_every", "m_sync_every",
-    "m_head", "m_atoms", "m_hidden1", "m_hidden2", "m_optimizer", "m_vmin", "m_vmax", "m_cache",
-    "m_candidates", "m_moves", "m_reward_n", "m_pingpong", "m_reward", "m_move_cost",
-    "octave_interval", "octave_count", "octave_migration", NULL};
+static const struct hbl_param_doc params[] = {
+    HBL_AGENT_PARAMS(HBL_PLACEMENT_PARAM_DOC) HBL_PLACEMENT_SETTINGS(HBL_SETTING_DOC)
+    HBL_AGENT_PARAMS(HBL_MIGRATION_PARAM_DOC) HBL_MIGRATION_SETTINGS(HBL_SETTING_DOC)
+    HBL_FEATURE_SETTINGS(HBL_SETTING_DOC) {NULL, NULL}};
 
 static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen,
                         int placement, int migration)
@@ -118,7 +115,8 @@ static int agents(void *v, struct hbl_agent **out)
 }
 
 #define HARMONIA(var, nm, dc, in) \
-    const struct hbl_policy_ops var = { .name = nm, .doc = dc, .params = params, .init = in, \
+    const struct hbl_policy_ops var = { .name = nm, .doc = dc, \
+        .flags = HBL_POLICY_LEARNS | HBL_POLICY_LIVE, .params = params, .init = in, \
         .free = destroy, .place = place, .observe = observe, .migrate = migrate, .agents = agents }
 
 HARMONIA(hbl_policy_harmonia, "harmonia",

@@ -14,7 +14,9 @@ struct state {
     uint32_t *touched; uint64_t ntouched, cap;
 };
 
-static const char *const params[] = {"hot", NULL};
+static const struct hbl_param_doc params[] = {
+    {"hot", "accesses after which a page is hot: written to, or promoted at epoch end to, the fast device"},
+    {NULL, NULL}};
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
 {
@@ -99,6 +101,7 @@ static int migrate(void *vst, struct hbl_sim *s, uint32_t *slots, int8_t *target
 const struct hbl_policy_ops hbl_policy_hps = {
     .name = "hps",
     .doc = "HPS: place by access-count history; each epoch promote hot pages, evict idle ones",
+    .flags = HBL_POLICY_LIVE,
     .params = params,
     .init = init,
     .free = destroy,

@@ -12,5 +12,6 @@ static void place(void *st, struct hbl_sim *s, const struct hbl_request *r,
 const struct hbl_policy_ops hbl_policy_lru = {
     .name = "lru",
     .doc = "promote on every access, evict least recently used (a plain cache)",
+    .flags = HBL_POLICY_LIVE,
     .place = place,
 };

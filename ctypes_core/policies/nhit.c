@@ -7,7 +7,10 @@
 
 struct state { double hits, occupancy; };
 
-static const char *const params[] = {"hits", "occupancy", NULL};
+static const struct hbl_param_doc params[] = {
+    {"hits", "accesses after which a page is inserted into the fast device"},
+    {"occupancy", "fraction of the fast device in use below which every access inserts"},
+    {NULL, NULL}};
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
 {
@@ -41,6 +44,7 @@ static void place(void *vst, struct hbl_sim *s, const struct hbl_request *r,
 const struct hbl_policy_ops hbl_policy_nhit = {
     .name = "nhit",
     .doc = "Open-CAS nhit: insert into fast after `hits` (3) accesses once fast is `occupancy` (80%) full",
+    .flags = HBL_POLICY_LIVE,
     .params = params,
     .init = init,
     .free = free,

@@ -198,11 +198,17 @@ static uint32_t victim(void *vst, struct hbl_sim *s, int d)
     return st->hn[d] ? st->heap[d][0] : HBL_NONE;
 }
 
-static const char *const params[] = { "writes", "drop_dead", "promote", "whole", NULL };
+static const struct hbl_param_doc params[] = {
+    {"writes", "1: a write that bypasses still goes to the fastest device; 0: where its page is"},
+    {"drop_dead", "1: evicting data never read again needs no write-back"},
+    {"promote", "1: a read may move its data up; 0: only writes are placed"},
+    {"whole", "1: a write goes to the fastest device only if all its pages would, else to the slowest"},
+    {NULL, NULL}};
 
 const struct hbl_policy_ops hbl_policy_oracle = {
     .name = "oracle",
     .doc = "Belady-style oracle: knows each page's next access, keeps the soonest-accessed pages fast",
+    .flags = HBL_POLICY_NEEDS_FUTURE,
     .params = params,
     .init = init,
     .free = destroy,

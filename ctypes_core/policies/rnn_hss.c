@@ -38,7 +38,11 @@ struct state {
 #define VV(st) ((st)->w + H + H * H + H)
 #define CC(st) ((st)->w[NP - 1])
 
-static const char *const params[] = {"lr", "threshold", "batch", NULL};
+static const struct hbl_param_doc params[] = {
+    {"lr", "learning rate (Adam)"},
+    {"threshold", "predicted probability of an access next epoch above which a page is hot"},
+    {"batch", "pages trained on per epoch"},
+    {NULL, NULL}};
 
 static void destroy(void *v)
 {
@@ -215,6 +219,7 @@ static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets,
 const struct hbl_policy_ops hbl_policy_rnn_hss = {
     .name = "rnn-hss",
     .doc = "RNN-HSS (Kleio-like): a recurrent net predicts next-epoch hot pages from their access history",
+    .flags = HBL_POLICY_LEARNS | HBL_POLICY_LIVE,
     .params = params,
     .init = init,
     .free = destroy,

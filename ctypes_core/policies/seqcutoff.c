@@ -11,7 +11,9 @@ struct state {
     uint64_t next[NSTREAMS], bytes[NSTREAMS], used[NSTREAMS], tick;
 };
 
-static const char *const params[] = {"cutoff_bytes", NULL};
+static const struct hbl_param_doc params[] = {
+    {"cutoff_bytes", "a sequential stream longer than this bypasses the fast device"},
+    {NULL, NULL}};
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
 {
@@ -44,6 +46,7 @@ static void place(void *vst, struct hbl_sim *s, const struct hbl_request *r,
 const struct hbl_policy_ops hbl_policy_seqcutoff = {
     .name = "seqcutoff",
     .doc = "LRU, but sequential streams longer than cutoff_bytes (4 MiB) bypass the fast device (bcache-like)",
+    .flags = HBL_POLICY_LIVE,
     .params = params,
     .init = init,
     .free = free,

@@ -5,10 +5,9 @@
 #include <stdlib.h>
 #include "../rl.h"
 
-static const char *const params[] = {
-    "lr", "gamma", "epsilon", "warmup", "batch", "buffer", "train_every", "sync_every", "head", "atoms",
-    "hidden1", "hidden2", "optimizer", "vmin", "vmax", "cache", "penalty", "device_time", "place_reads", "reward", "window", "octave_interval",
-    "octave_count", "octave_migration", NULL};
+static const struct hbl_param_doc params[] = {
+    HBL_AGENT_PARAMS(HBL_PLACEMENT_PARAM_DOC) HBL_PLACEMENT_SETTINGS(HBL_SETTING_DOC)
+    HBL_FEATURE_SETTINGS(HBL_SETTING_DOC) {NULL, NULL}};
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
 {
@@ -46,6 +45,7 @@ static int agents(void *st, struct hbl_agent **out)
 const struct hbl_policy_ops hbl_policy_sibyl = {
     .name = "sibyl",
     .doc = "Sibyl: one RL placement agent (6 features, C51), reward 1/latency with eviction penalty",
+    .flags = HBL_POLICY_LEARNS | HBL_POLICY_LIVE,
     .params = params,
     .init = init,
     .free = destroy,

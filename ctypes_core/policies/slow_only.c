@@ -4,4 +4,5 @@
 const struct hbl_policy_ops hbl_policy_slow_only = {
     .name = "slow-only",
     .doc = "everything on the slowest device",
+    .flags = HBL_POLICY_LIVE,
 };

@@ -22,8 +22,13 @@ struct state {
     uint64_t since_decay;
 };
 
-static const char *const params[] = {"hotspot_pages", "promote", "decay", "high_watermark",
-                                     "low_watermark", NULL};
+static const struct hbl_param_doc params[] = {
+    {"hotspot_pages", "pages of a hotspot, the unit accesses are counted in"},
+    {"promote", "hits of its hotspot after which a page is promoted"},
+    {"decay", "requests between two halvings of the hotspot counts"},
+    {"high_watermark", "fraction of the fast device in use above which background demotion starts"},
+    {"low_watermark", "fraction of the fast device in use at which background demotion stops"},
+    {NULL, NULL}};
 
 static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen)
 {
@@ -88,6 +93,7 @@ static int migrate(void *vst, struct hbl_sim *s, uint32_t *slots, int8_t *target
 const struct hbl_policy_ops hbl_policy_smq = {
     .name = "smq",
     .doc = "dm-cache smq: promote when the hotspot is hit `promote` (4) times; background demotion",
+    .flags = HBL_POLICY_LIVE,
     .params = params,
     .init = init,
     .free = free,

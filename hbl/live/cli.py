@@ -113,9 +113,8 @@ def create(a, paths):
     if os.path.exists("/dev/mapper/" + a.name):
         raise HblError("/dev/mapper/%s already exists and is not an hbl device known here" % a.name)
     policy = a.policy or "harmonia"
-    if policy not in policy_names() or policy in ("oracle", "python"):
-        raise HblError("policy %r cannot drive a live device (hbl policies lists them; oracle needs the future)"
-                       % policy)
+    if policy not in policy_names("live"):
+        raise HblError("policy %r cannot drive a live device (hbl policies marks those that can: live)" % policy)
     params = parse_params(a.param)
     safety.check_devices(a.dev, a.force)
     preflight()
