@@ -10,8 +10,9 @@
  * projected Bellman target; Bellemare et al., ICML 2017).
  *
  * The decision path (act) does one forward pass with no allocation; training
- * walks a minibatch one sample at a time, accumulating gradients, so its
- * scratch memory is one sample's activations whatever the batch size.
+ * walks a minibatch a tile of HBL_TILE samples at a time (nn.h), accumulating
+ * gradients, so its scratch memory is one tile's activations whatever the
+ * batch size.
  *
  * Training runs either interleaved with the decisions (hbl_agent_tick, the
  * simulator's way: deterministic) or, in background mode (the live
@@ -48,8 +49,9 @@ struct hbl_agent {
     uint8_t *bs, *bs2, *ba;
     _Float16 *br;               /* rewards at half precision: 3 digits are plenty, and it halves their memory */
     int64_t nbuf, head;
-    /* scratch: one sample */
-    float *x, *x2, *z, *a, *z2, *scratch, *dout, *proj, *probs;
+    /* training scratch: one tile (x, z, a, scratch, dout), one target (x2, z2),
+     * one sample's logits (logits, probs, proj) */
+    float *x, *x2, *z, *a, *z2, *scratch, *dout, *logits, *proj, *probs;
     uint64_t rng, adam_t;
     /* decision cache: greedy actions of recently seen states, valid until the
      * next sync (the inference weights do not change in between) */
@@ -137,10 +139,11 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->w_inf = alloc_lines(ag, (size_t)ag->m.pnp * 4); ag->w_train = alloc(ag, np * 4); ag->grad = alloc(ag, np * 4);
     ag->m1 = alloc(ag, np * 4); ag->m2 = alloc(ag, np * 4);
     ag->bs = alloc(ag, B * F); ag->bs2 = alloc(ag, B * F); ag->ba = alloc(ag, B); ag->br = alloc(ag, B * sizeof(_Float16));
-    size_t u = (size_t)ag->m.units;
-    ag->x = alloc(ag, 16 * 4); ag->x2 = alloc(ag, 16 * 4);
-    ag->z = alloc(ag, u * 4); ag->a = alloc(ag, u * 4); ag->z2 = alloc(ag, ((size_t)ag->m.punits + OUT_SLACK) * 4);
-    ag->scratch = alloc(ag, 2 * (size_t)ag->m.widest * 4); ag->dout = alloc(ag, (size_t)ag->nout * 4);
+    size_t u = (size_t)ag->m.units, T = HBL_TILE;
+    ag->x = alloc(ag, F * T * 4); ag->x2 = alloc(ag, 16 * 4);
+    ag->z = alloc(ag, u * T * 4); ag->a = alloc(ag, u * T * 4);
+    ag->z2 = alloc(ag, ((size_t)ag->m.punits + OUT_SLACK) * 4);
+    ag->scratch = alloc(ag, 2 * (size_t)ag->m.widest * T * 4); ag->dout = alloc(ag, (size_t)ag->nout * T * 4);
     if (cfg->cache) {
         ag->ckey = alloc(ag, (size_t)cfg->cache * 8);
         ag->cact = alloc(ag, (size_t)cfg->cache);
@@ -149,12 +152,13 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     }
     if (c51) {
         ag->support = alloc(ag, (size_t)cfg->atoms * 4);
+        ag->logits = alloc(ag, (size_t)cfg->atoms * 4);
         ag->proj = alloc(ag, (size_t)cfg->atoms * 4);
         ag->probs = alloc(ag, (size_t)cfg->atoms * 4);
     }
     if (!ag->w_inf || !ag->w_train || !ag->grad || !ag->m1 || !ag->m2 || !ag->bs || !ag->bs2 || !ag->ba ||
         !ag->br || !ag->x || !ag->x2 || !ag->z || !ag->a || !ag->z2 || !ag->scratch || !ag->dout ||
-        (c51 && (!ag->support || !ag->proj || !ag->probs)) || (cfg->cache && (!ag->ckey || !ag->cact))) {
+        (c51 && (!ag->support || !ag->logits || !ag->proj || !ag->probs)) || (cfg->cache && (!ag->ckey || !ag->cact))) {
         hbl_agent_free(ag);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -179,7 +183,7 @@ void hbl_agent_free(struct hbl_agent *ag)
     free(ag->w_inf); free(ag->w_train); free(ag->grad); free(ag->m1); free(ag->m2);
     free(ag->bs); free(ag->bs2); free(ag->ba); free(ag->br);
     free(ag->x); free(ag->x2); free(ag->z); free(ag->a); free(ag->z2);
-    free(ag->scratch); free(ag->dout); free(ag->support); free(ag->proj); free(ag->probs);
+    free(ag->scratch); free(ag->dout); free(ag->support); free(ag->logits); free(ag->proj); free(ag->probs);
     free(ag->ckey); free(ag->cact);
     pthread_mutex_destroy(&ag->lock);
     pthread_mutex_destroy(&ag->tlock);
@@ -373,41 +377,56 @@ double hbl_agent_train(struct hbl_agent *ag)
     if (nbuf < c->batch) { tunlock(ag); return 0.0; }
     uint64_t *rng = ag->async ? &ag->trng : &ag->rng;   /* act() draws from ag->rng */
     const struct hbl_mlp *m = &ag->m;
-    int F = c->nfeatures, NA = c->nactions, A = c->atoms, out_off = m->uoff[m->nl - 1];
+    const int T = HBL_TILE;
+    int F = c->nfeatures, NA = c->nactions, A = c->atoms, out_row = m->uoff[m->nl - 1];
     int c51 = c->head == HBL_HEAD_C51;
-    float inv_b = 1.0f / (float)c->batch, v[8];
+    float inv_b = 1.0f / (float)c->batch, v[8], x1[16];
     double loss = 0;
     memset(ag->grad, 0, (size_t)m->np * sizeof(float));
-    for (int k = 0; k < c->batch; k++) {
-        uint8_t s1[16], s2[16];
-        lock(ag);
-        int64_t i = (int64_t)(hbl_xorshift(rng) % (uint64_t)nbuf);
-        int act = ag->ba[i];
-        float r = (float)ag->br[i];
-        memcpy(s1, ag->bs + i * F, (size_t)F);
-        memcpy(s2, ag->bs2 + i * F, (size_t)F);
-        unlock(ag);
-        to_input(ag, s1, ag->x);
-        to_input(ag, s2, ag->x2);
-        /* target from the inference (target) network */
-        const float *o2 = hbl_mlp_infer(m, ag->w_inf, ag->x2, ag->z2);
-        values_of(ag, o2, v);
-        int best = argmax(v, NA);
+    for (int k0 = 0; k0 < c->batch; k0 += T) {
+        int n = c->batch - k0 < T ? c->batch - k0 : T;
+        uint8_t s2[HBL_TILE][16];
+        int act[HBL_TILE];
+        float r[HBL_TILE];
+        /* a short last tile: its padding samples are zero and get no gradient */
+        memset(ag->x, 0, (size_t)F * T * sizeof(float));
+        memset(ag->dout, 0, (size_t)ag->nout * T * sizeof(float));
+        for (int k = 0; k < n; k++) {
+            uint8_t s1[16];
+            lock(ag);
+            int64_t i = (int64_t)(hbl_xorshift(rng) % (uint64_t)nbuf);
+            act[k] = ag->ba[i];
+            r[k] = (float)ag->br[i];
+            memcpy(s1, ag->bs + i * F, (size_t)F);
+            memcpy(s2[k], ag->bs2 + i * F, (size_t)F);
+            unlock(ag);
+            to_input(ag, s1, x1);
+            for (int f = 0; f < F; f++) ag->x[f * T + k] = x1[f];   /* into the tile's column k */
+        }
         hbl_mlp_forward(m, ag->w_train, ag->x, ag->z, ag->a);
-        const float *o = ag->z + out_off;
-        memset(ag->dout, 0, (size_t)ag->nout * sizeof(float));
-        if (!c51) {
-            float y = r + (float)c->gamma * v[best], d = o[act] - y;
-            float ad = fabsf(d);
-            loss += ad <= 1 ? 0.5 * d * d : ad - 0.5;
-            ag->dout[act] = (d > 1 ? 1 : d < -1 ? -1 : d) * inv_b;
-        } else {
-            softmax(o2 + best * A, A, ag->probs);
-            hbl_c51_project(r, (float)c->gamma, ag->probs, A, (float)c->vmin, (float)c->vmax, ag->proj);
-            softmax(o + act * A, A, ag->probs);
-            for (int j = 0; j < A; j++) {
-                loss -= ag->proj[j] * logf(ag->probs[j] + 1e-12f);
-                ag->dout[act * A + j] = (ag->probs[j] - ag->proj[j]) * inv_b;
+        for (int k = 0; k < n; k++) {
+            /* target from the inference (target) network */
+            to_input(ag, s2[k], ag->x2);
+            const float *o2 = hbl_mlp_infer(m, ag->w_inf, ag->x2, ag->z2);
+            values_of(ag, o2, v);
+            int best = argmax(v, NA);
+            /* sample k's outputs are column k of the output rows */
+            const float *o = ag->z + (size_t)out_row * T + k;
+            float *dout = ag->dout + k;
+            if (!c51) {
+                float y = r[k] + (float)c->gamma * v[best], d = o[act[k] * T] - y;
+                float ad = fabsf(d);
+                loss += ad <= 1 ? 0.5 * d * d : ad - 0.5;
+                dout[act[k] * T] = (d > 1 ? 1 : d < -1 ? -1 : d) * inv_b;
+            } else {
+                softmax(o2 + best * A, A, ag->probs);
+                hbl_c51_project(r[k], (float)c->gamma, ag->probs, A, (float)c->vmin, (float)c->vmax, ag->proj);
+                for (int j = 0; j < A; j++) ag->logits[j] = o[(act[k] * A + j) * T];
+                softmax(ag->logits, A, ag->probs);
+                for (int j = 0; j < A; j++) {
+                    loss -= ag->proj[j] * logf(ag->probs[j] + 1e-12f);
+                    dout[(act[k] * A + j) * T] = (ag->probs[j] - ag->proj[j]) * inv_b;
+                }
             }
         }
         hbl_mlp_backward(m, ag->w_train, ag->x, ag->z, ag->a, ag->dout, ag->grad, ag->scratch);

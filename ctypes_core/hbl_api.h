@@ -260,10 +260,12 @@ int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *
 
 /* Network internals exposed for tests against a NumPy reference. */
 int32_t hbl_mlp_nparams(const int32_t *sizes, int32_t nlayers);
-void hbl_mlp_forward_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x, float *out);
-/* Gradient of sum(dout * out) with respect to the parameters. */
+/* n samples, one a row: x is n x sizes[0], out n x sizes[nlayers]. */
+void hbl_mlp_forward_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x,
+                         int32_t n, float *out);
+/* Gradient of the sum over the n samples of sum(dout * out) with respect to the parameters. */
 void hbl_mlp_grad_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x,
-                      const float *dout, float *grad);
+                      const float *dout, int32_t n, float *grad);
 /* C51: project r + gamma * z (distribution p over atoms) back onto the support. */
 void hbl_c51_project(float reward, float gamma, const float *p, int32_t atoms, float vmin, float vmax, float *out);
 

@@ -3,6 +3,7 @@
  * exponentials of swish; inference is on the request path and must be tiny. */
 #pragma GCC optimize("O3", "fast-math")
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "nn.h"
 #include "hbl_api.h"
@@ -45,25 +46,28 @@ void hbl_mlp_init_params(const struct hbl_mlp *m, float *w, uint64_t *rng)
     }
 }
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + hbl_expf(-x)); }
+#define TV (HBL_TILE / 8)   /* vectors in a tile row */
+
+/* one vector of row r of a tile */
+static inline v8f row_v(const float *t, int r, int v) { return v8_load(t + (size_t)r * HBL_TILE + v * 8); }
 
 void hbl_mlp_forward(const struct hbl_mlp *m, const float *w, const float *x, float *z, float *a)
 {
     const float *in = x;
     for (int l = 0; l < m->nl; l++) {
-        int ni = m->sizes[l], no = m->sizes[l + 1];
+        int ni = m->sizes[l], no = m->sizes[l + 1], hidden = l < m->nl - 1;
         const float *W = w + m->woff[l], *b = w + m->boff[l];
-        float *zl = z + m->uoff[l], *al = a + m->uoff[l];
+        float *zl = z + (size_t)m->uoff[l] * HBL_TILE, *al = a + (size_t)m->uoff[l] * HBL_TILE;
         for (int j = 0; j < no; j++) {
             const float *row = W + (size_t)j * ni;
-            float acc = b[j];
-            for (int i = 0; i < ni; i++) acc += row[i] * in[i];
-            zl[j] = acc;
-        }
-        if (l < m->nl - 1) {
-            for (int j = 0; j < no; j++) al[j] = zl[j] * sigmoidf(zl[j]);
-        } else {
-            memcpy(al, zl, (size_t)no * sizeof(float));
+            v8f acc[TV];
+            for (int v = 0; v < TV; v++) acc[v] = (v8f){} + b[j];
+            for (int i = 0; i < ni; i++)
+                for (int v = 0; v < TV; v++) acc[v] += row[i] * row_v(in, i, v);
+            for (int v = 0; v < TV; v++) {
+                v8_store(zl + (size_t)j * HBL_TILE + v * 8, acc[v]);
+                if (hidden) v8_store(al + (size_t)j * HBL_TILE + v * 8, acc[v] / (1.0f + v8_exp(-acc[v])));
+            }
         }
         in = al;
     }
@@ -72,32 +76,36 @@ void hbl_mlp_forward(const struct hbl_mlp *m, const float *w, const float *x, fl
 void hbl_mlp_backward(const struct hbl_mlp *m, const float *w, const float *x, const float *z,
                       const float *a, const float *dout, float *grad, float *scratch)
 {
-    float *delta = scratch, *prev = scratch + m->widest;
-    memcpy(delta, dout, (size_t)m->sizes[m->nl] * sizeof(float));
+    const float *delta = dout;
     for (int l = m->nl - 1; l >= 0; l--) {
         int ni = m->sizes[l], no = m->sizes[l + 1];
-        const float *in = l == 0 ? x : a + m->uoff[l - 1];
+        const float *in = l == 0 ? x : a + (size_t)m->uoff[l - 1] * HBL_TILE;
         const float *W = w + m->woff[l];
         float *gW = grad + m->woff[l], *gb = grad + m->boff[l];
-        for (int j = 0; j < no; j++) {
-            float d = delta[j];
-            gb[j] += d;
-            float *grow = gW + (size_t)j * ni;
-            for (int i = 0; i < ni; i++) grow[i] += d * in[i];
+        for (int j = 0; j < no; j++) {   /* sums over the tile's samples */
+            v8f s = {};
+            for (int v = 0; v < TV; v++) s += row_v(delta, j, v);
+            gb[j] += v8_hsum(s);
+            for (int i = 0; i < ni; i++) {
+                v8f g = {};
+                for (int v = 0; v < TV; v++) g += row_v(delta, j, v) * row_v(in, i, v);
+                gW[(size_t)j * ni + i] += v8_hsum(g);
+            }
         }
         if (l == 0) break;
-        const float *zp = z + m->uoff[l - 1];
-        for (int i = 0; i < ni; i++) prev[i] = 0.0f;
-        for (int j = 0; j < no; j++) {
-            const float *row = W + (size_t)j * ni;
-            float d = delta[j];
-            for (int i = 0; i < ni; i++) prev[i] += row[i] * d;
+        /* the previous layer's delta: W^T delta times swish'(z) = s (1 + z (1 - s)) */
+        float *prev = scratch + (size_t)(l & 1) * m->widest * HBL_TILE;
+        const float *zp = z + (size_t)m->uoff[l - 1] * HBL_TILE;
+        for (int i = 0; i < ni; i++) {
+            v8f acc[TV] = {};
+            for (int j = 0; j < no; j++)
+                for (int v = 0; v < TV; v++) acc[v] += W[(size_t)j * ni + i] * row_v(delta, j, v);
+            for (int v = 0; v < TV; v++) {
+                v8f zz = row_v(zp, i, v), s = 1.0f / (1.0f + v8_exp(-zz));
+                v8_store(prev + (size_t)i * HBL_TILE + v * 8, acc[v] * s * (1.0f + zz * (1.0f - s)));
+            }
         }
-        for (int i = 0; i < ni; i++) {   /* swish'(z) = s (1 + z (1 - s)) */
-            float s = sigmoidf(zp[i]);
-            prev[i] *= s * (1.0f + zp[i] * (1.0f - s));
-        }
-        float *t = delta; delta = prev; prev = t;
+        delta = prev;
     }
 }
 
@@ -202,24 +210,42 @@ int32_t hbl_mlp_nparams(const int32_t *sizes, int32_t nlayers)
     return hbl_mlp_init(&m, sizes, nlayers) ? -1 : m.np;
 }
 
-void hbl_mlp_forward_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x, float *out)
+/* n samples, one a row (x: n x sizes[0], dout and out: n x sizes[nl]), passed
+ * through the training kernels a tile at a time as hbl_agent_train does; the
+ * gradient is summed over them.  dout NULL: the forward pass alone. */
+static void mlp_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x,
+                    const float *dout, int32_t n, float *out, float *grad)
 {
     struct hbl_mlp m;
     if (hbl_mlp_init(&m, sizes, nlayers)) return;
-    float z[4096], a[4096];
-    if (m.units > 4096) return;
-    hbl_mlp_forward(&m, params, x, z, a);
-    memcpy(out, z + m.uoff[m.nl - 1], (size_t)m.sizes[m.nl] * sizeof(float));
+    const size_t T = HBL_TILE, ni = (size_t)m.sizes[0], no = (size_t)m.sizes[m.nl];
+    float *xt = calloc(ni * T, 4), *dt = calloc(no * T, 4), *z = calloc((size_t)m.units * T, 4),
+          *a = calloc((size_t)m.units * T, 4), *scratch = calloc(2 * (size_t)m.widest * T, 4);
+    if (grad) memset(grad, 0, (size_t)m.np * sizeof(float));
+    for (size_t k0 = 0; xt && dt && z && a && scratch && k0 < (size_t)n; k0 += T) {
+        size_t nk = (size_t)n - k0 < T ? (size_t)n - k0 : T;
+        memset(xt, 0, ni * T * 4);
+        memset(dt, 0, no * T * 4);   /* padding samples add nothing */
+        for (size_t k = 0; k < nk; k++) {
+            for (size_t i = 0; i < ni; i++) xt[i * T + k] = x[(k0 + k) * ni + i];
+            for (size_t j = 0; dout && j < no; j++) dt[j * T + k] = dout[(k0 + k) * no + j];
+        }
+        hbl_mlp_forward(&m, params, xt, z, a);
+        if (grad) hbl_mlp_backward(&m, params, xt, z, a, dt, grad, scratch);
+        for (size_t k = 0; out && k < nk; k++)
+            for (size_t j = 0; j < no; j++) out[(k0 + k) * no + j] = z[((size_t)m.uoff[m.nl - 1] + j) * T + k];
+    }
+    free(xt); free(dt); free(z); free(a); free(scratch);
+}
+
+void hbl_mlp_forward_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x,
+                         int32_t n, float *out)
+{
+    mlp_ref(sizes, nlayers, params, x, NULL, n, out, NULL);
 }
 
 void hbl_mlp_grad_ref(const int32_t *sizes, int32_t nlayers, const float *params, const float *x,
-                      const float *dout, float *grad)
+                      const float *dout, int32_t n, float *grad)
 {
-    struct hbl_mlp m;
-    if (hbl_mlp_init(&m, sizes, nlayers)) return;
-    float z[4096], a[4096], scratch[8192];
-    if (m.units > 4096) return;
-    memset(grad, 0, (size_t)m.np * sizeof(float));
-    hbl_mlp_forward(&m, params, x, z, a);
-    hbl_mlp_backward(&m, params, x, z, a, dout, grad, scratch);
+    mlp_ref(sizes, nlayers, params, x, dout, n, NULL, grad);
 }

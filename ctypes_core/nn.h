@@ -26,9 +26,18 @@ struct hbl_mlp {
 int hbl_mlp_init(struct hbl_mlp *m, const int32_t *sizes, int nl);
 /* Uniform He-style initialisation from a xorshift state. */
 void hbl_mlp_init_params(const struct hbl_mlp *m, float *w, uint64_t *rng);
-/* z = pre-activations, a = activations (both m->units long); the output is z + uoff[nl-1]. */
+/* Training passes run over a tile of HBL_TILE samples at once, stored
+ * unit-major: row r of a tile holds unit r of every sample, so each loop's
+ * inner dimension is the samples, contiguous and a whole number of vectors.
+ * One sample's dot products (length 7 to 30 here, ragged) do not vectorize;
+ * a tile's rows do, and each weight is loaded once per tile, not per sample.
+ * The weights keep their row-major layout (the file's and the tests'). */
+#define HBL_TILE 32
+/* x: sizes[0] rows; z = pre-activations, a = activations (m->units rows each;
+ * a is not written for the output layer); the outputs are rows uoff[nl-1].. of z. */
 void hbl_mlp_forward(const struct hbl_mlp *m, const float *w, const float *x, float *z, float *a);
-/* Adds the gradient of sum(dout * output) to grad; scratch holds 2 * widest floats. */
+/* Adds the gradient of sum(dout * output) over the tile's samples to grad;
+ * dout has sizes[nl] rows; scratch holds 2 * widest rows. */
 void hbl_mlp_backward(const struct hbl_mlp *m, const float *w, const float *x, const float *z,
                       const float *a, const float *dout, float *grad, float *scratch);
 
@@ -101,6 +110,14 @@ static inline float v8_hmax(v8f v)
     float m = v[0];
     for (int j = 1; j < 8; j++) m = v[j] > m ? v[j] : m;
     return m;
+}
+
+/* sum of eight lanes */
+static inline float v8_hsum(v8f v)
+{
+    float s = 0;
+    for (int j = 0; j < 8; j++) s += v[j];
+    return s;
 }
 
 static inline uint64_t hbl_xorshift(uint64_t *s)

@@ -26,34 +26,41 @@ def c_array(a, t="float"):
     return a, ffi.cast(t + " *", ffi.from_buffer(a))
 
 
-def test_forward_matches_numpy():
+@pytest.mark.parametrize("n", [1, 45])   # one sample; a full tile of 32 and a short one
+def test_forward_matches_numpy(n):
     rng = np.random.default_rng(0)
-    n = lib.hbl_mlp_nparams(c_array(SIZES, "int32_t")[1], 3)
-    assert n == 7 * 20 + 20 + 20 * 30 + 30 + 30 * 102 + 102
+    n_params = lib.hbl_mlp_nparams(c_array(SIZES, "int32_t")[1], 3)
+    assert n_params == 7 * 20 + 20 + 20 * 30 + 30 + 30 * 102 + 102
     sizes, sp = c_array(SIZES, "int32_t")
     for _ in range(5):
-        params, pp = c_array(rng.normal(0, 0.5, n))
-        x, xp = c_array(rng.random(7))
-        out = ffi.new("float[]", 102)
-        lib.hbl_mlp_forward_ref(sp, 3, pp, xp, out)
-        np.testing.assert_allclose(np.array(list(out)), np_forward(params, x), rtol=1e-4, atol=1e-5)
+        params, pp = c_array(rng.normal(0, 0.5, n_params))
+        x, xp = c_array(rng.random((n, 7)))
+        out = ffi.new("float[]", n * 102)
+        lib.hbl_mlp_forward_ref(sp, 3, pp, xp, n, out)
+        got = np.frombuffer(ffi.buffer(out), np.float32).reshape(n, 102)
+        for k in range(n):
+            np.testing.assert_allclose(got[k], np_forward(params, x[k]), rtol=1e-4, atol=1e-5)
 
 
-def test_gradient_matches_finite_differences():
+@pytest.mark.parametrize("n", [1, 45])
+def test_gradient_matches_finite_differences(n):
+    """The gradient summed over a minibatch (the training kernels' tiles, the last
+    one short) against central differences of the summed loss."""
     rng = np.random.default_rng(1)
     sizes, sp = c_array(SIZES, "int32_t")
-    n = lib.hbl_mlp_nparams(sp, 3)
-    params, pp = c_array(rng.normal(0, 0.5, n))
-    x, xp = c_array(rng.random(7))
-    dout, dp = c_array(rng.normal(0, 1, 102))
-    grad = ffi.new("float[]", n)
-    lib.hbl_mlp_grad_ref(sp, 3, pp, xp, dp, grad)
+    n_params = lib.hbl_mlp_nparams(sp, 3)
+    params, pp = c_array(rng.normal(0, 0.5, n_params))
+    x, xp = c_array(rng.random((n, 7)))
+    dout, dp = c_array(rng.normal(0, 1, (n, 102)))
+    grad = ffi.new("float[]", n_params)
+    lib.hbl_mlp_grad_ref(sp, 3, pp, xp, dp, n, grad)
     p64 = params.astype(np.float64)
-    loss = lambda p: float(np.dot(dout, np_forward(p, x)))
-    for i in rng.choice(n, 80, replace=False):
-        e = np.zeros(n); e[i] = 1e-4
+    loss = lambda p: sum(float(np.dot(dout[k], np_forward(p, x[k]))) for k in range(n))
+    scale = 1 + np.sqrt(n)   # the sum's rounding grows with the samples
+    for i in rng.choice(n_params, 80, replace=False):
+        e = np.zeros(n_params); e[i] = 1e-4
         numeric = (loss(p64 + e) - loss(p64 - e)) / 2e-4
-        assert abs(grad[i] - numeric) <= 1e-3 + 1e-2 * abs(numeric), (i, grad[i], numeric)
+        assert abs(grad[i] - numeric) <= 1e-3 * scale + 1e-2 * abs(numeric), (i, grad[i], numeric)
 
 
 @pytest.mark.parametrize("nactions,atoms", [(2, 51), (3, 51), (4, 21), (2, 8), (2, 5)])
