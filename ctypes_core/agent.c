@@ -36,6 +36,7 @@
 /* floats of slack past an inference output layer: values_of reads the last,
  * partial group of atoms as a whole vector */
 #define OUT_SLACK 8
+#define MAX_ATOMS 201
 
 struct hbl_agent {
     struct hbl_agent_config cfg;
@@ -98,7 +99,7 @@ static int config_check(const struct hbl_agent_config *c, char *err, int errlen)
     else if (c->nactions < 2 || c->nactions > 8) why = "nactions must be 2..8";
     else if (c->nhidden < 1 || c->nhidden > 4) why = "1 to 4 hidden layers";
     else if (c->head != HBL_HEAD_DQN && c->head != HBL_HEAD_C51) why = "head must be dqn or c51";
-    else if (c->head == HBL_HEAD_C51 && (c->atoms < 2 || c->atoms > 201 || !(c->vmax > c->vmin)))
+    else if (c->head == HBL_HEAD_C51 && (c->atoms < 2 || c->atoms > MAX_ATOMS || !(c->vmax > c->vmin)))
         why = "C51 needs 2..201 atoms and vmax > vmin";
     else if (c->optimizer != HBL_OPT_ADAM && c->optimizer != HBL_OPT_RMSPROP) why = "optimizer must be adam or rmsprop";
     else if (!(c->lr > 0) || c->gamma < 0 || c->gamma >= 1) why = "lr > 0 and 0 <= gamma < 1";
@@ -326,28 +327,39 @@ void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, 
     unlock(ag);
 }
 
+/* The atoms' targets b_j (in atom units) are computed eight at a time; the
+ * additions into `out` stay sequential, as neighbouring atoms can land on the
+ * same slot.  Each atom's mass splits between floor(b) and floor(b) + 1 (when
+ * b is whole, the second share is zero), so no branch on l == u; `slot` has
+ * room for that share past the last atom, where rounding can leave a trace of
+ * mass that belongs to the last one. */
 void hbl_c51_project(float r, float gamma, const float *p, int32_t A, float vmin, float vmax, float *out)
 {
-    float dz = (vmax - vmin) / (float)(A - 1);
-    for (int i = 0; i < A; i++) out[i] = 0.0f;
-    for (int j = 0; j < A; j++) {
-        float tz = r + gamma * (vmin + dz * (float)j);
-        tz = tz < vmin ? vmin : tz > vmax ? vmax : tz;
-        float b = (tz - vmin) / dz;
-        int l = (int)floorf(b), u = (int)ceilf(b);
-        if (l < 0) l = 0;
-        if (u > A - 1) u = A - 1;
-        if (l == u) out[l] += p[j];
-        else { out[l] += p[j] * ((float)u - b); out[u] += p[j] * (b - (float)l); }
+    float dz = (vmax - vmin) / (float)(A - 1), slot[MAX_ATOMS + 1] = {0};
+    if (A < 2 || A > MAX_ATOMS) return;
+    v8f lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int j0 = 0; j0 < A; j0 += 8) {
+        v8f tz = r + gamma * (vmin + dz * (lane + (float)j0));
+        v8f b = (v8_min(v8_max(tz, (v8f){} + vmin), (v8f){} + vmax) - vmin) / dz;
+        v8f l = v8_floor(b), frac = b - l;
+        for (int k = 0; k < 8 && j0 + k < A; k++) {
+            int lo = (int)l[k];
+            slot[lo] += p[j0 + k] * (1.0f - frac[k]);
+            slot[lo + 1] += p[j0 + k] * frac[k];
+        }
     }
+    slot[A - 1] += slot[A];
+    memcpy(out, slot, (size_t)A * sizeof(float));
 }
 
-static void softmax(const float *l, int n, float *p)
+/* p = softmax(l); returns log of the normaliser, so log p_i = l_i - lse */
+static float softmax(const float *l, int n, float *p)
 {
     float mx = l[0], s = 0;
     for (int i = 1; i < n; i++) mx = l[i] > mx ? l[i] : mx;
     for (int i = 0; i < n; i++) { p[i] = hbl_expf(l[i] - mx); s += p[i]; }
     for (int i = 0; i < n; i++) p[i] /= s;
+    return mx + logf(s);
 }
 
 static void optimizer_step(struct hbl_agent *ag)
@@ -422,9 +434,9 @@ double hbl_agent_train(struct hbl_agent *ag)
                 softmax(o2 + best * A, A, ag->probs);
                 hbl_c51_project(r[k], (float)c->gamma, ag->probs, A, (float)c->vmin, (float)c->vmax, ag->proj);
                 for (int j = 0; j < A; j++) ag->logits[j] = o[(act[k] * A + j) * T];
-                softmax(ag->logits, A, ag->probs);
+                float lse = softmax(ag->logits, A, ag->probs);
                 for (int j = 0; j < A; j++) {
-                    loss -= ag->proj[j] * logf(ag->probs[j] + 1e-12f);
+                    loss -= ag->proj[j] * (ag->logits[j] - lse);   /* cross-entropy, log-softmax */
                     dout[(act[k] * A + j) * T] = (ag->probs[j] - ag->proj[j]) * inv_b;
                 }
             }

@@ -32,7 +32,7 @@ void hbl_mlp_init_params(const struct hbl_mlp *m, float *w, uint64_t *rng);
  * One sample's dot products (length 7 to 30 here, ragged) do not vectorize;
  * a tile's rows do, and each weight is loaded once per tile, not per sample.
  * The weights keep their row-major layout (the file's and the tests'). */
-#define HBL_TILE 32
+#define HBL_TILE 64
 /* x: sizes[0] rows; z = pre-activations, a = activations (m->units rows each;
  * a is not written for the output layer); the outputs are rows uoff[nl-1].. of z. */
 void hbl_mlp_forward(const struct hbl_mlp *m, const float *w, const float *x, float *z, float *a);

@@ -26,7 +26,7 @@ def c_array(a, t="float"):
     return a, ffi.cast(t + " *", ffi.from_buffer(a))
 
 
-@pytest.mark.parametrize("n", [1, 45])   # one sample; a full tile of 32 and a short one
+@pytest.mark.parametrize("n", [1, 100])   # one sample; a full tile of 64 and a short one
 def test_forward_matches_numpy(n):
     rng = np.random.default_rng(0)
     n_params = lib.hbl_mlp_nparams(c_array(SIZES, "int32_t")[1], 3)
@@ -42,7 +42,7 @@ def test_forward_matches_numpy(n):
             np.testing.assert_allclose(got[k], np_forward(params, x[k]), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("n", [1, 45])
+@pytest.mark.parametrize("n", [1, 100])
 def test_gradient_matches_finite_differences(n):
     """The gradient summed over a minibatch (the training kernels' tiles, the last
     one short) against central differences of the summed loss."""
