@@ -11,8 +11,8 @@
  *
  * The decision path (act) does one forward pass with no allocation; training
  * walks a minibatch a tile of HBL_TILE samples at a time (nn.h), accumulating
- * gradients, so its scratch memory is one tile's activations whatever the
- * batch size.
+ * gradients, so its working set is one tile's activations whatever the batch
+ * size; it is allocated for the step only (it holds nothing between steps).
  *
  * Training runs either interleaved with the decisions (hbl_agent_tick, the
  * simulator's way: deterministic) or, in background mode (the live
@@ -50,9 +50,8 @@ struct hbl_agent {
     uint8_t *bs, *bs2, *ba;
     _Float16 *br;               /* rewards at half precision: 3 digits are plenty, and it halves their memory */
     int64_t nbuf, head;
-    /* training scratch: one tile (x, z, a, scratch, dout), one target (x2, z2),
-     * one sample's logits (logits, probs, proj) */
-    float *x, *x2, *z, *a, *z2, *scratch, *dout, *logits, *proj, *probs;
+    /* training scratch: one target (x2, z2), one sample's logits (logits, probs, proj) */
+    float *x2, *z2, *logits, *proj, *probs;
     uint64_t rng, adam_t;
     /* decision cache: greedy actions of recently seen states, valid until the
      * next sync (the inference weights do not change in between) */
@@ -140,11 +139,8 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->w_inf = alloc_lines(ag, (size_t)ag->m.pnp * 4); ag->w_train = alloc(ag, np * 4); ag->grad = alloc(ag, np * 4);
     ag->m1 = alloc(ag, np * 4); ag->m2 = alloc(ag, np * 4);
     ag->bs = alloc(ag, B * F); ag->bs2 = alloc(ag, B * F); ag->ba = alloc(ag, B); ag->br = alloc(ag, B * sizeof(_Float16));
-    size_t u = (size_t)ag->m.units, T = HBL_TILE;
-    ag->x = alloc(ag, F * T * 4); ag->x2 = alloc(ag, 16 * 4);
-    ag->z = alloc(ag, u * T * 4); ag->a = alloc(ag, u * T * 4);
+    ag->x2 = alloc(ag, 16 * 4);
     ag->z2 = alloc(ag, ((size_t)ag->m.punits + OUT_SLACK) * 4);
-    ag->scratch = alloc(ag, 2 * (size_t)ag->m.widest * T * 4); ag->dout = alloc(ag, (size_t)ag->nout * T * 4);
     if (cfg->cache) {
         ag->ckey = alloc(ag, (size_t)cfg->cache * 8);
         ag->cact = alloc(ag, (size_t)cfg->cache);
@@ -158,7 +154,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
         ag->probs = alloc(ag, (size_t)cfg->atoms * 4);
     }
     if (!ag->w_inf || !ag->w_train || !ag->grad || !ag->m1 || !ag->m2 || !ag->bs || !ag->bs2 || !ag->ba ||
-        !ag->br || !ag->x || !ag->x2 || !ag->z || !ag->a || !ag->z2 || !ag->scratch || !ag->dout ||
+        !ag->br || !ag->x2 || !ag->z2 ||
         (c51 && (!ag->support || !ag->logits || !ag->proj || !ag->probs)) || (cfg->cache && (!ag->ckey || !ag->cact))) {
         hbl_agent_free(ag);
         snprintf(err, errlen, "out of memory");
@@ -183,8 +179,8 @@ void hbl_agent_free(struct hbl_agent *ag)
     if (!ag) return;
     free(ag->w_inf); free(ag->w_train); free(ag->grad); free(ag->m1); free(ag->m2);
     free(ag->bs); free(ag->bs2); free(ag->ba); free(ag->br);
-    free(ag->x); free(ag->x2); free(ag->z); free(ag->a); free(ag->z2);
-    free(ag->scratch); free(ag->dout); free(ag->support); free(ag->logits); free(ag->proj); free(ag->probs);
+    free(ag->x2); free(ag->z2);
+    free(ag->support); free(ag->logits); free(ag->proj); free(ag->probs);
     free(ag->ckey); free(ag->cact);
     pthread_mutex_destroy(&ag->lock);
     pthread_mutex_destroy(&ag->tlock);
@@ -394,6 +390,11 @@ double hbl_agent_train(struct hbl_agent *ag)
     int c51 = c->head == HBL_HEAD_C51;
     float inv_b = 1.0f / (float)c->batch, v[8], x1[16];
     double loss = 0;
+    /* one tile: inputs, pre-activations, activations, the backward pass's deltas, output gradients */
+    size_t units = (size_t)m->units * T, deltas = 2 * (size_t)m->widest * T;
+    float *x = malloc(((size_t)F * T + 2 * units + deltas + (size_t)ag->nout * T) * sizeof(float));
+    if (!x) { tunlock(ag); return 0.0; }
+    float *z = x + (size_t)F * T, *a = z + units, *scratch = a + units, *douts = scratch + deltas;
     memset(ag->grad, 0, (size_t)m->np * sizeof(float));
     for (int k0 = 0; k0 < c->batch; k0 += T) {
         int n = c->batch - k0 < T ? c->batch - k0 : T;
@@ -401,8 +402,8 @@ double hbl_agent_train(struct hbl_agent *ag)
         int act[HBL_TILE];
         float r[HBL_TILE];
         /* a short last tile: its padding samples are zero and get no gradient */
-        memset(ag->x, 0, (size_t)F * T * sizeof(float));
-        memset(ag->dout, 0, (size_t)ag->nout * T * sizeof(float));
+        memset(x, 0, (size_t)F * T * sizeof(float));
+        memset(douts, 0, (size_t)ag->nout * T * sizeof(float));
         for (int k = 0; k < n; k++) {
             uint8_t s1[16];
             lock(ag);
@@ -413,9 +414,9 @@ double hbl_agent_train(struct hbl_agent *ag)
             memcpy(s2[k], ag->bs2 + i * F, (size_t)F);
             unlock(ag);
             to_input(ag, s1, x1);
-            for (int f = 0; f < F; f++) ag->x[f * T + k] = x1[f];   /* into the tile's column k */
+            for (int f = 0; f < F; f++) x[f * T + k] = x1[f];   /* into the tile's column k */
         }
-        hbl_mlp_forward(m, ag->w_train, ag->x, ag->z, ag->a);
+        hbl_mlp_forward(m, ag->w_train, x, z, a);
         for (int k = 0; k < n; k++) {
             /* target from the inference (target) network */
             to_input(ag, s2[k], ag->x2);
@@ -423,8 +424,8 @@ double hbl_agent_train(struct hbl_agent *ag)
             values_of(ag, o2, v);
             int best = argmax(v, NA);
             /* sample k's outputs are column k of the output rows */
-            const float *o = ag->z + (size_t)out_row * T + k;
-            float *dout = ag->dout + k;
+            const float *o = z + (size_t)out_row * T + k;
+            float *dout = douts + k;
             if (!c51) {
                 float y = r[k] + (float)c->gamma * v[best], d = o[act[k] * T] - y;
                 float ad = fabsf(d);
@@ -441,8 +442,9 @@ double hbl_agent_train(struct hbl_agent *ag)
                 }
             }
         }
-        hbl_mlp_backward(m, ag->w_train, ag->x, ag->z, ag->a, ag->dout, ag->grad, ag->scratch);
+        hbl_mlp_backward(m, ag->w_train, x, z, a, douts, ag->grad, scratch);
     }
+    free(x);
     optimizer_step(ag);
     lock(ag);
     ag->st.train_steps++;
