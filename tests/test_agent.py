@@ -58,8 +58,10 @@ def test_gradient_matches_finite_differences():
 
 @pytest.mark.parametrize("nactions,atoms", [(2, 51), (3, 51), (4, 21), (2, 8), (2, 5)])
 def test_decision_values_match_numpy(nactions, atoms):
-    """The decision path (transposed, padded inference weights; the C51 expectation
-    eight atoms at a time, with a partial last group) against NumPy on the same weights."""
+    """The decision path (the int16 inference network; the C51 expectation eight atoms at a
+    time over atoms padded to whole registers) against NumPy's FP32 network on the same weights:
+    the values to 2e-3 (int16 sums and a degree-3 exp), the greedy action wherever the best
+    two values are further apart than that."""
     nbins = [2, 8, 64, 64, 8, nactions, 64]
     ag = Agent(nbins=nbins, nactions=nactions, atoms=atoms, vmin=-3.0, vmax=7.0, seed=11)
     rng = np.random.default_rng(2)
@@ -78,8 +80,8 @@ def test_decision_values_match_numpy(nactions, atoms):
         p = np.exp(logits - logits.max(axis=1, keepdims=True))
         expected = (p * support).sum(axis=1) / p.sum(axis=1)
         got = np.array(ag.values(s))
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
-        if np.sort(expected)[-1] - np.sort(expected)[-2] > 1e-3:
+        np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-3)
+        if np.sort(expected)[-1] - np.sort(expected)[-2] > 4e-3:
             assert ag.greedy(s) == int(np.argmax(expected))
 
 
@@ -240,4 +242,4 @@ def test_memory_and_inference_figures():
     expected = sum(a.memory_bytes() for a in sim.agents())
     assert f["agents_memory_bytes"] == expected and expected > 50_000
     assert 0 < f["placement_decision_ns"] and 0 < f["placement_inference_ns"]
-    assert 0 < f["placement_linear_ns"]
+    assert 0 < f["placement_inference_fp32_ns"] and 0 < f["placement_linear_fp32_ns"]
