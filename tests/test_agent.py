@@ -183,6 +183,48 @@ def test_save_load_round_trip_and_refusals(tmp_path):
     tri = load_hss("tri")
     with pytest.raises(HblError, match="another shape"):
         Simulator(tri, "sibyl", [100, 300, None]).load_agents(path)
+    raw = bytearray(path.read_bytes())
+    raw[8:12] = (3).to_bytes(4, "little")
+    (tmp_path / "v3.agent").write_bytes(bytes(raw))
+    with pytest.raises(HblError, match="version 3, this hbl reads versions 1 and 2"):
+        fresh.load_agents(tmp_path / "v3.agent")
+
+
+def test_version_1_files_load_and_give_the_fp32_reference():
+    """A file of version 1 (FP32 inference weights) is quantized at load; its FP32 copy
+    serves as the reference of the shadow at once."""
+    from hbl import pretrained
+    from hbl.devices import load_hss
+    from hbl.trace import load
+    path = pretrained.shipped("sibyl", "cost", 2)
+    if path is None or int.from_bytes(path.read_bytes()[8:12], "little") != 1:
+        pytest.skip("no shipped agent file of version 1")
+    sim = Simulator(load_hss("cost"), "sibyl", [500, None], seed=2)
+    sim.agents()[0].set_shadow(True)
+    sim.load_agents(path)
+    data, _ = load("synth:hm:requests=5000")
+    sim.feed(data)
+    compared, agreed = sim.agents()[0].agreement()
+    assert compared > 4000 and agreed >= 0.999 * compared
+
+
+def test_quantized_inference_agrees_with_fp32_on_realized_states():
+    """Agents trained online from a short trace decide with the int16 network; on every greedy
+    decision of the run (the states it met), the FP32 network of the same weights picks the same
+    action >= 99.9% of the time; both agents fit in 206 KiB."""
+    from hbl.devices import load_hss
+    from hbl.trace import load
+    data, _ = load("synth:prxy:requests=60000")
+    sim = Simulator(load_hss("cost"), "harmonia", [2000, None], params={"sync_every": 500})
+    for a in sim.agents():
+        a.set_shadow(True)
+    sim.feed(data)
+    for a in sim.agents():
+        compared, agreed = a.agreement()
+        assert a.stats()["syncs"] > 5 and compared > 1000
+        assert agreed >= 0.999 * compared, (compared, agreed)
+        a.set_shadow(False)
+    assert sum(a.memory_bytes() for a in sim.agents()) <= 206 * 1024
 
 
 @pytest.mark.parametrize("hss", ["tri", "quad"])
@@ -243,3 +285,4 @@ def test_memory_and_inference_figures():
     assert f["agents_memory_bytes"] == expected and expected > 50_000
     assert 0 < f["placement_decision_ns"] and 0 < f["placement_inference_ns"]
     assert 0 < f["placement_inference_fp32_ns"] and 0 < f["placement_linear_fp32_ns"]
+    assert expected <= 206 * 1024
