@@ -239,11 +239,11 @@ void hbl_mlp_quantize(const struct hbl_mlp *m, const float *w, const float *in_s
     int16_t *qw = (int16_t *)((char *)q + (size_t)m->qnf * 4);
     memset(q, 0, (size_t)m->qbytes);
     /* per input of the current layer: its real range [lo, hi], the real value
-     * of one quantum (ascale) and the largest |x_q| */
-    double lo[512], hi[512], ascale[512], xmax[512], nlo[512], nhi[512];
+     * of one quantum (ascale) and the range of x_q, [qlo, qhi] */
+    double lo[512], hi[512], ascale[512], qlo[512], qhi[512], nlo[512], nhi[512];
     for (int i = 0; i < m->sizes[0]; i++) {
         lo[i] = 0; hi[i] = (double)in_max[i] * in_scale[i];
-        ascale[i] = in_scale[i]; xmax[i] = in_max[i];
+        ascale[i] = in_scale[i]; qlo[i] = 0; qhi[i] = in_max[i];
     }
     for (int l = 0; l < m->nl; l++) {
         int ni = m->sizes[l], no = m->sizes[l + 1], hidden = l < m->nl - 1;
@@ -256,15 +256,18 @@ void hbl_mlp_quantize(const struct hbl_mlp *m, const float *w, const float *in_s
         for (int k = 0; k < no; k++) {
             int j = hidden || !m->qgroup ? k : k / m->qgroup * m->qgpad + k % m->qgroup;   /* k's place */
             const float *row = W + (size_t)k * ni;
-            double maxabs = 0, sum = 0, zlo = b[k], zhi = b[k];
+            /* the sum's range, in units of the weights' quantum: its larger end
+             * bounds it (the weights' rounding adds at most 512 x 8201 / 2 < 2^24) */
+            double maxabs = 0, sp = 0, sn = 0, zlo = b[k], zhi = b[k];
             for (int i = 0; i < ni; i++) {
                 double wq = row[i] * ascale[i];     /* weight of x_q */
                 maxabs = fmax(maxabs, fabs(wq));
-                sum += fabs(wq) * xmax[i];
+                sp += fmax(wq * qlo[i], wq * qhi[i]);
+                sn += fmin(wq * qlo[i], wq * qhi[i]);
                 zlo += row[i] > 0 ? row[i] * lo[i] : row[i] * hi[i];
                 zhi += row[i] > 0 ? row[i] * hi[i] : row[i] * lo[i];
             }
-            double s = fmax(maxabs / Q_W, sum / Q_SUM);
+            double s = fmax(maxabs / Q_W, fmax(sp, -sn) / Q_SUM);
             if (!(s > 0)) s = 1;
             for (int i = 0; i < ni; i++)
                 T[((size_t)(i / 2) * pno + j) * 2 + (i & 1)] = (int16_t)lrint(row[i] * ascale[i] / s);
@@ -299,7 +302,10 @@ void hbl_mlp_quantize(const struct hbl_mlp *m, const float *w, const float *in_s
         for (int j = 0; j < no; j++) {
             lo[j] = nlo[j]; hi[j] = nhi[j];
             ascale[j] = IA[j] > 0 ? 1.0 / IA[j] : 0.0;
-            xmax[j] = Q_ACT + 1;   /* rounding of the activation may reach one more */
+            /* the quick exp, the approximate reciprocal (12 bits) and the
+             * rounding may take an activation up to 3 quanta past its bound: 10 */
+            qlo[j] = floor(lo[j] * IA[j]) - 10;
+            qhi[j] = ceil(hi[j] * IA[j]) + 10;
         }
     }
 }
