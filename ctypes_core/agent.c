@@ -218,10 +218,10 @@ static void values_of(const struct hbl_agent *ag, const float *out, int A, const
     int A8 = A & ~7;
     for (int k = 0; k < NA; k++) {
         const float *l = out + k * A;
-        if (shift && shift[NA + k] != 0 && A8 == A) {   /* the quantized network's bounds */
+        if (shift && shift[NA + k] != 0) {   /* the quantized network, its outputs in units of ln 2 (A: whole registers) */
             v8f se8 = {}, sz8 = {};
             for (int i = 0; i < A; i += 8) {
-                v8f e = v8_exp_quick(v8_load(l + i) - shift[k]);
+                v8f e = v8_exp2_quick(v8_load(l + i));
                 se8 += e;
                 sz8 += e * v8_load(ag->support + i);
             }
@@ -383,11 +383,12 @@ void hbl_c51_project(float r, float gamma, const float *p, int32_t A, float vmin
     }
 }
 
-static void softmax(const float *l, int n, float *p)
+/* p = softmax(scale * l) */
+static void softmax(const float *l, int n, float scale, float *p)
 {
     float mx = l[0], s = 0;
     for (int i = 1; i < n; i++) mx = l[i] > mx ? l[i] : mx;
-    for (int i = 0; i < n; i++) { p[i] = hbl_expf(l[i] - mx); s += p[i]; }
+    for (int i = 0; i < n; i++) { p[i] = hbl_expf(scale * (l[i] - mx)); s += p[i]; }
     for (int i = 0; i < n; i++) p[i] /= s;
 }
 
@@ -447,9 +448,10 @@ double hbl_agent_train(struct hbl_agent *ag)
             loss += ad <= 1 ? 0.5 * d * d : ad - 0.5;
             ag->dout[act] = (d > 1 ? 1 : d < -1 ? -1 : d) * inv_b;
         } else {
-            softmax(o2 + best * ag->m.qgpad, A, ag->probs);
+            const float *shift = hbl_mlp_q_shifts(m, ag->q);   /* outputs of a safe group: in units of ln 2 */
+            softmax(o2 + best * ag->m.qgpad, A, shift[NA + best] != 0 ? 0.693147181f : 1.0f, ag->probs);
             hbl_c51_project(r, (float)c->gamma, ag->probs, A, (float)c->vmin, (float)c->vmax, ag->proj);
-            softmax(o + act * A, A, ag->probs);
+            softmax(o + act * A, A, 1.0f, ag->probs);
             for (int j = 0; j < A; j++) {
                 loss -= ag->proj[j] * logf(ag->probs[j] + 1e-12f);
                 ag->dout[act * A + j] = (ag->probs[j] - ag->proj[j]) * inv_b;

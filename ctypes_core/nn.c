@@ -290,12 +290,16 @@ void hbl_mlp_quantize(const struct hbl_mlp *m, const float *w, const float *in_s
         if (!hidden) {
             int G = m->qgroup ? no / m->qgroup : 0;
             for (int g = 0; g < G; g++) {
-                float shift = (float)(ghi[g] - 40), *pad = B + g * m->qgpad;
+                float shift = (float)(ghi[g] - 40), *gs = S + g * m->qgpad, *gb = B + g * m->qgpad;
                 int safe = ghi[g] - glo[g] <= 100;
                 IA[g] = safe ? shift : 0.0f;
                 IA[G + g] = (float)safe;
+                for (int i = 0; safe && i < m->qgroup; i++) {
+                    gs[i] *= 1.44269504f;
+                    gb[i] = (gb[i] - shift) * 1.44269504f;
+                }
                 /* padding: nothing under a softmax (exp(-87) next to atoms of at least exp(-60)) */
-                for (int i = m->qgroup; i < m->qgpad; i++) pad[i] = safe ? shift - 87.0f : -1e30f;
+                for (int i = m->qgroup; i < m->qgpad; i++) gb[i] = safe ? -87.0f * 1.44269504f : -1e30f;
             }
             break;
         }
@@ -356,7 +360,7 @@ const float *hbl_mlp_infer_q(const struct hbl_mlp *m, const void *q, const int16
         const float *IA = qf + m->qaoff[l];
         for (int j = 0; j < no; j += 8) {
             v8f v = v8_load(zl + j);
-            v8f e = v8_exp_quick(v8_max(v8_min(-v, (v8f){} + 87.0f), (v8f){} - 87.0f));
+            v8f e = v8_exp2_quick(v8_max(v8_min(v * -1.44269504f, (v8f){} + 125.0f), (v8f){} - 125.0f));
             v = v * v8_load(IA + j) * v8_rcp(1.0f + e);
             v8s hq = __builtin_convertvector(v8_rint(v), v8s);
             memcpy(hl + j, &hq, sizeof(hq));

@@ -68,9 +68,10 @@ void hbl_mlp_group_outputs(struct hbl_mlp *m, int group);
 void hbl_mlp_quantize(const struct hbl_mlp *m, const float *w, const float *in_scale, const float *in_max, void *q);
 /* Softmax shifts of a quantized copy with grouped outputs: for group k,
  * shift[k], and shift[ngroups + k] = 1 if every output of the group is within
- * [shift - 60, shift + 40] for every input (interval bounds; the padding units
- * at shift - 87), so a softmax may subtract the shift instead of the maximum
- * and skip exp's clamp; 0 if not. */
+ * [shift - 60, shift + 40] for every input (interval bounds).  Such a group's
+ * outputs are then (logit - shift) / ln 2 (its padding units -87 / ln 2): a
+ * softmax takes 2^output with no maximum, no clamp and no multiply; 0 if not,
+ * and the outputs are the logits. */
 static inline const float *hbl_mlp_q_shifts(const struct hbl_mlp *m, const void *q)
 {
     return (const float *)q + m->qaoff[m->nl - 1];
@@ -160,12 +161,11 @@ static inline v8f v8_exp(v8f x)
     return (v8f)((v8i)p + (__builtin_convertvector(tf, v8i) << 23));
 }
 
-/* exp for the quantized network, x in [-87, 87]: no clamp, and 2^f of degree 3
- * (a fitted minimax, relative error 9e-5, below the int16 network's own): four
- * multiply-adds fewer on the decision path's longest chains */
-static inline v8f v8_exp_quick(v8f x)
+/* 2^t for the quantized network, t in [-126, 126]: no clamp, and 2^f of degree
+ * 3 (a fitted minimax, relative error 9e-5, below the int16 network's own):
+ * four multiply-adds fewer on the decision path's longest chains */
+static inline v8f v8_exp2_quick(v8f t)
 {
-    v8f t = x * 1.44269504f;
     v8f tf = v8_floor(t);
     v8f f = t - tf;
     v8f p = 1.0f + f * (0.695116616f + f * (0.227645702f + f * 0.0770664121f));
