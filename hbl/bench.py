@@ -147,10 +147,11 @@ def agreement(policies=AGREEMENT_POLICIES, hss=("perf", "cost"), traces=None, sy
               jobs=None):
     """Share of greedy decisions where the int16 inference network picks the FP32 network's
     action, measured during real runs (shipped agents loaded, training online) of every policy
-    on the default compare suite (bundled MSR slices, apps: slices, synthetic suite)."""
+    on the default compare suite (bundled MSR slices, apps: slices, the cached full captures,
+    synthetic suite)."""
     import multiprocessing
     from hbl.compare import default_traces
-    traces = traces or [t for t in default_traces(synthetic_requests) if not t.startswith("workload:")]
+    traces = traces or default_traces(synthetic_requests)
     work = [(p, h, t, seed) for p in policies for h in hss for t in traces]
     with multiprocessing.get_context("fork").Pool(jobs or os.cpu_count()) as pool:
         runs = [r for rs in pool.imap(_agreement_run, work) for r in rs]
@@ -158,7 +159,7 @@ def agreement(policies=AGREEMENT_POLICIES, hss=("perf", "cost"), traces=None, sy
 
 
 def format_agreement(a):
-    """Per policy, agent and trace family (bundled, apps, synth): decisions compared and agreeing."""
+    """Per policy, agent and trace family (bundled, apps, workload, synth): decisions compared and agreeing."""
     groups = {}
     for r in a["runs"]:
         fam = r["trace"].split(":")[0]
