@@ -3,7 +3,10 @@
  * decisions from an inference copy of the network, and training of a second
  * copy from an experience buffer, off the decision path.  The inference copy
  * is also the target network of the updates; it receives the trained weights
- * every sync_every decisions (Sibyl's scheme).
+ * every sync_every decisions (Sibyl's scheme).  It is quantized (int16
+ * weights and activations, nn.c): a decision costs half the FP32 forward
+ * pass, its greedy action is the FP32 network's on >= 99.9% of real states
+ * (results/inference.txt), and it takes half the memory.  Training is FP32.
  *
  * Two value heads: DQN (one Q per action, Huber loss) and categorical C51
  * (a distribution over `atoms` fixed returns per action, cross-entropy to the
@@ -42,16 +45,21 @@ struct hbl_agent {
     struct hbl_agent_config cfg;
     struct hbl_mlp m;
     int nout;
-    float scale[16];
-    float *w_inf;               /* inference (and target) network, transposed layout */
+    float scale[16], inmax[16];
+    void *q;                    /* inference (and target) network, quantized (hbl_mlp_quantize) */
+    /* debugging the quantization (hbl_agent_set_shadow): the FP32 inference
+     * network of the same weights, transposed, and how often both agree */
+    float *ref;
+    int ref_valid;
+    uint64_t compared, agreed;
     float *w_train, *grad, *m1, *m2;
     float *support;
     /* experience buffer: states as bytes */
     uint8_t *bs, *bs2, *ba;
     _Float16 *br;               /* rewards at half precision: 3 digits are plenty, and it halves their memory */
     int64_t nbuf, head;
-    /* training scratch: one target (x2, z2), one sample's logits (logits, probs, proj) */
-    float *x2, *z2, *logits, *proj, *probs;
+    /* training scratch: one target (z2), one sample's logits (logits, probs, proj) */
+    float *z2, *logits, *proj, *probs;
     uint64_t rng, adam_t;
     /* decision cache: greedy actions of recently seen states, valid until the
      * next sync (the inference weights do not change in between) */
@@ -133,14 +141,16 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
         free(ag);
         return NULL;
     }
-    for (int f = 0; f < cfg->nfeatures; f++)
+    hbl_mlp_group_outputs(&ag->m, c51 ? cfg->atoms : 0);
+    for (int f = 0; f < cfg->nfeatures; f++) {
         ag->scale[f] = cfg->nbins[f] > 1 ? 1.0f / (float)(cfg->nbins[f] - 1) : 0.0f;
+        ag->inmax[f] = (float)(cfg->nbins[f] - 1);
+    }
     size_t np = (size_t)ag->m.np, B = (size_t)cfg->buffer, F = (size_t)cfg->nfeatures;
-    ag->w_inf = alloc_lines(ag, (size_t)ag->m.pnp * 4); ag->w_train = alloc(ag, np * 4); ag->grad = alloc(ag, np * 4);
+    ag->q = alloc_lines(ag, (size_t)ag->m.qbytes); ag->w_train = alloc(ag, np * 4); ag->grad = alloc(ag, np * 4);
     ag->m1 = alloc(ag, np * 4); ag->m2 = alloc(ag, np * 4);
     ag->bs = alloc(ag, B * F); ag->bs2 = alloc(ag, B * F); ag->ba = alloc(ag, B); ag->br = alloc(ag, B * sizeof(_Float16));
-    ag->x2 = alloc(ag, 16 * 4);
-    ag->z2 = alloc(ag, ((size_t)ag->m.punits + OUT_SLACK) * 4);
+    ag->z2 = alloc(ag, ((size_t)ag->m.qunits + OUT_SLACK) * 4);
     if (cfg->cache) {
         ag->ckey = alloc(ag, (size_t)cfg->cache * 8);
         ag->cact = alloc(ag, (size_t)cfg->cache);
@@ -148,13 +158,13 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
         ag->cgen = 1;
     }
     if (c51) {
-        ag->support = alloc(ag, (size_t)cfg->atoms * 4);
+        ag->support = alloc(ag, (size_t)ag->m.qgpad * 4);   /* zero past the atoms */
         ag->logits = alloc(ag, (size_t)cfg->atoms * 4);
         ag->proj = alloc(ag, (size_t)cfg->atoms * 4);
         ag->probs = alloc(ag, (size_t)cfg->atoms * 4);
     }
-    if (!ag->w_inf || !ag->w_train || !ag->grad || !ag->m1 || !ag->m2 || !ag->bs || !ag->bs2 || !ag->ba ||
-        !ag->br || !ag->x2 || !ag->z2 ||
+    if (!ag->q || !ag->w_train || !ag->grad || !ag->m1 || !ag->m2 || !ag->bs || !ag->bs2 || !ag->ba ||
+        !ag->br || !ag->z2 ||
         (c51 && (!ag->support || !ag->logits || !ag->proj || !ag->probs)) || (cfg->cache && (!ag->ckey || !ag->cact))) {
         hbl_agent_free(ag);
         snprintf(err, errlen, "out of memory");
@@ -166,7 +176,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->rng = cfg->seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
     if (!ag->rng) ag->rng = 1;
     hbl_mlp_init_params(&ag->m, ag->w_train, &ag->rng);
-    hbl_mlp_transpose(&ag->m, ag->w_train, ag->w_inf);
+    hbl_mlp_quantize(&ag->m, ag->w_train, ag->scale, ag->inmax, ag->q);
     ag->st.epsilon = 1.0;
     ag->trng = ag->rng ^ 0x5DEECE66DULL;
     pthread_mutex_init(&ag->lock, NULL);
@@ -177,9 +187,9 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
 void hbl_agent_free(struct hbl_agent *ag)
 {
     if (!ag) return;
-    free(ag->w_inf); free(ag->w_train); free(ag->grad); free(ag->m1); free(ag->m2);
+    free(ag->q); free(ag->ref); free(ag->w_train); free(ag->grad); free(ag->m1); free(ag->m2);
     free(ag->bs); free(ag->bs2); free(ag->ba); free(ag->br);
-    free(ag->x2); free(ag->z2);
+    free(ag->z2);
     free(ag->support); free(ag->logits); free(ag->proj); free(ag->probs);
     free(ag->ckey); free(ag->cact);
     pthread_mutex_destroy(&ag->lock);
@@ -193,18 +203,31 @@ static inline void to_input(const struct hbl_agent *ag, const uint8_t *s, float 
 }
 
 /* Expected value of each action from an output layer (C51: softmax over the
- * atoms, then the mean of the support; eight atoms at a time).  The last,
- * partial group of atoms is read as a whole vector (`out` has OUT_SLACK
+ * atoms, then the mean of the support; eight atoms at a time), its actions A
+ * units apart: the atoms (FP32 layout), or the atoms padded to whole registers
+ * with logits that vanish under the softmax (quantized layout, m.qgpad).  A
+ * last, partial group of atoms is read as a whole vector (`out` has OUT_SLACK
  * floats past its end); only its own lanes are used. */
-static void values_of(const struct hbl_agent *ag, const float *out, float *v)
+static void values_of(const struct hbl_agent *ag, const float *out, int A, const float *shift, float *v)
 {
+    int NA = ag->cfg.nactions;
     if (ag->cfg.head == HBL_HEAD_DQN) {
-        memcpy(v, out, (size_t)ag->cfg.nactions * sizeof(float));
+        memcpy(v, out, (size_t)NA * sizeof(float));
         return;
     }
-    int A = ag->cfg.atoms, A8 = A & ~7;
-    for (int k = 0; k < ag->cfg.nactions; k++) {
+    int A8 = A & ~7;
+    for (int k = 0; k < NA; k++) {
         const float *l = out + k * A;
+        if (shift && shift[NA + k] != 0) {   /* the quantized network, its outputs in units of ln 2 (A: whole registers) */
+            v8f se8 = {}, sz8 = {};
+            for (int i = 0; i < A; i += 8) {
+                v8f e = v8_exp2_quick(v8_load(l + i));
+                se8 += e;
+                sz8 += e * v8_load(ag->support + i);
+            }
+            v[k] = v8_hsum(sz8) / v8_hsum(se8);
+            continue;
+        }
         float mx = l[0];
         if (A8) {
             v8f m8 = v8_load(l);
@@ -218,8 +241,7 @@ static void values_of(const struct hbl_agent *ag, const float *out, float *v)
             se8 += e;
             sz8 += e * v8_load(ag->support + i);
         }
-        float se = 0, sz = 0;
-        for (int j = 0; j < 8; j++) { se += se8[j]; sz += sz8[j]; }
+        float se = v8_hsum(se8), sz = v8_hsum(sz8);
         if (A8 < A) {
             v8f e = v8_exp(v8_load(l + A8) - mx);
             for (int i = A8; i < A; i++) {
@@ -239,13 +261,31 @@ static int argmax(const float *v, int n)
 }
 
 /* The forward pass of the inference network on the stack: no shared scratch,
- * so a live controller may decide on one thread while another trains. */
+ * so a live controller may decide on one thread while another trains.  The
+ * quantized network takes the bins themselves as its inputs. */
+static const float *infer_q(const struct hbl_agent *ag, const uint8_t *state, float *z, int16_t *h)
+{
+    int16_t x[16] = {0};
+    for (int f = 0; f < ag->cfg.nfeatures; f++) x[f] = state[f];
+    return hbl_mlp_infer_q(&ag->m, ag->q, x, z, h);
+}
+
 static int greedy(const struct hbl_agent *ag, const uint8_t *state, float *v)
 {
-    float x[16] = {0}, z[2048];
+    float z[2048];
+    int16_t h[2048];
+    if (ag->m.qunits + OUT_SLACK > 2048) return 0;
+    values_of(ag, infer_q(ag, state, z, h), ag->m.qgpad, hbl_mlp_q_shifts(&ag->m, ag->q), v);
+    return argmax(v, ag->cfg.nactions);
+}
+
+/* The FP32 network's greedy action over transposed weights wt. */
+static int greedy_fp32(const struct hbl_agent *ag, const float *wt, const uint8_t *state)
+{
+    float x[16] = {0}, z[2048], v[8];
     if (ag->m.punits + OUT_SLACK > 2048) return 0;
     to_input(ag, state, x);
-    values_of(ag, hbl_mlp_infer(&ag->m, ag->w_inf, x, z), v);
+    values_of(ag, hbl_mlp_infer(&ag->m, wt, x, z), ag->cfg.atoms, NULL, v);
     return argmax(v, ag->cfg.nactions);
 }
 
@@ -300,6 +340,10 @@ int32_t hbl_agent_act(struct hbl_agent *ag, const uint8_t *state)
         a = (int)(hbl_xorshift(&ag->rng) % (uint64_t)c->nactions);
     } else {
         a = greedy_cached(ag, state);
+        if (ag->ref_valid) {
+            ag->compared++;
+            ag->agreed += greedy_fp32(ag, ag->ref, state) == a;
+        }
     }
     ag->st.actions[a]++;
     unlock(ag);
@@ -348,14 +392,14 @@ void hbl_c51_project(float r, float gamma, const float *p, int32_t A, float vmin
     memcpy(out, slot, (size_t)A * sizeof(float));
 }
 
-/* p = softmax(l); returns log of the normaliser, so log p_i = l_i - lse */
-static float softmax(const float *l, int n, float *p)
+/* p = softmax(scale * l); returns the log of the normaliser, so log p_i = scale * l_i - lse */
+static float softmax(const float *l, int n, float scale, float *p)
 {
     float mx = l[0], s = 0;
     for (int i = 1; i < n; i++) mx = l[i] > mx ? l[i] : mx;
-    for (int i = 0; i < n; i++) { p[i] = hbl_expf(l[i] - mx); s += p[i]; }
+    for (int i = 0; i < n; i++) { p[i] = hbl_expf(scale * (l[i] - mx)); s += p[i]; }
     for (int i = 0; i < n; i++) p[i] /= s;
-    return mx + logf(s);
+    return scale * mx + logf(s);
 }
 
 static void optimizer_step(struct hbl_agent *ag)
@@ -419,9 +463,9 @@ double hbl_agent_train(struct hbl_agent *ag)
         hbl_mlp_forward(m, ag->w_train, x, z, a);
         for (int k = 0; k < n; k++) {
             /* target from the inference (target) network */
-            to_input(ag, s2[k], ag->x2);
-            const float *o2 = hbl_mlp_infer(m, ag->w_inf, ag->x2, ag->z2);
-            values_of(ag, o2, v);
+            int16_t h2[2048];
+            const float *o2 = infer_q(ag, s2[k], ag->z2, h2);
+            values_of(ag, o2, ag->m.qgpad, hbl_mlp_q_shifts(m, ag->q), v);
             int best = argmax(v, NA);
             /* sample k's outputs are column k of the output rows */
             const float *o = z + (size_t)out_row * T + k;
@@ -432,10 +476,11 @@ double hbl_agent_train(struct hbl_agent *ag)
                 loss += ad <= 1 ? 0.5 * d * d : ad - 0.5;
                 dout[act[k] * T] = (d > 1 ? 1 : d < -1 ? -1 : d) * inv_b;
             } else {
-                softmax(o2 + best * A, A, ag->probs);
+                const float *shift = hbl_mlp_q_shifts(m, ag->q);   /* outputs of a safe group: in units of ln 2 */
+                softmax(o2 + best * ag->m.qgpad, A, shift[NA + best] != 0 ? 0.693147181f : 1.0f, ag->probs);
                 hbl_c51_project(r[k], (float)c->gamma, ag->probs, A, (float)c->vmin, (float)c->vmax, ag->proj);
                 for (int j = 0; j < A; j++) ag->logits[j] = o[(act[k] * A + j) * T];
-                float lse = softmax(ag->logits, A, ag->probs);
+                float lse = softmax(ag->logits, A, 1.0f, ag->probs);
                 for (int j = 0; j < A; j++) {
                     loss -= ag->proj[j] * (ag->logits[j] - lse);   /* cross-entropy, log-softmax */
                     dout[(act[k] * A + j) * T] = (ag->probs[j] - ag->proj[j]) * inv_b;
@@ -459,7 +504,11 @@ void hbl_agent_sync(struct hbl_agent *ag)
 {
     tlock(ag);
     lock(ag);
-    hbl_mlp_transpose(&ag->m, ag->w_train, ag->w_inf);
+    hbl_mlp_quantize(&ag->m, ag->w_train, ag->scale, ag->inmax, ag->q);
+    if (ag->ref) {
+        hbl_mlp_transpose(&ag->m, ag->w_train, ag->ref);
+        ag->ref_valid = 1;
+    }
     cache_invalidate(ag);
     ag->st.syncs++;
     unlock(ag);
@@ -529,20 +578,62 @@ double hbl_agent_bench_inference(const struct hbl_agent *ag, const uint8_t *stat
     return ns_since(&t0, n);
 }
 
-double hbl_agent_bench_linear(const struct hbl_agent *ag, const uint8_t *states, int32_t nstates, int64_t n)
+/* The FP32 inference network of the training weights, transposed, on lines. */
+static float *fp32_copy(const struct hbl_agent *ag)
+{
+    float *wt = aligned_alloc(64, ((size_t)ag->m.pnp * 4 + 63) & ~(size_t)63);
+    if (wt) hbl_mlp_transpose(&ag->m, ag->w_train, wt);
+    return wt;
+}
+
+double hbl_agent_bench_fp32(const struct hbl_agent *ag, const uint8_t *states, int32_t nstates, int64_t n,
+                            int32_t linear)
 {
     struct timespec t0;
     volatile float sink = 0;
     int F = ag->cfg.nfeatures;
     float x[16] = {0}, z[2048];
-    if (ag->m.punits > 2048) return 0;
+    float *wt = fp32_copy(ag);
+    if (ag->m.punits + OUT_SLACK > 2048 || !wt) { free(wt); return 0; }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int64_t i = 0; i < n; i++) {
-        to_input(ag, states + (i % nstates) * F, x);
-        sink += hbl_mlp_infer_linear(&ag->m, ag->w_inf, x, z)[i % ag->nout];
+        const uint8_t *s = states + (i % nstates) * F;
+        if (linear) {
+            to_input(ag, s, x);
+            sink += hbl_mlp_infer_linear(&ag->m, wt, x, z)[i % ag->nout];
+        } else {
+            sink += greedy_fp32(ag, wt, s);
+        }
     }
     (void)sink;
-    return ns_since(&t0, n);
+    double ns = ns_since(&t0, n);
+    free(wt);
+    return ns;
+}
+
+void hbl_agent_set_shadow(struct hbl_agent *ag, int32_t on)
+{
+    lock(ag);
+    free(ag->ref);
+    ag->ref = NULL;
+    ag->ref_valid = 0;
+    ag->compared = ag->agreed = 0;
+    if (on) {
+        ag->ref = fp32_copy(ag);
+        /* the training weights are the inference ones until the first training
+         * step; after it, the reference waits for the next sync */
+        ag->ref_valid = ag->ref && !ag->loaded && !ag->st.train_steps;
+    }
+    unlock(ag);
+}
+
+void hbl_agent_agreement(const struct hbl_agent *ag, uint64_t *compared, uint64_t *agreed)
+{
+    struct hbl_agent *w = (struct hbl_agent *)ag;
+    lock(w);
+    *compared = ag->compared;
+    *agreed = ag->agreed;
+    unlock(w);
 }
 
 double hbl_agent_bench_decisions(struct hbl_agent *ag, const uint8_t *states, int32_t nstates,
@@ -574,12 +665,13 @@ int32_t hbl_agent_buffer_states(const struct hbl_agent *ag, uint8_t *out, int32_
 /* ---- saved agents ----
  * "HBLAGENT", u32 version, char policy[32], u32 count, then per agent: the
  * shape (nfeatures, nbins[16], nactions, nhidden, hidden[4], head, atoms,
- * vmin, vmax), u32 nparams, inference weights (transposed layout) and
+ * vmin, vmax), u32 nparams, the inference network (version 2: quantized,
+ * m.qbytes; version 1: FP32, transposed layout, quantized at load) and the
  * training weights, optimizer moments and step; finally an FNV-1a 64
  * checksum of everything before it.  Little-endian hosts. */
 
 #define AGENT_MAGIC "HBLAGENT"
-#define AGENT_VERSION 1u
+#define AGENT_VERSION 2u
 
 struct shape {
     int32_t nfeatures; uint8_t nbins[16]; int32_t nactions, nhidden, hidden[4], head, atoms;
@@ -631,7 +723,7 @@ int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *
         shape_of(&ag->cfg, &s);
         uint32_t np = (uint32_t)ag->m.np;
         put(&w, &s, sizeof(s)); put(&w, &np, 4);
-        put(&w, ag->w_inf, (size_t)ag->m.pnp * 4u); put(&w, ag->w_train, np * 4u);
+        put(&w, ag->q, (size_t)ag->m.qbytes); put(&w, ag->w_train, np * 4u);
         put(&w, ag->m1, np * 4u); put(&w, ag->m2, np * 4u); put(&w, &ag->adam_t, 8);
     }
     for (int k = n - 1; k >= 0; k--) { unlock(agents[k]); tunlock(agents[k]); }
@@ -673,8 +765,9 @@ int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *
     char name[33] = {0};
     memcpy(name, buf + 12, 32);
     if (memcmp(buf, AGENT_MAGIC, 8)) { snprintf(err, errlen, "%s: not an hbl agent file", path); goto out; }
-    if (version != AGENT_VERSION) {
-        snprintf(err, errlen, "%s: agent file version %u, this hbl reads version %u", path, version, AGENT_VERSION);
+    if (version != AGENT_VERSION && version != 1) {
+        snprintf(err, errlen, "%s: agent file version %u, this hbl reads versions 1 and %u", path, version,
+                 AGENT_VERSION);
         goto out;
     }
     if (h != want) { snprintf(err, errlen, "%s: checksum mismatch: the file is corrupt", path); goto out; }
@@ -700,12 +793,27 @@ int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *
                          path, k, s.nfeatures, s.nactions, mine.nfeatures, mine.nactions);
                 goto out;
             }
-            size_t pn = (size_t)ag->m.pnp * 4u, need = pn + (size_t)np * 12u + 8;
+            size_t pn = version == 1 ? (size_t)ag->m.pnp * 4u : (size_t)ag->m.qbytes;
+            size_t need = pn + (size_t)np * 12u + 8;
             if (off + need > (size_t)size - 8) { snprintf(err, errlen, "%s: truncated", path); goto out; }
             if (pass == 1) {
+                float *w1 = NULL;
+                if (version == 1 && !(w1 = malloc((size_t)np * 4u))) {
+                    snprintf(err, errlen, "out of memory");
+                    goto out;
+                }
                 tlock(ag);
                 lock(ag);
-                memcpy(ag->w_inf, buf + off, pn);
+                if (version == 1) {
+                    float *wt = (float *)(buf + off);   /* malloc'd: aligned for floats; off is a multiple of 4 */
+                    hbl_mlp_untranspose(&ag->m, wt, w1);
+                    hbl_mlp_quantize(&ag->m, w1, ag->scale, ag->inmax, ag->q);
+                    if (ag->ref) memcpy(ag->ref, wt, pn);
+                    free(w1);
+                } else {
+                    memcpy(ag->q, buf + off, pn);
+                }
+                ag->ref_valid = ag->ref && version == 1;   /* a version 2 file holds no FP32 inference copy */
                 memcpy(ag->w_train, buf + off + pn, np * 4u);
                 memcpy(ag->m1, buf + off + pn + np * 4u, np * 4u);
                 memcpy(ag->m2, buf + off + pn + np * 8u, np * 4u);

@@ -241,10 +241,12 @@ int32_t hbl_agent_params(const struct hbl_agent *a, float *out, int32_t max);
 /* Bytes allocated for the agent: networks, optimizer state, buffer, scratch. */
 uint64_t hbl_agent_memory_bytes(const struct hbl_agent *a);
 /* Mean ns per greedy decision over n calls on the given states (measured in C):
- * a full forward pass each time, */
+ * a full forward pass of the (quantized) inference network each time, */
 double hbl_agent_bench_inference(const struct hbl_agent *a, const uint8_t *states, int32_t nstates, int64_t n);
-/* or the multiply-adds alone (the layers without activations or the C51 expectation: a floor), */
-double hbl_agent_bench_linear(const struct hbl_agent *a, const uint8_t *states, int32_t nstates, int64_t n);
+/* or of the FP32 network of the training weights (linear: its multiply-adds
+ * alone, without activations or the C51 expectation), */
+double hbl_agent_bench_fp32(const struct hbl_agent *a, const uint8_t *states, int32_t nstates, int64_t n,
+                            int32_t linear);
 /* or as decisions are made: through the decision cache, emptied every sync_every decisions. */
 double hbl_agent_bench_decisions(struct hbl_agent *a, const uint8_t *states, int32_t nstates,
                                  int32_t sync_every, int64_t n);
@@ -257,6 +259,11 @@ int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *
 /* Loads into existing agents whose configuration must match the file's. */
 int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *const *agents,
                         int32_t n, char *err, int32_t errlen);
+/* Debugging the quantized inference: with on, every greedy decision is also
+ * taken by the FP32 network of the same weights (from the next sync on, or at
+ * once for a fresh agent or a version 1 file) and counted. */
+void hbl_agent_set_shadow(struct hbl_agent *a, int32_t on);
+void hbl_agent_agreement(const struct hbl_agent *a, uint64_t *compared, uint64_t *agreed);
 
 /* Network internals exposed for tests against a NumPy reference. */
 int32_t hbl_mlp_nparams(const int32_t *sizes, int32_t nlayers);

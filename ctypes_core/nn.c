@@ -33,7 +33,26 @@ int hbl_mlp_init(struct hbl_mlp *m, const int32_t *sizes, int nl)
         m->puoff[l] = punits; punits += m->psizes[l + 1];
     }
     m->pnp = pnp; m->punits = punits;
+    hbl_mlp_group_outputs(m, 0);
     return 0;
+}
+
+void hbl_mlp_group_outputs(struct hbl_mlp *m, int group)
+{
+    int nl = m->nl, nout = m->sizes[nl];
+    m->qgroup = group > 0 && nout % group == 0 ? group : 0;
+    m->qgpad = m->qgroup ? (m->qgroup + 7) & ~7 : 0;
+    m->qout = m->qgroup ? nout / m->qgroup * m->qgpad : m->psizes[nl];
+    m->qunits = m->puoff[nl - 1] + m->qout;
+    int qnf = 0, qnw = 0;
+    for (int l = 0; l < nl; l++) {
+        int pno = l == nl - 1 ? m->qout : m->psizes[l + 1];
+        m->qpairs[l] = (m->sizes[l] + 1) / 2;
+        m->qsoff[l] = qnf; m->qboff[l] = qnf + pno; m->qaoff[l] = qnf + 2 * pno; qnf += 3 * pno;
+        m->qwoff[l] = qnw; qnw += m->qpairs[l] * pno * 2;
+    }
+    m->qnf = qnf; m->qnw = qnw;
+    m->qbytes = qnf * 4 + qnw * 2;
 }
 
 void hbl_mlp_init_params(const struct hbl_mlp *m, float *w, uint64_t *rng)
@@ -133,6 +152,18 @@ void hbl_mlp_transpose(const struct hbl_mlp *m, const float *w, float *wt)
     }
 }
 
+void hbl_mlp_untranspose(const struct hbl_mlp *m, const float *wt, float *w)
+{
+    for (int l = 0; l < m->nl; l++) {
+        int ni = m->sizes[l], no = m->sizes[l + 1], pno = m->psizes[l + 1];
+        const float *T = wt + m->pwoff[l];
+        float *W = w + m->woff[l];
+        for (int j = 0; j < no; j++)
+            for (int i = 0; i < ni; i++) W[(size_t)j * ni + i] = T[(size_t)i * pno + j];
+        memcpy(w + m->boff[l], wt + m->pboff[l], (size_t)no * sizeof(float));
+    }
+}
+
 /* nb (1..8) output registers of out = b + T^T in, accumulated at once so the
  * FMA chains run in parallel; nb is a constant after inlining, so acc stays
  * in registers. */
@@ -200,6 +231,151 @@ const float *hbl_mlp_infer(const struct hbl_mlp *m, const float *wt, const float
 const float *hbl_mlp_infer_linear(const struct hbl_mlp *m, const float *wt, const float *x, float *z)
 {
     return infer(m, wt, x, z, 0);
+}
+
+/* ---- quantized inference ---- */
+
+#define Q_ACT 8191.0       /* activations in [-8191, 8191]: 13 bits, so a pair of products stays in int32 */
+#define Q_W 32767.0        /* weights in [-32767, 32767] */
+#define Q_SUM 2130706432.0 /* 2^31 - 2^24: bound on a unit's sum, the margin covering rounding */
+
+static double swish_d(double z) { return z / (1.0 + exp(-z)); }
+
+void hbl_mlp_quantize(const struct hbl_mlp *m, const float *w, const float *in_scale, const float *in_max, void *q)
+{
+    float *qf = q;
+    int16_t *qw = (int16_t *)((char *)q + (size_t)m->qnf * 4);
+    memset(q, 0, (size_t)m->qbytes);
+    /* per input of the current layer: its real range [lo, hi], the real value
+     * of one quantum (ascale) and the range of x_q, [qlo, qhi] */
+    double lo[512], hi[512], ascale[512], qlo[512], qhi[512], nlo[512], nhi[512];
+    for (int i = 0; i < m->sizes[0]; i++) {
+        lo[i] = 0; hi[i] = (double)in_max[i] * in_scale[i];
+        ascale[i] = in_scale[i]; qlo[i] = 0; qhi[i] = in_max[i];
+    }
+    for (int l = 0; l < m->nl; l++) {
+        int ni = m->sizes[l], no = m->sizes[l + 1], hidden = l < m->nl - 1;
+        int pno = hidden ? m->psizes[l + 1] : m->qout;
+        const float *W = w + m->woff[l], *b = w + m->boff[l];
+        float *S = qf + m->qsoff[l], *B = qf + m->qboff[l], *IA = qf + m->qaoff[l];
+        int16_t *T = qw + m->qwoff[l];
+        double glo[8], ghi[8];   /* bounds of each group's outputs */
+        for (int g = 0; g < 8; g++) { glo[g] = 1e300; ghi[g] = -1e300; }
+        for (int k = 0; k < no; k++) {
+            int j = hidden || !m->qgroup ? k : k / m->qgroup * m->qgpad + k % m->qgroup;   /* k's place */
+            const float *row = W + (size_t)k * ni;
+            /* the sum's range, in units of the weights' quantum: its larger end
+             * bounds it (the weights' rounding adds at most 512 x 8201 / 2 < 2^24) */
+            double maxabs = 0, sp = 0, sn = 0, zlo = b[k], zhi = b[k];
+            for (int i = 0; i < ni; i++) {
+                double wq = row[i] * ascale[i];     /* weight of x_q */
+                maxabs = fmax(maxabs, fabs(wq));
+                sp += fmax(wq * qlo[i], wq * qhi[i]);
+                sn += fmin(wq * qlo[i], wq * qhi[i]);
+                zlo += row[i] > 0 ? row[i] * lo[i] : row[i] * hi[i];
+                zhi += row[i] > 0 ? row[i] * hi[i] : row[i] * lo[i];
+            }
+            double s = fmax(maxabs / Q_W, fmax(sp, -sn) / Q_SUM);
+            if (!(s > 0)) s = 1;
+            for (int i = 0; i < ni; i++)
+                T[((size_t)(i / 2) * pno + j) * 2 + (i & 1)] = (int16_t)lrint(row[i] * ascale[i] / s);
+            S[j] = (float)s;
+            B[j] = b[k];
+            if (!hidden) {
+                if (m->qgroup) {
+                    int g = k / m->qgroup;
+                    glo[g] = fmin(glo[g], zlo); ghi[g] = fmax(ghi[g], zhi);
+                }
+                continue;
+            }
+            /* swish is smallest at z = -1.2785 (-0.2785) and monotone on either side */
+            double hl = fmin(swish_d(zlo), swish_d(zhi)), hh = fmax(swish_d(zlo), swish_d(zhi));
+            if (zlo < -1.2785 && zhi > -1.2785) hl = -0.27847;
+            double amax = fmax(fabs(hl), fabs(hh));
+            IA[j] = amax > 0 ? (float)(Q_ACT / amax) : 0.0f;
+            nlo[j] = hl; nhi[j] = hh;
+        }
+        if (!hidden) {
+            int G = m->qgroup ? no / m->qgroup : 0;
+            for (int g = 0; g < G; g++) {
+                float shift = (float)(ghi[g] - 40), *gs = S + g * m->qgpad, *gb = B + g * m->qgpad;
+                int safe = ghi[g] - glo[g] <= 100;
+                IA[g] = safe ? shift : 0.0f;
+                IA[G + g] = (float)safe;
+                for (int i = 0; safe && i < m->qgroup; i++) {
+                    gs[i] *= 1.44269504f;
+                    gb[i] = (gb[i] - shift) * 1.44269504f;
+                }
+                /* padding: nothing under a softmax (exp(-87) next to atoms of at least exp(-60)) */
+                for (int i = m->qgroup; i < m->qgpad; i++) gb[i] = safe ? -87.0f * 1.44269504f : -1e30f;
+            }
+            break;
+        }
+        for (int j = 0; j < no; j++) {
+            lo[j] = nlo[j]; hi[j] = nhi[j];
+            ascale[j] = IA[j] > 0 ? 1.0 / IA[j] : 0.0;
+            /* the quick exp, the approximate reciprocal (12 bits) and the
+             * rounding may take an activation up to 3 quanta past its bound: 10 */
+            qlo[j] = floor(lo[j] * IA[j]) - 10;
+            qhi[j] = ceil(hi[j] * IA[j]) + 10;
+        }
+    }
+}
+
+/* nb (1..8) output registers of z = S * (T^T in) + B, the int32 sums kept in
+ * registers as affine_block's float ones are. */
+static inline __attribute__((always_inline)) void qaffine_block(
+    const int nb, const int16_t *col, const float *S, const float *B, const int16_t *in, int npairs, int no, float *z)
+{
+    v8i acc[8];
+    for (int k = 0; k < nb; k++) acc[k] = (v8i){};
+    for (int p = 0; p < npairs; p++, col += 2 * no)
+        for (int k = 0; k < nb; k++) acc[k] += v8_madd16(col + k * 16, in + 2 * p);
+    for (int k = 0; k < nb; k++)
+        v8_store(z + k * 8, __builtin_convertvector(acc[k], v8f) * v8_load(S + k * 8) + v8_load(B + k * 8));
+}
+
+static void qaffine(const int16_t *T, const float *S, const float *B, const int16_t *in, int npairs, int no, float *z)
+{
+    int nv = no / 8;
+    for (int v0 = 0; v0 < nv; v0 += 8) {
+        const int16_t *col = T + v0 * 16;
+        const float *s = S + v0 * 8, *b = B + v0 * 8;
+        float *o = z + v0 * 8;
+        switch (nv - v0 < 8 ? nv - v0 : 8) {
+        case 1: qaffine_block(1, col, s, b, in, npairs, no, o); break;
+        case 2: qaffine_block(2, col, s, b, in, npairs, no, o); break;
+        case 3: qaffine_block(3, col, s, b, in, npairs, no, o); break;
+        case 4: qaffine_block(4, col, s, b, in, npairs, no, o); break;
+        case 5: qaffine_block(5, col, s, b, in, npairs, no, o); break;
+        case 6: qaffine_block(6, col, s, b, in, npairs, no, o); break;
+        case 7: qaffine_block(7, col, s, b, in, npairs, no, o); break;
+        default: qaffine_block(8, col, s, b, in, npairs, no, o); break;
+        }
+    }
+}
+
+const float *hbl_mlp_infer_q(const struct hbl_mlp *m, const void *q, const int16_t *x, float *z, int16_t *h)
+{
+    const float *qf = q;
+    const int16_t *qw = (const int16_t *)((const char *)q + (size_t)m->qnf * 4), *in = x;
+    for (int l = 0; l < m->nl; l++) {
+        int no = l == m->nl - 1 ? m->qout : m->psizes[l + 1];
+        float *zl = z + m->puoff[l];
+        qaffine(qw + m->qwoff[l], qf + m->qsoff[l], qf + m->qboff[l], in, m->qpairs[l], no, zl);
+        if (l == m->nl - 1) break;
+        int16_t *hl = h + m->puoff[l];
+        const float *IA = qf + m->qaoff[l];
+        for (int j = 0; j < no; j += 8) {
+            v8f v = v8_load(zl + j);
+            v8f e = v8_exp2_quick(v8_max(v8_min(v * -1.44269504f, (v8f){} + 125.0f), (v8f){} - 125.0f));
+            v = v * v8_load(IA + j) * v8_rcp(1.0f + e);
+            v8s hq = __builtin_convertvector(v8_rint(v), v8s);
+            memcpy(hl + j, &hq, sizeof(hq));
+        }
+        in = hl;
+    }
+    return z + m->puoff[m->nl - 1];
 }
 
 /* ---- reference entry points for the tests ---- */

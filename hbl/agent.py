@@ -109,10 +109,21 @@ class Agent:
         a, p = self._state(states)
         return lib.hbl_agent_bench_inference(self.ptr, p, len(a), n)
 
-    def bench_linear_ns(self, states, n=1_000_000):
-        """ns per pass of the layers' multiply-adds alone (no activations, no C51 expectation)."""
+    def bench_fp32_ns(self, states, n=1_000_000, linear=False):
+        """ns per pass of the FP32 network of the training weights (linear: its layers'
+        multiply-adds alone, no activations, no C51 expectation)."""
         a, p = self._state(states)
-        return lib.hbl_agent_bench_linear(self.ptr, p, len(a), n)
+        return lib.hbl_agent_bench_fp32(self.ptr, p, len(a), n, int(linear))
+
+    def set_shadow(self, on=True):
+        """Also take every greedy decision with the FP32 network, to count agreement."""
+        lib.hbl_agent_set_shadow(self.ptr, int(on))
+
+    def agreement(self):
+        """(greedy decisions compared with the FP32 network, of which identical)."""
+        c, a = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+        lib.hbl_agent_agreement(self.ptr, c, a)
+        return int(c[0]), int(a[0])
 
     def bench_decision_ns(self, states, sync_every=1000, n=1_000_000):
         a, p = self._state(states)

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from hbl import record
+from hbl import pretrained, record
 from hbl.sim import Simulator, footprint_pages, policy_names, replay_label
 from hbl.devices import load_hss
 from hbl.trace.synthetic import SyntheticTrace
@@ -45,15 +45,18 @@ def agent_figures(sim):
     """Inference cost of Harmonia's placement agent on the states of its last real
     decisions (from its experience buffer), and the memory of both agents."""
     agents = sim.agents()
-    states = agents[0].buffer_states()
-    # best of 5 runs of 200k calls each: a shared host's noise only ever adds time
-    best = lambda f: min(f(states, n=200_000) for _ in range(5))
-    return {
-        "placement_inference_ns": best(agents[0].bench_forward_ns),
-        "placement_decision_ns": best(agents[0].bench_decision_ns),
-        "placement_linear_ns": best(agents[0].bench_linear_ns),
-        "agents_memory_bytes": sum(a.memory_bytes() for a in agents),
-    }
+    states, pa = agents[0].buffer_states(), agents[0]
+    timed = {"placement_inference_ns": pa.bench_forward_ns, "placement_decision_ns": pa.bench_decision_ns,
+             "placement_inference_fp32_ns": pa.bench_fp32_ns,
+             "placement_linear_fp32_ns": lambda s, n: pa.bench_fp32_ns(s, n, linear=True)}
+    # best of 5 runs of 200k calls each, the four interleaved so that the int16 and FP32 figures
+    # see the same host: a shared host's noise only ever adds time
+    out = {k: float("inf") for k in timed}
+    for _ in range(5):
+        for k, f in timed.items():
+            out[k] = min(out[k], f(states, n=200_000))
+    out["agents_memory_bytes"] = sum(a.memory_bytes() for a in agents)
+    return out
 
 
 def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
@@ -62,12 +65,17 @@ def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
     footprint = footprint_pages([data])
     config = load_hss(hss)
     caps = config.capacity_pages(footprint, 4096)
-    rates, agents = {}, None
+    rates, agents, loaded = {}, None, False
+    future = set(policy_names("needs_future"))
     for p in policies or [n for n in policy_names() if n != "python"]:
         best = 0.0
+        shipped = pretrained.shipped(p, hss, 1)
         for _ in range(repeat):
             sim = Simulator(config, p, caps)
-            if p == "oracle":
+            if shipped:   # as simulate runs it: from the pretrained agents, no random warm-up
+                sim.load_agents(shipped)
+                loaded = True
+            if p in future:
                 sim.set_future(data)
             t = time.perf_counter()
             sim.feed(data)
@@ -79,6 +87,7 @@ def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
     return {
         "trace": spec, "trace_requests": len(data), "hss": hss, "footprint_pages": footprint, "replay": sim.replay,
         "repeat": repeat, "sim_requests_per_second": rates,
+        "agents_from": "pretrained" if loaded else "untrained",
         "baseline_libcachesim_lru_requests_per_second": baseline[0] if baseline else None,
         **(agents or {}),
         "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version()},
@@ -97,21 +106,80 @@ def _cpu():
 
 
 def format_bench(b):
-    lines = ["simulator throughput, %s (%d requests, HSS %s, %s, best of %d)" % (
-        b["trace"], b["trace_requests"], b["hss"], replay_label(b["replay"]), b["repeat"]),
+    lines = ["simulator throughput, %s (%d requests, HSS %s, %s, best of %d; learning policies start from %s "
+             "agents and train online)" % (b["trace"], b["trace_requests"], b["hss"], replay_label(b["replay"]),
+                                           b["repeat"], b.get("agents_from", "untrained")),
         "machine: %s, %d cores" % (b["machine"]["cpu"], b["machine"]["cores"])]
     for p, r in b["sim_requests_per_second"].items():
         lines.append("  %-24s %7.2f M requests/s" % (p, r / 1e6))
     if "placement_inference_ns" in b:
-        lines.append("harmonia placement agent: %.0f ns per forward pass, %.0f ns per decision with the "
+        lines.append("harmonia placement agent: %.0f ns per forward pass (int16), %.0f ns per decision with the "
                      "decision cache (states of its last 1000 real decisions; best of 5)" % (
                          b["placement_inference_ns"], b["placement_decision_ns"]))
-        if "placement_linear_ns" in b:
-            lines.append("  of which the layers' multiply-adds alone (no activations, no C51 expectation): %.0f ns" % (
-                b["placement_linear_ns"]))
+        lines.append("  the same network in FP32: %.0f ns per forward pass, of which the layers' multiply-adds "
+                     "alone (no activations, no C51 expectation) %.0f ns" % (
+                         b["placement_inference_fp32_ns"], b["placement_linear_fp32_ns"]))
         lines.append("harmonia agents' memory: %d bytes (%.1f KiB)" % (
             b["agents_memory_bytes"], b["agents_memory_bytes"] / 1024))
     base = b.get("baseline_libcachesim_lru_requests_per_second")
     lines.append("baseline, same trace and machine: libCacheSim LRU (cache model only, no devices) %s" % (
         "%.2f M requests/s" % (base / 1e6) if base else "not measured (pip install libcachesim)"))
+    return "\n".join(lines)
+
+
+AGREEMENT_POLICIES = ("harmonia", "sibyl")
+AGENT_ROLES = ("placement", "migration")
+
+
+def _agreement_run(job):
+    """One simulation with every greedy decision also taken by the FP32 network."""
+    from hbl import pretrained
+    from hbl.trace import open_trace
+    policy, hss, trace, seed = job
+    config = load_hss(hss)
+    caps = config.capacity_pages(footprint_pages(open_trace(trace)), 4096)
+    sim = Simulator(config, policy, caps, seed=seed)
+    for a in sim.agents():   # before loading: a file of version 1 gives the FP32 copy at once
+        a.set_shadow(True)
+    shipped = pretrained.shipped(policy, hss, seed)
+    if shipped:
+        sim.load_agents(shipped)
+    for chunk in open_trace(trace):
+        sim.feed(chunk)
+    return [dict(policy=policy, hss=hss, trace=trace, agent=AGENT_ROLES[i], compared=c, agreed=g,
+                 pretrained=bool(shipped)) for i, (c, g) in enumerate(a.agreement() for a in sim.agents())]
+
+
+def agreement(policies=AGREEMENT_POLICIES, hss=("perf", "cost"), traces=None, synthetic_requests=200_000, seed=1,
+              jobs=None):
+    """Share of greedy decisions where the int16 inference network picks the FP32 network's
+    action, measured during real runs (shipped agents loaded, training online) of every policy
+    on the default compare suite (bundled MSR slices, apps: slices, the cached full captures,
+    synthetic suite)."""
+    import multiprocessing
+    from hbl.compare import default_traces
+    traces = traces or default_traces(synthetic_requests)
+    work = [(p, h, t, seed) for p in policies for h in hss for t in traces]
+    with multiprocessing.get_context("fork").Pool(jobs or os.cpu_count()) as pool:
+        runs = [r for rs in pool.imap(_agreement_run, work) for r in rs]
+    return {"seed": seed, "synthetic_requests": synthetic_requests, "runs": runs}
+
+
+def format_agreement(a):
+    """Per policy, agent and trace family (bundled, apps, workload, synth): decisions compared and agreeing."""
+    groups = {}
+    for r in a["runs"]:
+        fam = r["trace"].split(":")[0]
+        for key in ((r["policy"], r["agent"], fam), (r["policy"], r["agent"], "all")):
+            g = groups.setdefault(key, [0, 0, 1.0])
+            g[0] += r["compared"]
+            g[1] += r["agreed"]
+            if r["compared"]:
+                g[2] = min(g[2], r["agreed"] / r["compared"])
+    lines = ["int16 inference against the FP32 network: greedy decisions with the same action "
+             "(seed %d, synthetic workloads of %d requests)" % (a["seed"], a["synthetic_requests"]),
+             "  %-9s %-10s %-8s %12s %10s %16s" % ("policy", "agent", "traces", "decisions", "identical",
+                                                  "worst run")]
+    for (p, ag, fam), (c, g, worst) in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] == "all")):
+        lines.append("  %-9s %-10s %-8s %12d %9.3f%% %15.3f%%" % (p, ag, fam, c, 100.0 * g / max(c, 1), 100 * worst))
     return "\n".join(lines)
