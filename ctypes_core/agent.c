@@ -368,14 +368,16 @@ void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, 
 }
 
 /* The atoms' targets b_j (in atom units) are computed eight at a time; the
- * additions into `out` stay sequential, as neighbouring atoms can land on the
- * same slot.  Each atom's mass splits between floor(b) and floor(b) + 1 (when
- * b is whole, the second share is zero), so no branch on l == u; `slot` has
- * room for that share past the last atom, where rounding can leave a trace of
- * mass that belongs to the last one. */
+ * additions stay sequential, as neighbouring atoms can land on the same slot.
+ * Each atom's mass splits between floor(b) and floor(b) + 1 (when b is whole,
+ * the second share is zero), so no branch on l == u.  The two shares go to
+ * two arrays, summed at the end: with one, atom j's upper share and atom
+ * j + 1's lower share usually hit the same slot, and each addition waited for
+ * the previous one's store.  The upper array has room past the last atom,
+ * where rounding can leave a trace of mass that belongs to the last one. */
 void hbl_c51_project(float r, float gamma, const float *p, int32_t A, float vmin, float vmax, float *out)
 {
-    float dz = (vmax - vmin) / (float)(A - 1), slot[MAX_ATOMS + 1] = {0};
+    float dz = (vmax - vmin) / (float)(A - 1), lower[MAX_ATOMS] = {0}, upper[MAX_ATOMS + 1] = {0};
     if (A < 2 || A > MAX_ATOMS) return;
     v8f lane = {0, 1, 2, 3, 4, 5, 6, 7};
     for (int j0 = 0; j0 < A; j0 += 8) {
@@ -384,12 +386,12 @@ void hbl_c51_project(float r, float gamma, const float *p, int32_t A, float vmin
         v8f l = v8_floor(b), frac = b - l;
         for (int k = 0; k < 8 && j0 + k < A; k++) {
             int lo = (int)l[k];
-            slot[lo] += p[j0 + k] * (1.0f - frac[k]);
-            slot[lo + 1] += p[j0 + k] * frac[k];
+            lower[lo] += p[j0 + k] * (1.0f - frac[k]);
+            upper[lo + 1] += p[j0 + k] * frac[k];
         }
     }
-    slot[A - 1] += slot[A];
-    memcpy(out, slot, (size_t)A * sizeof(float));
+    for (int i = 0; i < A; i++) out[i] = lower[i] + upper[i];
+    out[A - 1] += upper[A];
 }
 
 /* p = softmax(scale * l); returns the log of the normaliser, so log p_i = scale * l_i - lse */
