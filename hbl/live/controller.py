@@ -36,6 +36,7 @@ CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "afte
 STATE_DIR = "/var/lib/hbl"
 RUN_DIR = "/run/hbl"
 PROBE_S = 2.0          # seconds between health reads of the members
+COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
@@ -144,7 +145,9 @@ class Batch:
                   resume without a table swap); every extent not moving routed to the
                   next view, which maps it alike (first, so that its I/O in flight on
                   the live view has long completed when that view is drained)
-        copy      old slots -> new slots, I/O flowing (twice)    crash point after_copy
+        copy      old slots -> new slots, I/O flowing, then what was written meanwhile,
+                  until a pass finds nothing (COPY_PASSES at most)
+                                                                  crash point after_copy
         hold      the moving extents routed to the hold           crash point after_hold
         drain     the old view, now receiving nothing, suspended: every write issued
                   through it is complete                          crash point after_drain
@@ -173,11 +176,10 @@ class Batch:
         self.lost0 = c.cap.stats()["lost"]
         self.committed = False
         self.t = {}
-        # the old slots whose writes must be copied again (member, first byte), and the
+        # the old slots whose writes may have to be copied again (member, first byte), and the
         # member writes to them seen since the copy began: [member, offset, length, completed ns]
-        cp = [mv for mv in plan if mv["copy"]]
-        self.wdev = np.array([mv["src"] for mv in cp], np.int64)
-        self.wlo = np.array([self.off(mv["src"], mv["src_slot"]) for mv in cp], np.int64)
+        self.wdev = np.array([mv["src"] for mv in plan], np.int64)     # all: one not copied may be written
+        self.wlo = np.array([self.off(mv["src"], mv["src_slot"]) for mv in plan], np.int64)
         self.mwrites = []
         self.written_in_hold = np.zeros(len(self.moving), bool)   # logical writes read in the hold
 
@@ -214,13 +216,28 @@ class Batch:
                                   self.off(mv["dst"], mv["dst_slot"]), ext)
                     c.pump(0)
                     c.copier.throttle.feedback(c.foreground_latency())
-            # a second pass while I/O still flows: what was written during the first,
-            # so that little is left to copy while the moving extents are held
-            self.t_pass2 = time.monotonic_ns()
-            self.t["pass2"] = self.t_pass2
-            if not c.drain_until(self.t_pass2 + c.clock_offset + 1_000_000):
-                self.t_pass2 = self.t_start    # not sure every earlier write was read: re-copy them all in the hold
-            c.recopy([mv for mv in self.plan if mv["copy"]], self.t_start, self.writes(), limit=True)
+            # more passes while I/O still flows, each over what was written during the one
+            # before, until one finds nothing (or COPY_PASSES), so that as little as possible
+            # is left to copy while the moving extents are held: one HDD read there costs
+            # the hold tens of ms
+            self.t["pass2"] = time.monotonic_ns()
+            since = self.t_start           # pass 2 copies what was written since pass 1 began
+            for _ in range(COPY_PASSES - 1):
+                t = time.monotonic_ns()
+                if not c.drain_until(t + c.clock_offset + 1_000_000):
+                    break          # not sure every earlier write was read: the hold re-copies from `since`
+                done = 0
+                for mv in self.plan:
+                    if not mv["copy"] and c.meta.written[mv["extent"]]:
+                        mv["copy"] = True      # written since it was planned: its data must move too
+                        c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
+                                      self.off(mv["dst"], mv["dst_slot"]), ext)
+                        done += ext
+                done += c.recopy([mv for mv in self.plan if mv["copy"]], since, self.writes(), limit=True)
+                since = t
+                if not done:
+                    break
+            self.t_pass2 = since
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
             self.t["copied"] = time.monotonic_ns()
             c.crash("after_copy")
