@@ -206,14 +206,17 @@ class Batch:
     def off(self, d, s):
         return layout.slot_offset(self.m, d, s)
 
+    def copy_whole(self, mv, limit=True):
+        self.c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
+                           self.off(mv["dst"], mv["dst_slot"]), self.m.extent_bytes, limit=limit)
+
     def copy(self):
         c, ext = self.c, self.m.extent_bytes
         self.t_start = time.monotonic_ns()
         try:
             for mv in self.plan:
                 if mv["copy"]:
-                    c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
-                                  self.off(mv["dst"], mv["dst_slot"]), ext)
+                    self.copy_whole(mv)
                     c.pump(0)
                     c.copier.throttle.feedback(c.foreground_latency())
             # more passes while I/O still flows, each over what was written during the one
@@ -230,8 +233,7 @@ class Batch:
                 for mv in self.plan:
                     if not mv["copy"] and c.meta.written[mv["extent"]]:
                         mv["copy"] = True      # written since it was planned: its data must move too
-                        c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
-                                      self.off(mv["dst"], mv["dst_slot"]), ext)
+                        self.copy_whole(mv)
                         done += ext
                 done += c.recopy([mv for mv in self.plan if mv["copy"]], since, self.writes(), limit=True)
                 since = t
@@ -339,8 +341,7 @@ class Batch:
                 mv["copy"] = True          # written since it was planned: its data must move too
                 mv["late"] = True
             if mv.get("late") or unsure:
-                c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
-                              self.off(mv["dst"], mv["dst_slot"]), ext, limit=False)
+                self.copy_whole(mv, limit=False)
                 done += ext
         done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)],
                          self.t_pass2, writes)
