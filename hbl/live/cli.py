@@ -45,8 +45,8 @@ def add_parsers(sub):
     up.add_argument("--agent", help="load the policy's agents from this file (hbl simulate --save-agent)")
     up.add_argument("--force", action="store_true", help="write devices that carry a signature")
     up.add_argument("--foreground", action="store_true", help="run the controller here, not as a daemon")
-    up.add_argument("--interval", type=float, default=0.5, help="seconds between migration batches (default 0.5)")
-    up.add_argument("--max-batch", type=int, default=16, help="moves per suspend at most (default 16)")
+    up.add_argument("--interval", type=float, default=0.25, help="seconds between migration batches (default 0.25)")
+    up.add_argument("--max-batch", type=int, default=8, help="moves per batch at most (default 8)")
     up.add_argument("--frontier", type=int, default=4,
                     help="unwritten extents after a first write remapped to where new data goes (default 4)")
     up.add_argument("--wait", type=float, default=120, help="daemon: seconds to wait for it to start")

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from dmsetup import backend
+from dmsetup import Switch, backend
 from dmsetup.device import DmError
 from hbl import record
 from hbl.errors import HblError
@@ -36,6 +36,9 @@ CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "afte
 STATE_DIR = "/var/lib/hbl"
 RUN_DIR = "/run/hbl"
 PROBE_S = 2.0          # seconds between health reads of the members
+COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
+STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
+NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
 
 # ---- where a device's files live ----
@@ -137,59 +140,117 @@ class Batch:
     identical for it, by a message.  I/O to the moving extents waits in the hold
     from hold() to release().
 
-        copy      old slots -> new slots, I/O flowing (twice)    crash point after_copy
-        prepare   the next view and the hold (suspended; inactive table) loaded with the
-                  new mapping, neither receiving I/O; every extent not moving routed
-                  to the next view, which maps it alike
+        prepare   the next view and the hold loaded with the new mapping while neither
+                  receives I/O, the hold then suspended (so that releasing it later is a
+                  resume without a table swap); every extent not moving routed to the
+                  next view, which maps it alike (first, so that its I/O in flight on
+                  the live view has long completed when that view is drained)
+        copy      old slots -> new slots, I/O flowing, then what was written meanwhile,
+                  until a pass finds nothing (COPY_PASSES at most)
+                                                                  crash point after_copy
         hold      the moving extents routed to the hold           crash point after_hold
         drain     the old view, now receiving nothing, suspended: every write issued
                   through it is complete                          crash point after_drain
-        recopy    what was written to the old slots since the copy began (member
-                  write records), fsync                           crash point after_recopy
+        recopy    what was written to the old slots since the second copy pass began
+                  (member write records, sorted out as they are read during the whole
+                  batch), fsync                                   crash point after_recopy
         persist   the new mapping (atomic replace)                crash point after_meta
-        release   the hold loaded with the new mapping and resumed: the held I/O
-                  goes to the new slots                           crash point after_release
+        release   the hold resumed: the held I/O goes to the new slots
+                                                                  crash point after_release
         switch    the moving extents routed to the next view, which is now the live one
                                                                   crash point after_switch
         finish    only then the old slots are free
 
     Before persist() the old mapping is in force, after it the new one, whose slots
     already hold the data; `hbl up` loads every view from the metadata either way.
+
+    While the moving extents are held, the records read are only searched for writes to
+    them (Controller.take); everything else in them (the engine, the counters) waits for
+    the release, so that reading them costs the hold little.
     """
 
     def __init__(self, c, plan):
         self.c, self.plan = c, plan
         self.m = c.meta
-        self.moving = [mv["extent"] for mv in plan]
+        self.moving = np.array(sorted(mv["extent"] for mv in plan), np.int64)
         self.lost0 = c.cap.stats()["lost"]
         self.committed = False
         self.t = {}
+        # the old slots whose writes may have to be copied again (member, first byte), and the
+        # member writes to them seen since the copy began: [member, offset, length, completed ns]
+        self.wdev = np.array([mv["src"] for mv in plan], np.int64)     # all: one not copied may be written
+        self.wlo = np.array([self.off(mv["src"], mv["src_slot"]) for mv in plan], np.int64)
+        self.mwrites = []
+        self.written_in_hold = np.zeros(len(self.moving), bool)   # logical writes read in the hold
+
+    def note_member_writes(self, dev, off, length, done_ns):
+        """Keep the member writes that touch an old slot of this batch (few): the hold then
+        only has to look at those read since the last check."""
+        if not len(self.wdev) or not len(dev):
+            return
+        ext = self.m.extent_bytes
+        hit = ((dev[:, None] == self.wdev) & (off[:, None] < self.wlo + ext) &
+               ((off + length)[:, None] > self.wlo)).any(1)
+        if hit.any():
+            self.mwrites.append(np.stack([dev[hit], off[hit], length[hit], done_ns[hit]], 1))
+
+    def note_logical_writes(self, first, last):
+        """In the hold: which moving extents the writes just read touched (their engine and
+        counter updates wait for the release)."""
+        if len(first):
+            self.written_in_hold |= ((first[:, None] <= self.moving) & (last[:, None] >= self.moving)).any(0)
+
+    def writes(self):
+        return np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 4), np.int64)
 
     def off(self, d, s):
         return layout.slot_offset(self.m, d, s)
 
+    def copy_whole(self, mv, limit=True):
+        self.c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
+                           self.off(mv["dst"], mv["dst_slot"]), self.m.extent_bytes, limit=limit)
+
     def copy(self):
         c, ext = self.c, self.m.extent_bytes
-        c.mwrites = []
         self.t_start = time.monotonic_ns()
         try:
             for mv in self.plan:
                 if mv["copy"]:
-                    c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
-                                  self.off(mv["dst"], mv["dst_slot"]), ext)
+                    self.copy_whole(mv)
                     c.pump(0)
                     c.copier.throttle.feedback(c.foreground_latency())
-            # a second pass while I/O still flows: what was written during the first,
-            # so that little is left to copy while the moving extents are held
-            self.t_pass2 = time.monotonic_ns()
-            if not c.drain_until(self.t_pass2 + c.clock_offset + 1_000_000):
-                self.t_pass2 = self.t_start    # not sure every earlier write was read: re-copy them all in the hold
-            c.recopy([mv for mv in self.plan if mv["copy"]], self.t_start, limit=True)
+            # more passes while I/O still flows, each over what was written during the one
+            # before, until one finds nothing (or COPY_PASSES), so that as little as possible
+            # is left to copy while the moving extents are held: one HDD read there costs
+            # the hold tens of ms
+            self.t["pass2"] = time.monotonic_ns()
+            since = self.t_start           # pass 2 copies what was written since pass 1 began
+            for _ in range(COPY_PASSES - 1):
+                t = time.monotonic_ns()
+                if not c.drain_until(t + c.clock_offset + 1_000_000):
+                    break          # not sure every earlier write was read: the hold re-copies from `since`
+                done = 0
+                for mv in self.plan:
+                    if not mv["copy"] and c.meta.written[mv["extent"]]:
+                        mv["copy"] = True      # written since it was planned: its data must move too
+                        self.copy_whole(mv)
+                        done += ext
+                done += c.recopy([mv for mv in self.plan if mv["copy"]], since, self.writes(), limit=True)
+                since = t
+                if not done:
+                    break
+            self.t_pass2 = since
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
+            self.t["copied"] = time.monotonic_ns()
             c.crash("after_copy")
         except OSError as exc:
-            self.give_back("copy failed: %s" % exc)
-            self.c.fault(exc)
+            try:
+                c.stack.send(self.msg_back)        # as before prepare(): every region on the live view
+            except DmError as dm_exc:
+                self.rollback(dm_exc)
+            else:
+                self.give_back("copy failed: %s" % exc)
+            c.fault(exc)
             return False
         return True
 
@@ -197,6 +258,8 @@ class Batch:
         """The new mapping, its metadata and its table; the next view loaded with it, the hold
         suspended (neither receives I/O yet, so neither waits on anything)."""
         c, s = self.c, self.c.stack
+        c.batch = self
+        self.t["start"] = time.monotonic_ns()
         new = self.m.copy()
         for mv in self.plan:
             new.dev[mv["extent"]] = mv["dst"]
@@ -209,17 +272,21 @@ class Batch:
         self.old = self.m.copy()
         others = np.ones(self.m.nextents, bool)
         others[self.moving] = False
-        c.drain_until(time.monotonic_ns() + c.clock_offset)   # so that little is left to read in the hold
+        self.msg_hold = Switch.mappings(self.moving, HOLD)
+        self.msg_switch = Switch.mappings(self.moving, s.next)
+        msg_others = Switch.mappings(np.flatnonzero(others), s.next)
+        self.msg_back = Switch.mappings(np.flatnonzero(others), s.live)
         try:
-            s.paths[s.next].load(self.new_table)
-            s.paths[s.next].resume()
+            for v in (s.paths[s.next], s.paths[HOLD]):   # neither receives I/O: no one waits on the swap
+                v.load(self.new_table)
+                v.resume()
             s.paths[HOLD].suspend(flush=True)
-            s.paths[HOLD].load(self.new_table)     # inactive until release(): the held I/O goes there
             # the extents not moving leave the live view now (the next one maps them alike),
             # so that draining the live view later waits only for the moving extents' I/O
             t0 = time.monotonic_ns()
-            s.route(np.flatnonzero(others), s.next)
+            s.send(msg_others)
             self.t["route"] = time.monotonic_ns() - t0
+            self.t["prepared"] = time.monotonic_ns()
         except DmError as exc:
             self.rollback(exc)
             return False
@@ -227,13 +294,14 @@ class Batch:
 
     def hold(self):
         c = self.c
+        c.drain_until(time.monotonic_ns() + c.clock_offset)   # so that little is left to read in the hold
         self.t["hold"] = time.monotonic_ns()
+        c.held = []
         try:
-            c.stack.route(self.moving, HOLD)
+            c.stack.send(self.msg_hold)
         except DmError as exc:
             self.rollback(exc)
             return False
-        c.held = []
         c.crash("after_hold")
         return True
 
@@ -262,21 +330,21 @@ class Batch:
         # I/O to other extents flows on: read the records up to the drain (the ring is in
         # completion order); if that cannot be made sure of, copy the moving extents whole
         caught_up = c.drain_until(self.t["drained"] + c.clock_offset + 1_000_000)
-        writes = np.concatenate(c.mwrites) if c.mwrites else np.zeros((0, 4), np.int64)
-        c.mwrites = None
+        self.t["records"] = time.monotonic_ns()
+        writes = self.writes()
         unsure = c.cap.stats()["lost"] != self.lost0 or not caught_up
         c.check_lost()
         done = 0
+        late = dict(zip(self.moving.tolist(), self.written_in_hold.tolist()))
         for mv in self.plan:
-            if not mv["copy"] and (m.written[mv["extent"]] or unsure):
+            if not mv["copy"] and (m.written[mv["extent"]] or late[mv["extent"]] or unsure):
                 mv["copy"] = True          # written since it was planned: its data must move too
                 mv["late"] = True
             if mv.get("late") or unsure:
-                c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
-                              self.off(mv["dst"], mv["dst_slot"]), ext, limit=False)
+                self.copy_whole(mv, limit=False)
                 done += ext
         done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)],
-                         self.t_pass2, writes=writes)
+                         self.t_pass2, writes)
         if done:
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
         self.recopied = done
@@ -291,15 +359,15 @@ class Batch:
         self.c.crash("after_meta")
 
     def release(self):
-        self.c.stack.paths[HOLD].resume()          # with the new mapping, loaded in prepare()
+        self.c.stack.paths[HOLD].resume()          # with the new mapping, made live in prepare()
         self.t["released"] = time.monotonic_ns()
         self.c.crash("after_release")
 
     def switch(self):
         s = self.c.stack
         t0 = time.monotonic_ns()
-        s.route(self.moving, s.next)
-        self.t["route"] += time.monotonic_ns() - t0
+        s.send(self.msg_switch)
+        self.t["route2"] = time.monotonic_ns() - t0
         s.live = s.next
         self.c.crash("after_switch")
 
@@ -318,7 +386,7 @@ class Batch:
             c.fault(exc)
 
     def give_back(self, why):
-        self.c.mwrites = None
+        self.c.batch = None
         self.c._give_back(self.plan, why)
 
     def finish(self):
@@ -327,14 +395,19 @@ class Batch:
         t = self.t
         hold_ms = (t["released"] - t["hold"]) / 1e6
         c.holds.append(hold_ms)
-        c.stalls.append(t["route"] / 1e6)
-        c.last_stall = {"hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
-                        "recopy": (t["recopied"] - t["drained"]) / 1e6,
+        c.stalls.extend([t["route"] / 1e6, t["route2"] / 1e6])
+        c.last_stall = {"prepare": (t["prepared"] - t["start"]) / 1e6, "copy": (t["pass2"] - self.t_start) / 1e6,
+                        "copy_again": (t["copied"] - t["pass2"]) / 1e6,
+                        "hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
+                        "records": (t["records"] - t["drained"]) / 1e6,
+                        "recopy": (t["recopied"] - t["records"]) / 1e6,
                         "metadata": (t["persisted"] - t["recopied"]) / 1e6,
-                        "release": (t["released"] - t["persisted"]) / 1e6, "route_ms": t["route"] / 1e6,
+                        "release": (t["released"] - t["persisted"]) / 1e6, "route_ms": (t["route"] + t["route2"]) / 1e6,
                         "moves": len(self.plan), "recopied_bytes": self.recopied}
+        c.steps.append(c.last_stall)
         if hold_ms > 200:
             c.log("long hold %.0f ms: %s" % (hold_ms, json.dumps(c.last_stall)))
+        c.batch = None
         c._release_held()
         new = self.new
         new.written |= m.written          # writes observed since the new mapping was prepared
@@ -358,7 +431,7 @@ class Batch:
 # ---- the controller ----
 
 class Controller:
-    def __init__(self, paths, policy=None, params=None, agent=None, interval=0.5, max_batch=16, frontier=4,
+    def __init__(self, paths, policy=None, params=None, agent=None, interval=0.25, max_batch=8, frontier=4,
                  copy_rate=None, seed=1, log=None):
         from hbl.live.engine import Engine
         self.paths = paths
@@ -397,9 +470,12 @@ class Controller:
         c = m.counters
         self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "promotions", "evictions",
                                                        "migrated_bytes", "remaps_without_copy", "recopied_bytes",
-                                                       "batches", "rollbacks")}
-        self.stalls = collections.deque(maxlen=2000)        # per batch: ms of routing messages (no suspend)
+                                                       "batches", "rollbacks", "stale_moves")}
+        # per routing message (two a batch: the extents not moving to the next view, then the
+        # moving ones): ms it took, the most an I/O arriving meanwhile could wait (no suspend)
+        self.stalls = collections.deque(maxlen=4000)
         self.holds = collections.deque(maxlen=2000)         # per batch: ms the moving extents' I/O waited
+        self.steps = collections.deque(maxlen=2000)         # per batch: ms of each step (Batch.finish)
         self.decision_ns = collections.deque(maxlen=2000)
         self.decisions = collections.deque(maxlen=40)
         self.timeline = collections.deque(maxlen=720)
@@ -408,12 +484,12 @@ class Controller:
         self.lat = np.zeros((len(m.members), 2))          # EWMA latency per member and op, ns
         self.lat_n = np.zeros((len(m.members), 2))
         self.win = [0, 0]                                  # requests, fast hits in the current timeline window
-        self.mwrites = None                                # member writes recorded during a batch
+        self.batch = None                                  # the Batch under way
         self.newest_ts = 0
         self.t0 = time.time()
         self.cpu0 = self._cpu()
         self.last_stall = None
-        self.held = None                                   # requests seen under suspend, decided after
+        self.held = None                                   # records read while extents are held, observed after
 
     @staticmethod
     def _cpu():
@@ -449,7 +525,8 @@ class Controller:
         self.dm = backend()
         self.stack = assemble(m, self.dm)
         self.dev = self.stack.top
-        self.cap = Capture([self.dev.path] + [x["path"] for x in m.members], fast=True)
+        # small batches: a poll allocates one, and the hold polls a few times for a few records
+        self.cap = Capture([self.dev.path] + [x["path"] for x in m.members], fast=True, batch=2048)
         self.dm_dev = resolve_device(self.dev.path)[0]
         self.member_dev = {resolve_device(x["path"])[0]: i for i, x in enumerate(m.members)}
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
@@ -466,7 +543,7 @@ class Controller:
     def pump(self, timeout_ms=0):
         b = self.cap.poll(timeout_ms)
         if len(b):
-            self.observe(b)
+            self.take(b)
         return len(b)
 
     def drain(self):
@@ -482,10 +559,39 @@ class Controller:
             b = self.cap.poll(0)
             if not len(b):
                 return True
-            self.observe(b)
+            self.take(b)
             if int((b["time_ns"] + b["latency_ns"]).max()) >= wall_ns:
                 return True
         return False
+
+    def take(self, b):
+        """Records read: observed, or while extents are held only searched for what the batch
+        needs (writes to its extents) and kept to be observed after the release."""
+        if self.held is None:
+            self.observe(b)
+            return
+        self.held.append(b)
+        isdm = b["device"] == self.dm_dev
+        self._note_member_writes(b[~isdm])
+        log = b[isdm]
+        log = log[(log["op"] == record.WRITE) & (log["length"] > 0)]
+        ext = self.meta.extent_bytes
+        self.batch.note_logical_writes((log["offset"] // ext).astype(np.int64),
+                                       ((log["offset"] + log["length"] - 1) // ext).astype(np.int64))
+
+    def _member_index(self, mem):
+        idx = np.full(len(mem), -1)
+        for dev_t, i in self.member_dev.items():
+            idx[mem["device"] == dev_t] = i
+        return idx
+
+    def _note_member_writes(self, mem, idx=None):
+        if self.batch is None or not len(mem):
+            return
+        idx = self._member_index(mem) if idx is None else idx
+        w = (mem["op"] == record.WRITE) & (idx >= 0)
+        self.batch.note_member_writes(idx[w], mem["offset"][w].astype(np.int64), mem["length"][w].astype(np.int64),
+                                      (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64))
 
     def observe(self, b):
         m = self.meta
@@ -493,9 +599,7 @@ class Controller:
         isdm = b["device"] == self.dm_dev
         mem = b[~isdm]
         if len(mem):
-            idx = np.full(len(mem), -1)
-            for dev_t, i in self.member_dev.items():
-                idx[mem["device"] == dev_t] = i
+            idx = self._member_index(mem)
             for d in range(len(m.members)):
                 for op in (0, 1):
                     sel = (idx == d) & (mem["op"] == op) & (mem["latency_ns"] > 0)
@@ -504,12 +608,7 @@ class Controller:
                         n = self.lat_n[d, op]
                         self.lat[d, op] = v if n == 0 else 0.8 * self.lat[d, op] + 0.2 * v
                         self.lat_n[d, op] += sel.sum()
-            if self.mwrites is not None:
-                w = (mem["op"] == record.WRITE) & (idx >= 0)
-                if w.any():
-                    self.mwrites.append(np.stack([idx[w], mem["offset"][w].astype(np.int64),
-                                                  mem["length"][w].astype(np.int64),
-                                                  (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64)], 1))
+            self._note_member_writes(mem, idx)
         log = b[isdm]
         log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
         if not len(log):
@@ -537,9 +636,6 @@ class Controller:
         np.add.at(self.heat, first, 1.0)
         np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())
-        if self.held is not None:         # under suspend: decide after the resume
-            self.held.append((log, last, writes & was_unwritten))
-            return
         self.decide(log, last, writes & was_unwritten)
 
     def decide(self, log, last, first_writes):
@@ -629,15 +725,27 @@ class Controller:
             self.pending[e] = (want, self.newest_ts)
         m = self.meta
         plan = []
-        for e in list(self.pending):
+        # newest decisions first (remaps of the write frontier, which cost no copy, before
+        # all): when the policy asks for more than the copies can carry, what it asked for
+        # seconds ago is the least likely to still be right
+        for e in sorted(self.pending, key=lambda x: (self.pending[x][1] != 0, -self.pending[x][1])):
             want, t_seen = self.pending[e]
             src = int(m.dev[e])
             if want == src or want < 0:
                 del self.pending[e]
                 continue
+            if t_seen and self.newest_ts - t_seen > STALE_S * 1e9:
+                # decided on what the workload did seconds ago: the engine, told the extent
+                # stayed, decides again from what it sees now
+                self.engine.set_devices([e], [src])
+                del self.pending[e]
+                self.count["stale_moves"] += 1
+                continue
             if src in self.failed or want in self.failed:     # stays where it is; the engine is told so
                 self.engine.set_devices([e], [src])
                 del self.pending[e]
+                continue
+            if len(plan) >= self.max_batch:
                 continue
             if not self.free[want]:
                 if want > src:
@@ -651,25 +759,22 @@ class Controller:
                          "dst_slot": self.free[want].pop(0), "copy": bool(m.written[e]) or self.unsure,
                          "seen_ns": t_seen})
             del self.pending[e]
-            if len(plan) >= self.max_batch:
-                break
         return plan
 
     def execute(self, plan):
         b = Batch(self, plan)
-        if b.copy() and b.prepare() and b.hold():
+        if b.prepare() and b.copy() and b.hold():
             b.commit()
 
     def _release_held(self):
         held, self.held = self.held or [], None
-        for args in held:
-            self.decide(*args)
+        for b in held:
+            self.observe(b)
 
-    def recopy(self, plan, since_ns, limit=False, writes=None):
-        """Copy again, for each move, the span of the old slot that member writes
-        completed at or after since_ns touched (one I/O per extent); bytes copied."""
-        if writes is None:
-            writes = np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 4), np.int64)
+    def recopy(self, plan, since_ns, writes, limit=False):
+        """Copy again, for each move, the span of the old slot that member `writes`
+        ([member, offset, length, completed ns]) completed at or after since_ns touched
+        (one I/O per extent); bytes copied."""
         m, ext = self.meta, self.meta.extent_bytes
         # member write records carry wall-clock completion times; 50 ms of slack
         # covers the two clocks' offset being read at different moments
@@ -723,12 +828,15 @@ class Controller:
             "remaps_without_copy": self.count["remaps_without_copy"],
             "migrated_bytes": self.count["migrated_bytes"], "recopied_bytes": self.count["recopied_bytes"],
             "batches": self.count["batches"], "rollbacks": self.count["rollbacks"],
+            "stale_moves": self.count["stale_moves"],
             "pending_moves": len(self.pending),
             "copy_bandwidth_bytes_s": self.copier.bandwidth(), "copy_rate_limit_bytes_s": self.copier.throttle.rate,
             "stall_ms": {"last": st and self.stalls[-1], "p50": pct(st, 0.5), "p99": pct(st, 0.99),
                          "max": st[-1] if st else None, "count": len(st)},
             "hold_ms": {"last": ho and self.holds[-1], "p50": pct(ho, 0.5), "p99": pct(ho, 0.99),
                         "max": ho[-1] if ho else None, "count": len(ho), "last_breakdown": self.last_stall},
+            "batch_steps_ms_p50": {k: float(np.median([b[k] for b in self.steps])) for k in self.steps[0]}
+            if self.steps else {},
             "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
                                      "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
             "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,
@@ -749,6 +857,12 @@ class Controller:
         last_mig = last_status = last_tl = last_save = time.monotonic()
         write_json_atomic(self.paths.status, self.status())
         self.engine.start_training()
+        try:
+            # this thread only (Linux: nice is per thread), after the training thread started:
+            # a held extent waits on this thread, never on training
+            os.setpriority(os.PRIO_PROCESS, 0, NICE)
+        except OSError as exc:
+            self.log("controller priority not raised (%s): holds may be longer under CPU contention" % exc.strerror)
         while not self.stop:
             self.pump(50)
             now = time.monotonic()

@@ -68,7 +68,10 @@ class Stack:
 
     def route(self, regions, path):
         """Send `regions` to path number `path` (a message: no suspend)."""
-        msg = Switch.mappings(regions, path)
+        self.send(Switch.mappings(regions, path))
+
+    def send(self, msg):
+        """A routing message built ahead with Switch.mappings (one ioctl; nothing to do if empty)."""
         if msg:
             self.top.message(msg)
 

@@ -164,6 +164,8 @@ def test_fio_verify_while_agents_migrate(fresh):
     assert st["promotions"] > 0 and st["migrated_bytes"] > 0
     assert st["ebpf"]["lost"] == 0 and st["rollbacks"] == 0
     assert st["hold_ms"]["count"] == st["batches"] > 0     # every batch held only its moving extents
+    assert st["stall_ms"]["count"] == 2 * st["batches"]     # two routing messages a batch, nothing else
+    assert set(st["batch_steps_ms_p50"]) >= {"prepare", "copy", "drain", "records", "recopy", "metadata", "release"}
     placement = st["agents"][0]              # trained, and only off the request path
     assert placement["train_steps"] > 0 and placement["background_steps"] == placement["train_steps"]
     assert "on the training thread" in hbl("status", "h0").stdout
