@@ -26,7 +26,9 @@ struct example { uint64_t id, t; uint32_t slot; uint8_t s[NF]; uint8_t done; };
 struct state {
     struct hbl_features feat;
     struct hbl_mlp m;
-    float *w, *g, *m1, *m2, z[64], a[64], scratch[64];
+    float *w, *g, *m1, *m2;
+    float *wt, zi[72];             /* a copy in the inference layout, for one prediction at a time */
+    float *x, *z, *a, *d, *scratch; /* a training tile (nn.h): HBL_TILE samples a row */
     uint64_t adam_t, next_id, rng;
     struct example *ring;
     uint8_t cur[NF];               /* features of the request being served, before its access */
@@ -52,6 +54,7 @@ static void destroy(void *v)
     struct state *st = v;
     if (!st) return;
     free(st->w); free(st->g); free(st->m1); free(st->m2); free(st->ring);
+    free(st->wt); free(st->x); free(st->z); free(st->a); free(st->d); free(st->scratch);
     free(st);
 }
 
@@ -76,10 +79,16 @@ static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char 
     size_t np = (size_t)st->m.np;
     st->w = calloc(np, 4); st->g = calloc(np, 4); st->m1 = calloc(np, 4); st->m2 = calloc(np, 4);
     st->ring = calloc(RING, sizeof(struct example));
-    if (!st->w || !st->g || !st->m1 || !st->m2 || !st->ring) { destroy(st); return -1; }
+    const size_t T = HBL_TILE, units = (size_t)st->m.units;
+    st->wt = calloc((size_t)st->m.pnp, 4);
+    st->x = calloc(NF * T, 4); st->z = calloc(units * T, 4); st->a = calloc(units * T, 4);
+    st->d = calloc(T, 4); st->scratch = calloc(2 * (size_t)st->m.widest * T, 4);
+    if (!st->w || !st->g || !st->m1 || !st->m2 || !st->ring || !st->wt || !st->x || !st->z || !st->a ||
+        !st->d || !st->scratch) { destroy(st); return -1; }
     st->rng = s->cfg.seed * 0x9E3779B97F4A7C15ULL + 7;
     if (!st->rng) st->rng = 1;
     hbl_mlp_init_params(&st->m, st->w, &st->rng);
+    hbl_mlp_transpose(&st->m, st->w, st->wt);
     for (int f = 0; f < NF; f++) {
         int nb = st->feat.nbins[FEATS[f]];
         st->scale[f] = nb > 1 ? 1.0f / (float)(nb - 1) : 0;
@@ -90,10 +99,9 @@ static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char 
 
 static float predict(struct state *st, const uint8_t *s)
 {
-    float x[NF];
+    float x[8] = {0};   /* psizes[0]: NF rounded up to 8, padding zero */
     for (int f = 0; f < NF; f++) x[f] = s[f] * st->scale[f];
-    hbl_mlp_forward(&st->m, st->w, x, st->z, st->a);
-    return 1.0f / (1.0f + hbl_expf(-st->z[st->m.uoff[1]]));
+    return 1.0f / (1.0f + hbl_expf(-hbl_mlp_infer(&st->m, st->wt, x, st->zi)[0]));
 }
 
 static void add_labeled(struct state *st, const uint8_t *s, int y)
@@ -108,16 +116,24 @@ static void train(struct state *st)
 {
     if (st->nl < st->batch) return;
     memset(st->g, 0, (size_t)st->m.np * 4);
-    for (int k = 0; k < st->batch; k++) {
-        int i = (int)(hbl_xorshift(&st->rng) % (uint64_t)st->nl);
-        float x[NF];
-        for (int f = 0; f < NF; f++) x[f] = st->ls[i][f] * st->scale[f];
-        hbl_mlp_forward(&st->m, st->w, x, st->z, st->a);
-        float pr = 1.0f / (1.0f + hbl_expf(-st->z[st->m.uoff[1]]));
-        float d = (pr - (float)st->ly[i]) / (float)st->batch;   /* d(BCE)/d(logit) */
-        hbl_mlp_backward(&st->m, st->w, x, st->z, st->a, &d, st->g, st->scratch);
+    const int T = HBL_TILE;
+    const float *logit = st->z + (size_t)st->m.uoff[1] * T;
+    for (int k0 = 0; k0 < st->batch; k0 += T) {   /* the minibatch a tile at a time */
+        int nk = st->batch - k0 < T ? st->batch - k0 : T, y[HBL_TILE];
+        memset(st->x, 0, NF * (size_t)T * 4);
+        for (int k = 0; k < nk; k++) {
+            int i = (int)(hbl_xorshift(&st->rng) % (uint64_t)st->nl);
+            for (int f = 0; f < NF; f++) st->x[f * T + k] = st->ls[i][f] * st->scale[f];
+            y[k] = st->ly[i];
+        }
+        hbl_mlp_forward(&st->m, st->w, st->x, st->z, st->a);
+        memset(st->d, 0, (size_t)T * 4);   /* padding samples add nothing */
+        for (int k = 0; k < nk; k++)        /* d(BCE)/d(logit) */
+            st->d[k] = (1.0f / (1.0f + hbl_expf(-logit[k])) - (float)y[k]) / (float)st->batch;
+        hbl_mlp_backward(&st->m, st->w, st->x, st->z, st->a, st->d, st->g, st->scratch);
     }
     hbl_adam(st->w, st->g, st->m1, st->m2, st->m.np, (float)st->lr, ++st->adam_t);
+    hbl_mlp_transpose(&st->m, st->w, st->wt);
 }
 
 static void encode(struct state *st, struct hbl_sim *s, const struct hbl_request *r, int n,
