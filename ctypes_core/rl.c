@@ -99,12 +99,17 @@ double hbl_reference_latency(const struct hbl_sim *s)
 /* ---- placement agent ---- */
 
 int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_params *p,
-                             int nfeatures, char *err, int errlen)
+                             int nfeatures, const struct hbl_net *net, char *err, int errlen)
 {
     memset(pa, 0, sizeof(*pa));
     hbl_features_init(&pa->feat, s, p);
     struct hbl_agent_config c;
     hbl_agent_config_init(&c, &pa->feat, nfeatures, s->cfg.ndev, p, "", 0, s->live, s->cfg.seed);
+    if (net) {   /* read again with this policy's defaults (the last read is the one `hbl policies` lists) */
+        c.hidden[0] = (int32_t)hbl_param(p, "hidden1", net->hidden1);
+        c.hidden[1] = (int32_t)hbl_param(p, "hidden2", net->hidden2);
+        c.atoms = (int32_t)hbl_param(p, "atoms", net->atoms);
+    }
     pa->ag = hbl_agent_new(&c, err, errlen);
     if (!pa->ag) return -1;
     pa->nfeatures = nfeatures;
