@@ -2,15 +2,14 @@
 average latency normalized to Fast-Only, per workload, the geometric and arithmetic means, and a
 check that the oracle bounds every policy."""
 import math
-import multiprocessing
 import os
 import sys
 import tempfile
-import time
 
 from hbl import trace as tracemod
 from hbl.devices import load_hss
 from hbl.errors import HblError
+from hbl.pool import run_all
 from hbl.sim import footprint_pages, policy_names, replay_label, replay_mode, simulate
 from hbl.trace.synthetic import DEFAULT_SUITE
 
@@ -89,8 +88,6 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
     for h in hss_list:
         load_hss(h, sim_options.get("fast_capacity"))  # fail early on a bad config
     replay_mode(sim_options)                           # and on contradictory replay options
-    jobs = jobs or os.cpu_count() or 1
-    results = []
     with tempfile.TemporaryDirectory(prefix="hbl-compare-") as work:
         prepared, labels, skipped = [], [], {}
         for i, name in enumerate(traces):
@@ -115,17 +112,8 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
                       for h in hss_list for p in pols for k in range(seeds if p in LEARNING else 1)]
         # longest first (the oracle and the learning policies), so the pool does not end on one straggler
         work_items.sort(key=lambda j: -(j[3] * (3 if j[5] in LEARNING | FUTURE else 1)))
-        t0 = time.time()
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(min(jobs, max(1, len(work_items)))) as pool:
-            for k, r in enumerate(pool.imap_unordered(_run, work_items), 1):
-                results.append(r)
-                if progress:
-                    print("\r[simulate %d/%d] %-8s %-10s %-10s %5.0fs" % (
-                        k, len(work_items), r["hss"], r["policy"], r["workload"], time.time() - t0),
-                        end="", file=sys.stderr, flush=True)
-        if progress:
-            print(file=sys.stderr)
+        results = run_all(_run, work_items, jobs, progress and (
+            lambda r: "simulate %-8s %-10s %-10s" % (r["hss"], r["policy"], r["workload"])))
     summary = summarize(results, [p[0] for p in prepared], list(hss_list), pols)
     summary["bad_lines_skipped"] = skipped
     return summary

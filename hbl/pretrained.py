@@ -83,9 +83,7 @@ def _train(job):
 def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, params=None, jobs=None,
                  progress=True):
     """pretrain() for every policy x HSS x seed 1..seeds, in parallel; one file each in `out`."""
-    import multiprocessing
-    import sys
-    import time
+    from hbl.pool import run_all
     from hbl.sim import policy_names
     known = policy_names()
     for p in policies:
@@ -96,17 +94,8 @@ def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, par
     traces = list(traces or training_traces())
     work = [(p, h, s, agent_file(p, h, s, out), traces, passes, params)
             for p in policies for h in hss_list for s in range(1, seeds + 1)]
-    rows, t0 = [], time.time()
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(min(jobs or os.cpu_count() or 1, len(work))) as pool:
-        for k, r in enumerate(pool.imap_unordered(_train, work), 1):
-            rows.append(r)
-            if progress:
-                print("\r[pretrain %d/%d] %-24s %-5s seed %d %5.0fs" % (
-                    k, len(work), r["policy"], r["hss"], r["seed"], time.time() - t0),
-                    end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
+    rows = run_all(_train, work, jobs, progress and (
+        lambda r: "pretrain %-24s %-5s seed %d" % (r["policy"], r["hss"], r["seed"])))
     return sorted(rows, key=lambda r: (r["policy"], r["hss"], r["seed"]))
 
 
