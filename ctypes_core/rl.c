@@ -21,6 +21,12 @@ static double setting(const struct hbl_params *p, int id, const struct hbl_sim *
     return hbl_param(p, settings[id].name, s->live ? settings[id].live : settings[id].dflt);
 }
 
+/* A setting whose default the policy may set itself (own: NULL for the table's). */
+static double own_setting(const struct hbl_params *p, int id, const struct hbl_sim *s, const double *own)
+{
+    return own ? hbl_param(p, settings[id].name, *own) : setting(p, id, s);
+}
+
 /* ---- features ---- */
 
 void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const struct hbl_params *p)
@@ -99,24 +105,25 @@ double hbl_reference_latency(const struct hbl_sim *s)
 /* ---- placement agent ---- */
 
 int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_params *p,
-                             int nfeatures, const struct hbl_net *net, char *err, int errlen)
+                             int nfeatures, const struct hbl_placement_defaults *own, char *err, int errlen)
 {
     memset(pa, 0, sizeof(*pa));
     hbl_features_init(&pa->feat, s, p);
     struct hbl_agent_config c;
     hbl_agent_config_init(&c, &pa->feat, nfeatures, s->cfg.ndev, p, "", 0, s->live, s->cfg.seed);
-    if (net) {   /* read again with this policy's defaults (the last read is the one `hbl policies` lists) */
-        c.hidden[0] = (int32_t)hbl_param(p, "hidden1", net->hidden1);
-        c.hidden[1] = (int32_t)hbl_param(p, "hidden2", net->hidden2);
-        c.atoms = (int32_t)hbl_param(p, "atoms", net->atoms);
+    if (own) {   /* read again with this policy's defaults (the last read is the one `hbl policies` lists) */
+        c.hidden[0] = (int32_t)hbl_param(p, "hidden1", own->hidden1);
+        c.hidden[1] = (int32_t)hbl_param(p, "hidden2", own->hidden2);
+        c.atoms = (int32_t)hbl_param(p, "atoms", own->atoms);
     }
     pa->ag = hbl_agent_new(&c, err, errlen);
     if (!pa->ag) return -1;
     pa->nfeatures = nfeatures;
-    pa->act_on_reads = (int)setting(p, S_place_reads, s);
-    pa->penalty = setting(p, S_penalty, s);
+    pa->act_on_reads = (int)own_setting(p, S_place_reads, s, own ? &own->place_reads : NULL);
+    pa->penalty = own_setting(p, S_penalty, s, own ? &own->penalty : NULL);
     pa->lref = hbl_reference_latency(s);
-    pa->evict_ns = setting(p, S_device_time, s) && s->cfg.ndev > 1 ? s->cfg.dev[1].write_latency_ns : 0;
+    pa->evict_ns = own_setting(p, S_device_time, s, own ? &own->device_time : NULL) && s->cfg.ndev > 1
+                 ? s->cfg.dev[1].write_latency_ns : 0;
     pa->page_reward = (int)setting(p, S_reward, s);
     pa->resolve = -1;
     double w = setting(p, S_window, s);

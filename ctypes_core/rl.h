@@ -140,11 +140,15 @@ struct hbl_placement_agent {
     uint8_t next[HBL_NFEATURES];
 };
 
-/* A placement agent's network where it differs from the table's (Sibyl's) default:
- * the defaults of hidden1, hidden2 and atoms (the parameters still override them). */
-struct hbl_net { int32_t hidden1, hidden2, atoms; };
+/* A policy's own defaults for its placement agent, where they differ from the tables'
+ * (Sibyl's): its network, and the settings that shape its reward and what it decides.
+ * Parameters still override them; NULL takes the tables' defaults. */
+struct hbl_placement_defaults {
+    int32_t hidden1, hidden2, atoms;
+    double penalty, device_time, place_reads;
+};
 int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_params *p,
-                             int nfeatures, const struct hbl_net *net, char *err, int errlen);
+                             int nfeatures, const struct hbl_placement_defaults *own, char *err, int errlen);
 void hbl_placement_agent_free(struct hbl_placement_agent *pa);
 void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_request *r,
                                const uint32_t *slots, int n, int8_t *targets);

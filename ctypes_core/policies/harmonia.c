@@ -25,12 +25,33 @@ static const struct hbl_param_doc params[] = {
     HBL_AGENT_PARAMS(HBL_MIGRATION_PARAM_DOC) HBL_MIGRATION_SETTINGS(HBL_SETTING_DOC)
     HBL_FEATURE_SETTINGS(HBL_SETTING_DOC) {NULL, NULL}};
 
-/* Harmonia's placement network is smaller than Sibyl's (hidden 20, 30, 51 atoms):
- * hidden 16, 16 and 11 atoms did better on the training workloads (pretrained the
- * same way, validated on the training families' seed-2 traces, 3 seeds: perf 2.458
- * -> 2.421, cost 219.7 -> 209.9 x Fast-Only, results/pretrain.txt) and decides in
- * about two thirds of the time (results/inference.txt). */
-static const struct hbl_net placement_net = {.hidden1 = 16, .hidden2 = 16, .atoms = 11};
+/* Harmonia's placement agent, where it differs from Sibyl's:
+ * - Its network is smaller (Sibyl: hidden 20, 30, 51 atoms): hidden 16, 16 and 11
+ *   atoms did better on the training workloads (pretrained the same way, validated
+ *   on the training families' seed-2 traces, 3 seeds: perf 2.458 -> 2.421, cost
+ *   219.7 -> 209.9 x Fast-Only, results/pretrain.txt) and decides in about two
+ *   thirds of the time (results/inference.txt).
+ * - No eviction penalty in its reward: in Harmonia, eviction is the migration
+ *   agent's work, and charging the placement agent for the evictions its writes
+ *   force made it worse on every HSS (the 4 long synthetic workloads, mean x
+ *   Fast-Only, penalty 0.1 -> 0: perf 1.946 -> 1.878, cost 119.1 -> 118.1, tri
+ *   85.0 -> 84.3, quad 60.2 -> 59.6).  --param penalty=0.1 for Sibyl's.
+ * - Its reward is in device time (ours, after Baleen's "disk-head time", FAST'24):
+ *   a write placed on the fast device is charged the next device's write time for
+ *   each eviction it forces, so filling the fast device is not free.  Decided on
+ *   the training workloads (hbl/pretrained.py: 5 synthetic families other than
+ *   the evaluation's; validated on their seed-2 traces after 3 pretraining
+ *   passes): geomean x Fast-Only perf 2.64 -> 2.48, cost 234.5 -> 219.3 against
+ *   the same agents without it (results/pretrain.txt).
+ * - With a migration agent to move data, it acts on writes only (Harmonia's
+ *   division of labour).  Measured on the four 1M-request synthetic workloads:
+ *   1.95 x Fast-Only on perf against 2.11 when it also acts on reads; on the short
+ *   read-heavy MSR slices, acting on reads does better (hm_0: 2.82 against 4.51),
+ *   since a migration round every 1000 requests moves little there.  Alone
+ *   (harmonia-placement-only) it decides reads too, as Sibyl's does. */
+#define HARMONIA_PLACEMENT(reads) \
+    {.hidden1 = 16, .hidden2 = 16, .atoms = 11, .penalty = 0, .device_time = 1, .place_reads = (reads)}
+static const struct hbl_placement_defaults with_migration = HARMONIA_PLACEMENT(0), alone = HARMONIA_PLACEMENT(1);
 
 static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen,
                         int placement, int migration)
@@ -39,30 +60,9 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     if (!st) return -1;
     st->use_placement = placement;
     st->use_migration = migration;
-    if (placement && hbl_placement_agent_init(&st->pa, s, p, HBL_NFEATURES, &placement_net, err, errlen)) goto fail;
-    /* With a migration agent to move data, the placement agent acts on writes
-     * only (Harmonia's division of labour).  Measured on the four 1M-request
-     * synthetic workloads: 1.95 x Fast-Only on perf against 2.11 when it also
-     * acts on reads; on the short read-heavy MSR slices, acting on reads does
-     * better (hm_0: 2.82 against 4.51), since a migration round every 1000
-     * requests moves little there.  --param place_reads=1 for Sibyl's way. */
-    if (placement) st->pa.act_on_reads = (int)hbl_param(p, "place_reads", migration ? 0 : 1);
-    /* No eviction penalty in the placement reward by default: in Harmonia,
-     * eviction is the migration agent's work, and charging the placement
-     * agent for the evictions its writes force made it worse on every HSS
-     * (the 4 long synthetic workloads, mean x Fast-Only, penalty 0.1 -> 0:
-     * perf 1.946 -> 1.878, cost 119.1 -> 118.1, tri 85.0 -> 84.3, quad 60.2
-     * -> 59.6).  Sibyl keeps its penalty. --param penalty=0.1 for the old way. */
-    if (placement) st->pa.penalty = hbl_param(p, "penalty", 0.0);
-    /* The reward in device time (ours, after Baleen's "disk-head time", FAST'24): a
-     * write placed on the fast device is charged the next device's write time for
-     * each eviction it forces, so filling the fast device is not free.  Decided on
-     * the training workloads (hbl/pretrained.py: 5 synthetic families other than
-     * the evaluation's; validated on their seed-2 traces after 3 pretraining
-     * passes): geomean x Fast-Only perf 2.64 -> 2.48, cost 234.5 -> 219.3
-     * against the same agents without it (results/pretrain.txt). */
-    if (placement && hbl_param(p, "device_time", 1) == 0) st->pa.evict_ns = 0;
-    else if (placement && s->cfg.ndev > 1) st->pa.evict_ns = s->cfg.dev[1].write_latency_ns;
+    if (placement && hbl_placement_agent_init(&st->pa, s, p, HBL_NFEATURES, migration ? &with_migration : &alone,
+                                              err, errlen))
+        goto fail;
     if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;
     *out = st;
     return 0;
