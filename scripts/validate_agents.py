@@ -12,10 +12,10 @@ traces, for learning candidates the mean over seeds 1-3 with the min-max.
 """
 import argparse
 import math
-import multiprocessing
 import sys
 
 from hbl import pretrained
+from hbl.pool import run_all
 from hbl.sim import simulate
 
 BASELINES = ("fast-only", "lru", "cde", "smq", "nhit", "seqcutoff", "harmonia-migration-only")
@@ -56,9 +56,8 @@ def main():
                     agents = pretrained.agent_file(a.policy, h, s, directory) if directory != "untrained" else False
                     jobs.append((label, t, h, a.policy, agents, params, s))
     out = {}
-    with multiprocessing.get_context("fork").Pool(a.jobs) as pool:
-        for label, t, h, s, lat in pool.imap_unordered(_run, jobs):
-            out.setdefault((label, h, s), {})[t] = lat
+    for label, t, h, s, lat in run_all(_run, jobs, a.jobs, lambda r: "validate"):
+        out.setdefault((label, h, s), {})[t] = lat
     print("validation traces (training families, generator seed 2): %s" % ", ".join(traces))
     for h in hss_list:
         print("\nHSS %s: geomean of average latency / Fast-Only (learning: mean over seeds, min-max)" % h)
