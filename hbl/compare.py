@@ -121,6 +121,7 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
 
 LEARNING = frozenset(policy_names("learns"))       # seeded: run once per seed
 FUTURE = frozenset(policy_names("needs_future"))   # bounds, not contenders
+REFERENCES = FUTURE | {BASELINE}                   # the bounds and the normalization point
 LONG = 100_000   # requests: a workload long enough for online learning to matter
 
 
@@ -129,7 +130,7 @@ def _harmonia_standing(score):
     normalized latency."""
     if "harmonia" not in score:
         return None
-    heuristics = {p: v for p, v in score.items() if p not in LEARNING | FUTURE and p != BASELINE}
+    heuristics = {p: v for p, v in score.items() if p not in LEARNING | REFERENCES}
     best = min(heuristics, key=heuristics.get) if heuristics else None
     entry = {"harmonia": score["harmonia"]}
     if best:
@@ -186,7 +187,7 @@ def summarize(results, workloads, hss_list, pols):
                 bound = first(h, w, "oracle")["avg_latency_us"]
                 for p in pols:
                     for r in runs[(h, w, p)]:
-                        if p not in FUTURE and p != BASELINE and r["avg_latency_us"] < bound * (1 - 1e-9):
+                        if p not in REFERENCES and r["avg_latency_us"] < bound * (1 - 1e-9):
                             beats.append(dict(hss=h, workload=w, policy=p, seed=r.get("seed", 1),
                                               latency_vs_oracle=r["avg_latency_us"] / bound))
         mean[h] = {p: sum(norm[h][w][p] for w in workloads) / len(workloads) for p in pols} if workloads else {}
@@ -243,12 +244,12 @@ def format_table(summary):
         lines.append("policy".ljust(pw) + "".join(w.rjust(ww[w]) for w in wl) + "geomean".rjust(cw) +
                      "mean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw) + "  geomean over seeds")
         best = {w: min(v for p, v in summary["normalized_avg_latency"][h][w].items()
-                       if p not in FUTURE and p != BASELINE) for w in wl}
+                       if p not in REFERENCES) for w in wl}
         for p in pols:
             cells = []
             for w in wl:
                 v = summary["normalized_avg_latency"][h][w][p]
-                mark = "!" if (h, w, p) in beaten else "<" if v == best[w] and p not in FUTURE | {BASELINE} else " "
+                mark = "!" if (h, w, p) in beaten else "<" if v == best[w] and p not in REFERENCES else " "
                 cells.append((_num(v) + mark).rjust(ww[w]))
             p99 = sum(runs[(h, w, p)][0]["p99_latency_us"] for w in wl) / len(wl)
             mig = sum(runs[(h, w, p)][0]["promotions"] + runs[(h, w, p)][0]["evictions"] for w in wl)
