@@ -265,8 +265,28 @@ static int argmax(const float *v, int n)
  * quantized network takes the bins themselves as its inputs. */
 static const float *infer_q(const struct hbl_agent *ag, const uint8_t *state, float *z, int16_t *h)
 {
-    int16_t x[16] = {0};
-    for (int f = 0; f < ag->cfg.nfeatures; f++) x[f] = state[f];
+    /* the bins read and widened in registers, then stored whole: the network's
+     * first loads (two inputs at a time) are forwarded from that one store,
+     * where stores of an input each would make them wait for those to retire */
+    int16_t x[16];
+    int F = ag->cfg.nfeatures;
+    for (int k = 0; k < 2; k++) {
+        int n = F - 8 * k < 0 ? 0 : F - 8 * k > 8 ? 8 : F - 8 * k;
+        const uint8_t *p = state + 8 * k;
+        uint64_t u = 0;
+        if (n >= 4) {   /* two 4-byte loads, overlapping when n < 8 */
+            uint32_t lo, hi;
+            memcpy(&lo, p, 4);
+            memcpy(&hi, p + n - 4, 4);
+            u = lo | (uint64_t)hi << (8 * (n - 4));
+        } else {
+            for (int i = 0; i < n; i++) u |= (uint64_t)p[i] << (8 * i);
+        }
+        v8u8 bv;
+        memcpy(&bv, &u, 8);
+        v8s xv = __builtin_convertvector(bv, v8s);
+        memcpy(x + 8 * k, &xv, sizeof(xv));
+    }
     return hbl_mlp_infer_q(&ag->m, ag->q, x, z, h);
 }
 

@@ -323,59 +323,87 @@ void hbl_mlp_quantize(const struct hbl_mlp *m, const float *w, const float *in_s
 }
 
 /* nb (1..8) output registers of z = S * (T^T in) + B, the int32 sums kept in
- * registers as affine_block's float ones are. */
+ * registers as affine_block's float ones are.  A hidden layer (IA not NULL)
+ * goes on in the same registers to its activations, quantized to int16 in h
+ * (swish, its sigmoid from the quick 2^x and the approximate reciprocal), so
+ * that the sums are never stored and read back on the decision path's chain. */
 static inline __attribute__((always_inline)) void qaffine_block(
-    const int nb, const int16_t *col, const float *S, const float *B, const int16_t *in, int npairs, int no, float *z)
+    const int nb, const int16_t *col, const float *S, const float *B, const int16_t *in, int npairs, int no,
+    float *z, const float *IA, int16_t *h)
 {
     v8i acc[8];
     for (int k = 0; k < nb; k++) acc[k] = (v8i){};
     for (int p = 0; p < npairs; p++, col += 2 * no)
         for (int k = 0; k < nb; k++) acc[k] += v8_madd16(col + k * 16, in + 2 * p);
-    for (int k = 0; k < nb; k++)
-        v8_store(z + k * 8, __builtin_convertvector(acc[k], v8f) * v8_load(S + k * 8) + v8_load(B + k * 8));
+    for (int k = 0; k < nb; k++) {
+        v8f v = __builtin_convertvector(acc[k], v8f) * v8_load(S + k * 8) + v8_load(B + k * 8);
+        if (!IA) {
+            v8_store(z + k * 8, v);
+            continue;
+        }
+        v8f e = v8_exp2_quick(v8_max(v8_min(v * -1.44269504f, (v8f){} + 125.0f), (v8f){} - 125.0f));
+        v = v * v8_load(IA + k * 8) * v8_rcp(1.0f + e);
+        v8s hq = __builtin_convertvector(v8_rint(v), v8s);
+        memcpy(h + k * 8, &hq, sizeof(hq));
+    }
 }
 
-static void qaffine(const int16_t *T, const float *S, const float *B, const int16_t *in, int npairs, int no, float *z)
+static void qaffine(const int16_t *T, const float *S, const float *B, const int16_t *in, int npairs, int no,
+                    float *z, const float *IA, int16_t *h)
 {
     int nv = no / 8;
     for (int v0 = 0; v0 < nv; v0 += 8) {
         const int16_t *col = T + v0 * 16;
-        const float *s = S + v0 * 8, *b = B + v0 * 8;
+        const float *s = S + v0 * 8, *b = B + v0 * 8, *ia = IA ? IA + v0 * 8 : NULL;
         float *o = z + v0 * 8;
+        int16_t *hh = h + v0 * 8;
         switch (nv - v0 < 8 ? nv - v0 : 8) {
-        case 1: qaffine_block(1, col, s, b, in, npairs, no, o); break;
-        case 2: qaffine_block(2, col, s, b, in, npairs, no, o); break;
-        case 3: qaffine_block(3, col, s, b, in, npairs, no, o); break;
-        case 4: qaffine_block(4, col, s, b, in, npairs, no, o); break;
-        case 5: qaffine_block(5, col, s, b, in, npairs, no, o); break;
-        case 6: qaffine_block(6, col, s, b, in, npairs, no, o); break;
-        case 7: qaffine_block(7, col, s, b, in, npairs, no, o); break;
-        default: qaffine_block(8, col, s, b, in, npairs, no, o); break;
+        case 1: qaffine_block(1, col, s, b, in, npairs, no, o, ia, hh); break;
+        case 2: qaffine_block(2, col, s, b, in, npairs, no, o, ia, hh); break;
+        case 3: qaffine_block(3, col, s, b, in, npairs, no, o, ia, hh); break;
+        case 4: qaffine_block(4, col, s, b, in, npairs, no, o, ia, hh); break;
+        case 5: qaffine_block(5, col, s, b, in, npairs, no, o, ia, hh); break;
+        case 6: qaffine_block(6, col, s, b, in, npairs, no, o, ia, hh); break;
+        case 7: qaffine_block(7, col, s, b, in, npairs, no, o, ia, hh); break;
+        default: qaffine_block(8, col, s, b, in, npairs, no, o, ia, hh); break;
         }
     }
 }
 
-const float *hbl_mlp_infer_q(const struct hbl_mlp *m, const void *q, const int16_t *x, float *z, int16_t *h)
+/* A network of two hidden layers with every size fixed at compile time: the
+ * blocks fully unrolled, no call or branch between the layers (harmonia's
+ * placement network, 7 inputs -> 16 -> 16 -> 2 x 11 atoms, is 4 pairs, 16, 16, 32). */
+static inline __attribute__((always_inline)) const float *infer_q_fixed(
+    const struct hbl_mlp *m, const void *q, const int16_t *x, float *z, int16_t *h,
+    const int P0, const int H1, const int H2, const int OUT)
 {
     const float *qf = q;
+    const int16_t *qw = (const int16_t *)((const char *)q + (size_t)m->qnf * 4);
+    int16_t *h1 = h + m->puoff[0], *h2 = h + m->puoff[1];
+    float *out = z + m->puoff[2];
+    qaffine_block(H1 / 8, qw + m->qwoff[0], qf + m->qsoff[0], qf + m->qboff[0], x, P0, H1, NULL, qf + m->qaoff[0], h1);
+    qaffine_block(H2 / 8, qw + m->qwoff[1], qf + m->qsoff[1], qf + m->qboff[1], h1, H1 / 2, H2, NULL,
+                  qf + m->qaoff[1], h2);
+    qaffine_block(OUT / 8, qw + m->qwoff[2], qf + m->qsoff[2], qf + m->qboff[2], h2, H2 / 2, OUT, out, NULL, NULL);
+    return out;
+}
+
+const float *hbl_mlp_infer_q(const struct hbl_mlp *m, const void *q, const int16_t *x, float *z, int16_t *h)
+{
+    if (m->nl == 3 && m->qpairs[0] == 4 && m->psizes[1] == 16 && m->psizes[2] == 16 && m->qout == 32)
+        return infer_q_fixed(m, q, x, z, h, 4, 16, 16, 32);
+    const float *qf = q;
     const int16_t *qw = (const int16_t *)((const char *)q + (size_t)m->qnf * 4), *in = x;
-    for (int l = 0; l < m->nl; l++) {
-        int no = l == m->nl - 1 ? m->qout : m->psizes[l + 1];
-        float *zl = z + m->puoff[l];
-        qaffine(qw + m->qwoff[l], qf + m->qsoff[l], qf + m->qboff[l], in, m->qpairs[l], no, zl);
-        if (l == m->nl - 1) break;
+    for (int l = 0; l < m->nl - 1; l++) {
         int16_t *hl = h + m->puoff[l];
-        const float *IA = qf + m->qaoff[l];
-        for (int j = 0; j < no; j += 8) {
-            v8f v = v8_load(zl + j);
-            v8f e = v8_exp2_quick(v8_max(v8_min(v * -1.44269504f, (v8f){} + 125.0f), (v8f){} - 125.0f));
-            v = v * v8_load(IA + j) * v8_rcp(1.0f + e);
-            v8s hq = __builtin_convertvector(v8_rint(v), v8s);
-            memcpy(hl + j, &hq, sizeof(hq));
-        }
+        qaffine(qw + m->qwoff[l], qf + m->qsoff[l], qf + m->qboff[l], in, m->qpairs[l], m->psizes[l + 1],
+                NULL, qf + m->qaoff[l], hl);
         in = hl;
     }
-    return z + m->puoff[m->nl - 1];
+    int l = m->nl - 1;
+    float *out = z + m->puoff[l];
+    qaffine(qw + m->qwoff[l], qf + m->qsoff[l], qf + m->qboff[l], in, m->qpairs[l], m->qout, out, NULL, NULL);
+    return out;
 }
 
 /* ---- reference entry points for the tests ---- */

@@ -86,8 +86,9 @@ static inline const float *hbl_mlp_q_shifts(const struct hbl_mlp *m, const void 
     return (const float *)q + m->qaoff[m->nl - 1];
 }
 /* Forward pass over a quantized copy: x holds 2 * qpairs[0] int16 (padding
- * zero); z m->qunits floats, h m->punits int16; returns the outputs (in z;
- * the units padding a group of outputs at -1e30). */
+ * zero); z m->qunits floats, of which only the outputs are written (a hidden
+ * layer's sums go straight to its activations), h m->punits int16; returns the
+ * outputs (in z; the units padding a group of outputs at -1e30). */
 const float *hbl_mlp_infer_q(const struct hbl_mlp *m, const void *q, const int16_t *x, float *z, int16_t *h);
 
 /* exp(x) for |x| < 87 to about 1e-6 relative error, written so that loops of it vectorize. */
@@ -143,6 +144,7 @@ static inline v8f v8_floor(v8f x)
  * int16 inputs; lane j = w[2j] x2[0] + w[2j+1] x2[1] (exact: the quantizer
  * keeps every sum in range, so both versions give the same bits). */
 typedef int16_t v8s __attribute__((vector_size(16)));
+typedef uint8_t v8u8 __attribute__((vector_size(8)));
 #if defined(__AVX2__)
 static inline v8i v8_madd16(const int16_t *w, const int16_t *x2)
 {

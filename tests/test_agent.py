@@ -63,14 +63,16 @@ def test_gradient_matches_finite_differences(n):
         assert abs(grad[i] - numeric) <= 1e-3 * scale + 1e-2 * abs(numeric), (i, grad[i], numeric)
 
 
-@pytest.mark.parametrize("nactions,atoms", [(2, 51), (3, 51), (4, 21), (2, 8), (2, 5)])
-def test_decision_values_match_numpy(nactions, atoms):
+@pytest.mark.parametrize("nactions,atoms,hidden", [(2, 51, (20, 30)), (3, 51, (20, 30)), (4, 21, (20, 30)),
+                                                    (2, 8, (20, 30)), (2, 5, (20, 30)), (2, 11, (16, 16))])
+def test_decision_values_match_numpy(nactions, atoms, hidden):
     """The decision path (the int16 inference network; the C51 expectation eight atoms at a
     time over atoms padded to whole registers) against NumPy's FP32 network on the same weights:
     the values to 2e-3 (int16 sums and a degree-3 exp), the greedy action wherever the best
-    two values are further apart than that."""
+    two values are further apart than that.  (16, 16) with 2 x 11 atoms is harmonia's
+    placement network, which has its own unrolled forward pass."""
     nbins = [2, 8, 64, 64, 8, nactions, 64]
-    ag = Agent(nbins=nbins, nactions=nactions, atoms=atoms, vmin=-3.0, vmax=7.0, seed=11)
+    ag = Agent(nbins=nbins, nactions=nactions, atoms=atoms, vmin=-3.0, vmax=7.0, seed=11, hidden=hidden)
     rng = np.random.default_rng(2)
     for _ in range(300):   # move the weights away from their initialisation
         s, s2 = (rng.integers(0, nbins).astype(np.uint8) for _ in range(2))
@@ -79,7 +81,7 @@ def test_decision_values_match_numpy(nactions, atoms):
         ag.train()
     ag.sync()
     params = ag.params().astype(np.float64)
-    sizes = [7, 20, 30, nactions * atoms]
+    sizes = [7, *hidden, nactions * atoms]
     support = np.linspace(-3.0, 7.0, atoms)
     scale = 1.0 / (np.array(nbins) - 1)
     for s in rng.integers(0, nbins, size=(40, 7)).astype(np.uint8):
