@@ -4,8 +4,9 @@
  *
  * - Devices are chosen by user space in `devices` (dev_t -> mode).  A
  *   request-based device (blk-mq: NVMe, SCSI, virtio, loop) is captured at
- *   block_rq_issue and block_rq_complete and emitted once, at completion,
- *   with its latency.  A bio-based device (device-mapper) is captured at
+ *   block_rq_issue and block_rq_complete (their BTF forms, which pass the
+ *   request: it keys the in-flight table, so requests to one sector in flight
+ *   together stay apart) and emitted once, at completion, with its latency.  A bio-based device (device-mapper) is captured at
  *   block_bio_queue: logical addresses, no latency (its members have it).
  * - block_bio_remap shows a dm device's logical-to-physical mapping, when asked.
  * - Records go to one ring buffer; what cannot be recorded is counted in
@@ -33,13 +34,12 @@ struct {
     __type(value, __u32);   /* enum hbl_dev_mode */
 } devices SEC(".maps");
 
-struct inflight_key { __u32 dev; __u32 _pad; __u64 sector; };
-struct inflight_val { __u64 ts; __u32 pid; __u32 bytes; __u8 op; __u8 sync; char comm[16]; };
+struct inflight_val { __u64 ts; __u64 sector; __u32 dev; __u32 pid; __u32 bytes; __u8 op; __u8 sync; char comm[16]; };
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, 65536);
-    __type(key, struct inflight_key);
+    __type(key, __u64);     /* the request's address */
     __type(value, struct inflight_val);
 } inflight SEC(".maps");
 
@@ -107,39 +107,68 @@ static __always_inline void heat(__u32 dev, __u64 sector, __u8 op, __u64 ts)
     h->last_ns = ts;
 }
 
-SEC("tracepoint/block/block_rq_issue")
-int hbl_rq_issue(struct trace_event_raw_block_rq *ctx)
+/* What the block tracepoints report of a request: the whole disk's dev_t (as
+ * block_rq_* do, so a request to a partition counts for its disk), hbl's op
+ * code (0 read, 1 write, 2 discard, 3 flush, 255 what hbl does not record),
+ * and its first sector (0 where it has none, e.g. a flush). */
+static __always_inline __u32 rq_dev(struct request *rq)
 {
-    __u32 dev = BPF_CORE_READ(ctx, dev);
+    return BPF_CORE_READ(rq, q, disk, part0, bd_dev);
+}
+
+static __always_inline __u8 rq_op(struct request *rq, __u8 *sync)
+{
+    __u32 flags = BPF_CORE_READ(rq, cmd_flags);
+    *sync = 0;
+    if (bpf_core_enum_value_exists(enum req_flag_bits, __REQ_SYNC))
+        *sync = (flags >> bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)) & 1;
+    switch (flags & 0xff) {       /* REQ_OP_*: READ 0, WRITE 1, FLUSH 2, DISCARD 3, SECURE_ERASE 5, WRITE_ZEROES 9 */
+    case 0: return 0;
+    case 1: case 9: return 1;
+    case 2: return 3;
+    case 3: case 5: return 2;
+    default: return 255;
+    }
+}
+
+static __always_inline __u64 rq_sector(struct request *rq)
+{
+    __u64 s = BPF_CORE_READ(rq, __sector);
+    return s == (__u64)-1 ? 0 : s;
+}
+
+SEC("tp_btf/block_rq_issue")
+int hbl_rq_issue(unsigned long long *ctx)
+{
+    struct request *rq = (struct request *)ctx[0];
+    __u32 dev = rq_dev(rq);
     if (mode_of(dev) != HBL_MODE_RQ)
         return 0;
-    char rwbs[8];
-    bpf_core_read(rwbs, sizeof(rwbs), &ctx->rwbs);
     struct inflight_val v = {};
-    v.op = hbl_op_of(rwbs, &v.sync);
+    v.op = rq_op(rq, &v.sync);
     if (v.op == 255)
         return 0;
-    struct inflight_key k = { .dev = dev, .sector = BPF_CORE_READ(ctx, sector) };
+    __u64 k = (__u64)rq;
     v.ts = bpf_ktime_get_ns();
+    v.sector = rq_sector(rq);
+    v.dev = dev;
     v.pid = bpf_get_current_pid_tgid() >> 32;
-    v.bytes = BPF_CORE_READ(ctx, bytes);
-    if (!v.bytes)
-        v.bytes = BPF_CORE_READ(ctx, nr_sector) << 9;
-    bpf_core_read(v.comm, sizeof(v.comm), &ctx->comm);
+    v.bytes = BPF_CORE_READ(rq, __data_len);
+    bpf_get_current_comm(v.comm, sizeof(v.comm));
+    /* a request issued again (requeued) replaces its entry: its latency runs from the last issue */
     if (bpf_map_update_elem(&inflight, &k, &v, BPF_ANY))
         count_lost(HBL_LOST_INFLIGHT);
     return 0;
 }
 
-SEC("tracepoint/block/block_rq_complete")
-int hbl_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
+SEC("tp_btf/block_rq_complete")
+int hbl_rq_complete(unsigned long long *ctx)
 {
     /* no device lookup: only traced devices have in-flight entries */
-    __u32 dev = BPF_CORE_READ(ctx, dev);
-    struct inflight_key k = { .dev = dev, .sector = BPF_CORE_READ(ctx, sector) };
+    __u64 k = ctx[0];
     struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
     if (!v)
-        return 0;   /* another device, or issued before capture started */
+        return 0;   /* another device, issued before capture started, or the rest of a partial completion */
     __u64 now = bpf_ktime_get_ns();
     struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
     if (!e) {
@@ -147,9 +176,9 @@ int hbl_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
         bpf_map_delete_elem(&inflight, &k);
         return 0;
     }
-    hbl_fill_io(e, v->ts, k.sector, now - v->ts, dev, v->bytes, v->pid, v->op, v->sync);
+    hbl_fill_io(e, v->ts, v->sector, now - v->ts, v->dev, v->bytes, v->pid, v->op, v->sync);
     __builtin_memcpy(e->comm, v->comm, sizeof(e->comm));
-    heat(dev, k.sector, v->op, v->ts);
+    heat(v->dev, v->sector, v->op, v->ts);
     bpf_map_delete_elem(&inflight, &k);
     submit(e);
     return 0;
@@ -170,15 +199,9 @@ int hbl_rq_done(unsigned long long *ctx)
     __u32 dev = BPF_CORE_READ(rq, part, bd_dev);
     if (mode_of(dev) != HBL_MODE_RQ)
         return 0;
-    __u32 flags = BPF_CORE_READ(rq, cmd_flags);
-    __u8 op;
-    switch (flags & 0xff) {       /* REQ_OP_*: READ 0, WRITE 1, FLUSH 2, DISCARD 3, WRITE_ZEROES 9 */
-    case 0: op = 0; break;
-    case 1: case 9: op = 1; break;
-    case 2: op = 3; break;
-    case 3: op = 2; break;
-    default: return 0;
-    }
+    __u8 sync, op = rq_op(rq, &sync);
+    if (op == 255)
+        return 0;
     __u64 start = BPF_CORE_READ(rq, io_start_time_ns);
     if (!start)
         start = BPF_CORE_READ(rq, start_time_ns);
@@ -188,8 +211,7 @@ int hbl_rq_done(unsigned long long *ctx)
         count_lost(HBL_LOST_RINGBUF);
         return 0;
     }
-    hbl_fill_io(e, start ? start : now, BPF_CORE_READ(rq, __sector), start ? now - start : 0, dev,
-                nr_bytes, 0, op, 0);
+    hbl_fill_io(e, start ? start : now, rq_sector(rq), start ? now - start : 0, dev, nr_bytes, 0, op, sync);
     e->comm[0] = 0;
     heat(dev, e->sector, op, e->ts_ns);
     submit(e);

@@ -47,7 +47,9 @@ TRACEPOINT_PROBE(block, block_rq_issue)
     v.pid = bpf_get_current_pid_tgid() >> 32;
     v.bytes = args->bytes ? args->bytes : args->nr_sector << 9;
     __builtin_memcpy(v.comm, args->comm, 16);
-    if (inflight.update(&k, &v))
+    /* keyed by sector (these tracepoints do not pass the request): a second request
+     * to a sector already in flight is counted lost, never confused with the first */
+    if (inflight.insert(&k, &v))
         count_lost(HBL_LOST_INFLIGHT);
     return 0;
 }

@@ -37,25 +37,6 @@ struct trace_entry {
     int pid;
 };
 
-struct trace_event_raw_block_rq {
-    struct trace_entry ent;
-    dev_t dev;
-    sector_t sector;
-    unsigned int nr_sector;
-    unsigned int bytes;
-    char rwbs[8];
-    char comm[16];
-};
-
-struct trace_event_raw_block_rq_completion {
-    struct trace_entry ent;
-    dev_t dev;
-    sector_t sector;
-    unsigned int nr_sector;
-    int error;
-    char rwbs[8];
-};
-
 struct trace_event_raw_block_bio {
     struct trace_entry ent;
     dev_t dev;
@@ -75,12 +56,21 @@ struct trace_event_raw_block_bio_remap {
     char rwbs[8];
 };
 
-/* for the fast mode's BTF tracepoint on completion */
+/* for the BTF tracepoints, which pass the request itself */
 struct block_device {
     dev_t bd_dev;
 };
 
+struct gendisk {
+    struct block_device *part0;
+};
+
+struct request_queue {
+    struct gendisk *disk;
+};
+
 struct request {
+    struct request_queue *q;
     unsigned int cmd_flags;
     unsigned int __data_len;
     sector_t __sector;
@@ -90,5 +80,9 @@ struct request {
 };
 
 #pragma clang attribute pop
+
+/* a request's flag bits (REQ_SYNC is 1 << __REQ_SYNC): the value is relocated
+ * against the running kernel's BTF, the one here is only a placeholder */
+enum req_flag_bits { __REQ_SYNC = 11 };
 
 #endif
