@@ -59,11 +59,12 @@ def run(data, hss, policy, seed, head, agents_dir=None, params=None):
     return dict(res=res, head=delta(z, a), tail=delta(a, b), all=delta(z, b))
 
 
-def run_windows(data, hss, policy, seed, windows, agents_dir=None):
+def run_windows(data, hss, policy, seed, windows, agents_dir=None, params=None):
     """The counters of each of `windows` equal parts of the trace, in one run."""
     name, _, variant = policy.partition("/")
     config = load_hss(hss)
-    sim = Simulator(config, name, config.capacity_pages(footprint_pages([data]), 4096), seed=seed)
+    sim = Simulator(config, name, config.capacity_pages(footprint_pages([data]), 4096), seed=seed,
+                    params=params if "harmonia" in name else None)
     if sim.agents() and variant != "untrained":
         sim.load_agents(pretrained.agent_file(name, hss, seed, agents_dir) if agents_dir and name == "harmonia"
                         else pretrained.shipped(name, hss, seed))
@@ -99,7 +100,12 @@ def main():
     ap.add_argument("--decisions", action="store_true",
                     help="instead: harmonia's write requests by the state of their first page (new or written "
                          "before; the fastest device full or not) and how many did not land on the fastest device")
+    ap.add_argument("--suite", action="store_true",
+                    help="instead: harmonia from the shipped agents and from --agents (with --param) against the "
+                         "production baselines on every workload of `hbl compare`'s default suite found here")
     args = ap.parse_args()
+    if args.suite:
+        return suite(args)
     if args.decisions:
         return decisions(args)
     if args.probe:
@@ -164,31 +170,82 @@ def probe(args):
     the slowest device) and with a rewrite of a page on the fastest device (10 requests ago, 3
     accesses), for request sizes of 1, 2, 4 .. 64 pages, with the fastest device empty or full."""
     p = print
-    p("# scripts/writeonly_diag.py --probe --hss %s --seeds %d%s" % (args.hss, args.seeds,
-                                                                   " --agents " + args.agents if args.agents else ""))
+    p("# scripts/writeonly_diag.py --probe --hss %s --seeds %d%s%s" % (
+        args.hss, args.seeds, " --agents " + args.agents if args.agents else "",
+        "".join(" --param " + x for x in args.param or [])))
     p("# greedy action (0 = fastest device) per request size 1,2,4,8,16,32,64 pages")
     for hss in args.hss.split(","):
         for pol in ("harmonia", "harmonia-placement-only"):
             for seed in range(1, args.seeds + 1):
                 config = load_hss(hss)
-                sim = Simulator(config, pol, config.capacity_pages(10_000, 4096), seed=seed)
+                sim = Simulator(config, pol, config.capacity_pages(10_000, 4096), seed=seed,
+                                params=args.param if pol == "harmonia" else None)
                 sim.load_agents(pretrained.agent_file(pol, hss, seed, args.agents) if args.agents and pol == "harmonia"
                                 else pretrained.shipped(pol, hss, seed))
                 ag, slow = sim.agents()[0], len(config.devices) - 1
-                cols = []
-                for free, label in ((7, "fast empty"), (0, "fast full")):
-                    fresh = "".join(str(ag.greedy([1, sz, 63, 0, free, slow, 63])) for sz in range(7))
-                    again = "".join(str(ag.greedy([1, sz, 10, 6, free, 0, 63])) for sz in range(7))
-                    cols.append("%s: new page %s, rewrite %s" % (label, fresh, again))
-                p("  %-4s %-24s s%d  %s" % (hss, pol, seed, " | ".join(cols)))
+                # an 8-feature agent (queue_feature=1): with the background queues empty, then full
+                for queue in ([[]] if ag.nfeatures == 7 else [[0], [3]]):
+                    cols = []
+                    for free, label in ((7, "fast empty"), (0, "fast full")):
+                        fresh = "".join(str(ag.greedy([1, sz, 63, 0, free, slow, 63] + queue)) for sz in range(7))
+                        again = "".join(str(ag.greedy([1, sz, 10, 6, free, 0, 63] + queue)) for sz in range(7))
+                        cols.append("%s: new page %s, rewrite %s" % (label, fresh, again))
+                    p("  %-4s %-24s s%d %s %s" % (hss, pol, seed, {0: "queues empty", 3: "queues full "}.get(
+                        queue[0], "") if queue else "", " | ".join(cols)))
+
+
+def suite(args):
+    import math
+    from hbl.compare import default_traces
+    from hbl.sim import simulate
+    p = print
+    p("# scripts/writeonly_diag.py --suite --hss %s --seeds %d%s%s" % (
+        args.hss, args.seeds, " --agents " + args.agents if args.agents else "",
+        "".join(" --param " + x for x in args.param or [])))
+    p("# average latency / fast-only's; harmonia: mean over seeds (min-max); '!': > 3%% behind the best of %s"
+      % ", ".join(BASELINES))
+    traces = default_traces()
+    for hss in args.hss.split(","):
+        rows, gm = [], {"shipped": [], "candidate": [], "best": []}
+        for t in traces:
+            ref = simulate(t, hss=hss, policy="fast-only")["avg_latency_us"]
+            base = {b: simulate(t, hss=hss, policy=b)["avg_latency_us"] / ref for b in BASELINES}
+            best = min(base, key=base.get)
+            shipped = [simulate(t, hss=hss, policy="harmonia", seed=s)["avg_latency_us"] / ref
+                       for s in range(1, args.seeds + 1)]
+            cand = None
+            if args.agents:
+                cand = [simulate(t, hss=hss, policy="harmonia", seed=s, params=args.param,
+                                 load_agents=pretrained.agent_file("harmonia", hss, s, args.agents))["avg_latency_us"]
+                        / ref for s in range(1, args.seeds + 1)]
+            name = t.split(":", 1)[1].split(":")[0] if t.startswith(("bundled:", "apps:", "workload:")) else t
+            cell = lambda v: "%8.2f%s (%.2f-%.2f)" % (sum(v) / len(v), "!" if sum(v) / len(v) > 1.03 * base[best]
+                                                     else " ", min(v), max(v))
+            rows.append("  %-28s %-6s %9.2f   %-26s %s" % (name[:28], best, base[best], cell(shipped),
+                                                         cell(cand) if cand else ""))
+            gm["best"].append(base[best])
+            gm["shipped"].append(sum(shipped) / len(shipped))
+            if cand:
+                gm["candidate"].append(sum(cand) / len(cand))
+            sys.stdout.flush()
+        g = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
+        p("\nHSS %s (%d workloads)" % (hss, len(traces)))
+        p("  %-28s %-6s %9s   %-26s %s" % ("workload", "best", "x", "harmonia shipped", "harmonia candidate"))
+        for r in rows:
+            p(r)
+        p("  %-28s %-6s %9.2f   %8.2f %17s %8.2f" % ("geomean", "", g(gm["best"]), g(gm["shipped"]), "",
+                                                 g(gm["candidate"])))
+        p("  behind the best production baseline by > 3%%: shipped %d, candidate %d" % (
+            sum(r.count("!") > 0 and r.split()[3].endswith("!") for r in rows),
+            sum(len(r.split()) > 5 and r.split()[5].endswith("!") for r in rows)))
 
 
 def decisions(args):
     from hbl.core import lib
     p = print
-    p("# scripts/writeonly_diag.py --decisions --hss %s --seeds %d%s%s" % (
+    p("# scripts/writeonly_diag.py --decisions --hss %s --seeds %d%s%s%s" % (
         args.hss, args.seeds, "".join(" --trace " + t for t in args.trace or []),
-        " --agents " + args.agents if args.agents else ""))
+        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or [])))
     p("# harmonia's write requests (one request at a time), by their first page: new (never written) or")
     p("# written before, and whether the fastest device was full when it was served; 'slow': requests")
     p("# not placed on the fastest device entirely, their share of all requests, their mean latency")
@@ -198,7 +255,7 @@ def decisions(args):
             config = load_hss(hss)
             caps = config.capacity_pages(footprint_pages([data]), 4096)
             for seed in range(1, args.seeds + 1):
-                sim = Simulator(config, "harmonia", caps, seed=seed)
+                sim = Simulator(config, "harmonia", caps, seed=seed, params=args.param)
                 sim.load_agents(pretrained.agent_file("harmonia", hss, seed, args.agents) if args.agents
                                 else pretrained.shipped("harmonia", hss, seed))
                 seen, tot, slow, slow_lat = set(), {}, {}, {}
@@ -228,8 +285,9 @@ def decisions(args):
 
 def windows(args):
     p = print
-    p("# scripts/writeonly_diag.py --windows %d --hss %s --seeds %d%s --policies %s" % (
-        args.windows, args.hss, args.seeds, "".join(" --trace " + t for t in args.trace or []), args.policies))
+    p("# scripts/writeonly_diag.py --windows %d --hss %s --seeds %d%s --policies %s%s%s" % (
+        args.windows, args.hss, args.seeds, "".join(" --trace " + t for t in args.trace or []), args.policies,
+        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or [])))
     p("# per window of the trace (in request order): latency / fast-only's in the same window, then the")
     p("# share of written pages placed on the fastest device; learning policies: each seed")
     for hss in args.hss.split(","):
@@ -240,7 +298,7 @@ def windows(args):
             for pol in args.policies.split(","):
                 seeds = range(1, args.seeds + 1) if "harmonia" in pol or pol == "sibyl" else [1]
                 for s in seeds:
-                    ws, res = run_windows(data, hss, pol, s, args.windows, args.agents)
+                    ws, res = run_windows(data, hss, pol, s, args.windows, args.agents, args.param)
                     steps = [a["train_steps"] for a in res.get("agents", [])]
                     p("  %-26s %-3s norm %s" % (pol, "s%d" % s if len(seeds) > 1 else "",
                                                 " ".join("%6.2f" % (w["lat"] / w["requests"] / (r["lat"] / r["requests"]))
