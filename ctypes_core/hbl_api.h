@@ -103,6 +103,13 @@ struct hbl_sim_stats {
     double foreground_wait_ns; /* time requests waited behind background I/O already started */
     uint64_t used_pages[4];
     uint64_t dev_io_bytes[4];  /* foreground + migration bytes per device */
+    /* Where requests' latency goes: each request counted under the slowest device
+     * it was served from, and the part of its latency spent waiting for the
+     * evictions it made synchronous (a full background queue drained at once). */
+    uint64_t served_requests[4];
+    double served_latency_ns[4];
+    double sync_wait_ns;
+    double sync_busy_ns[4];    /* per device, time spent on queued background I/O drained synchronously */
 };
 
 struct hbl_timeline_row {

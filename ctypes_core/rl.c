@@ -39,6 +39,7 @@ void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const st
     f->nbins[HBL_F_FREE] = 8;
     f->nbins[HBL_F_DEVICE] = (uint8_t)s->cfg.ndev;
     f->nbins[HBL_F_SINCE_MIG] = 64;
+    f->nbins[HBL_F_QUEUE] = 4;
     /* 63 log bins: 3 per octave reach 2^21 requests, 4 per octave 2^15.75 accesses */
     f->per_octave[HBL_F_INTERVAL] = setting(p, S_octave_interval, s);
     f->per_octave[HBL_F_COUNT] = setting(p, S_octave_count, s);
@@ -71,6 +72,12 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
     uint64_t lm = pt->last_mig[slot];
     out[HBL_F_SINCE_MIG] = lm == HBL_NEVER ? f->nbins[HBL_F_SINCE_MIG] - 1
                          : log_bin((double)(now - lm), f->per_octave[HBL_F_SINCE_MIG], f->nbins[HBL_F_SINCE_MIG]);
+    /* quarters of the background backlog queued on the fastest device or the next (an eviction
+     * reads one and writes the other); the last bin is a full queue (or none allowed) */
+    uint64_t q = s->bgpages[0] > s->bgpages[1] ? s->bgpages[0] : s->bgpages[1];
+    uint32_t backlog = s->cfg.bg.backlog_pages;
+    uint64_t qb = backlog ? 4 * q / backlog : 3;
+    out[HBL_F_QUEUE] = (uint8_t)(qb > 3 ? 3 : qb);
 }
 
 static double prm(const struct hbl_params *p, const char *prefix, const char *key, double dflt)
@@ -234,7 +241,7 @@ int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, 
         return -1;
     }
     struct hbl_agent_config c;
-    hbl_agent_config_init(&c, &ma->feat, HBL_NFEATURES, s->cfg.ndev, p, "m_", 1, s->live, s->cfg.seed + 1);
+    hbl_agent_config_init(&c, &ma->feat, HBL_F_QUEUE, s->cfg.ndev, p, "m_", 1, s->live, s->cfg.seed + 1);
     ma->ag = hbl_agent_new(&c, err, errlen);
     if (!ma->ag) return -1;
     ma->lref = hbl_reference_latency(s);

@@ -8,9 +8,12 @@
 #define HBL_RL_H
 #include "hbl_internal.h"
 
-/* The 7-feature state of Harmonia (arXiv:2503.20507, its state table); Sibyl used the first six. */
+/* The 7-feature state of Harmonia (arXiv:2503.20507, its state table); Sibyl used the first six.
+ * HBL_F_QUEUE is ours and opt-in (harmonia's queue_feature=1, an experiment: results/writeonly.txt):
+ * how full the background queues an eviction from the fastest device uses are, i.e. whether
+ * absorbing a write there now makes its eviction synchronous.  Agents see a prefix of the state. */
 enum { HBL_F_TYPE, HBL_F_SIZE, HBL_F_INTERVAL, HBL_F_COUNT, HBL_F_FREE, HBL_F_DEVICE, HBL_F_SINCE_MIG,
-       HBL_NFEATURES };
+       HBL_F_QUEUE, HBL_NFEATURES };
 
 struct hbl_features {
     uint8_t nbins[HBL_NFEATURES];
@@ -120,7 +123,7 @@ double hbl_reference_latency(const struct hbl_sim *s);
 struct hbl_placement_agent {
     struct hbl_agent *ag;
     struct hbl_features feat;
-    int nfeatures;          /* 6 (Sibyl) or 7 (Harmonia) */
+    int nfeatures;          /* 6 (Sibyl) or 7 (Harmonia; 8 with queue_feature=1) */
     int act_on_reads;
     double penalty, lref, evict_ns;
     uint8_t state[16];

@@ -206,7 +206,9 @@ static double bg_drain(struct hbl_sim *s, int d, uint32_t npages, double now)
     double done = now;
     while (s->nbg[d] && !bg_room(s, d, npages)) {
         struct hbl_bgop op = bg_take(s, d);
+        double busy = s->st.busy_ns[d];
         double t = dev_io(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, now);
+        s->st.sync_busy_ns[d] += s->st.busy_ns[d] - busy;
         if (t > done) done = t;
     }
     return done;
@@ -396,6 +398,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     int write = r->op == HBL_OP_WRITE;
     double done = arrival;
     uint64_t hits = 0;
+    int slowest = 0;   /* the slowest device the request was served from */
     if (s->live) {
         /* The request was served before we saw it, where the extent was: a
          * different choice for it becomes a move, for reads and writes alike. */
@@ -431,6 +434,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             double end = dev_io(s, d, write, first + i, j - i, (double)(hi - lo), arrival);
             if (end > done) done = end;
             if (d == 0) hits += j - i;
+            if (d > slowest) slowest = d;
             i = j;
         }
     }
@@ -443,7 +447,10 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             migrate_page(s, slots[i], t, arrival, write && !s->live, 0);
     }
     for (int d = 0; d < s->cfg.ndev - 1; d++) make_room(s, d, arrival, 0);
-    if (s->sync_done > done) done = s->sync_done;   /* evictions the queues could not take */
+    if (s->sync_done > done) {   /* evictions the queues could not take */
+        s->st.sync_wait_ns += s->sync_done - done;
+        done = s->sync_done;
+    }
 
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = slots[i];
@@ -460,6 +467,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     if (write) { s->st.write_page_accesses += n; s->st.fast_page_writes += hits; }
     else { s->st.read_page_accesses += n; s->st.fast_read_hits += hits; }
     s->st.latency_sum_ns += lat;
+    if (!s->live) { s->st.served_requests[slowest]++; s->st.served_latency_ns[slowest] += lat; }
     if (done > s->st.last_completion_ns) s->st.last_completion_ns = done;
     hbl_hist_add(&s->hist, (uint64_t)llround(lat));
     s->win_req++; s->win_lat += lat;

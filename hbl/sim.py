@@ -287,6 +287,14 @@ class Simulator:
             "used_pages": [st.used_pages[i] for i in range(self.ndev)],
             "device_utilization": [min(1.0, st.busy_ns[i] / span) for i in range(self.ndev)],
             "background_utilization": [min(1.0, st.background_busy_ns[i] / span) for i in range(self.ndev)],
+            # each request under the slowest device it was served from: how many, their mean latency
+            "served_requests": [st.served_requests[i] for i in range(self.ndev)],
+            "served_latency_us": [st.served_latency_ns[i] / st.served_requests[i] / 1e3 if st.served_requests[i]
+                                  else 0.0 for i in range(self.ndev)],
+            # mean per request of the wait for evictions made synchronous by a full background queue,
+            # and the device time those drained background I/Os took
+            "sync_wait_us": st.sync_wait_ns / n / 1e3 if n else 0.0,
+            "sync_utilization": [min(1.0, st.sync_busy_ns[i] / span) for i in range(self.ndev)],
             "params": self.params,
             "requests_per_second": n / self.wall if self.wall > 0 else 0.0,
         }

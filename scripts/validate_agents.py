@@ -21,8 +21,9 @@ from hbl.sim import simulate
 BASELINES = ("fast-only", "lru", "cde", "smq", "nhit", "seqcutoff", "harmonia-migration-only")
 
 
-def validation_traces(requests):
-    return [t + ":requests=%d,seed=2" % requests for t in pretrained.TRAINING_SUITE]
+def validation_traces(requests, families=pretrained.TRAINING_SUITE):
+    """The families with generator seed 2; a family may carry keys of its own (synth:uniform:read=0.0)."""
+    return [t + ("," if t.count(":") > 1 else ":") + "requests=%d,seed=2" % requests for t in families]
 
 
 def _run(job):
@@ -40,9 +41,14 @@ def main():
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--family", action="append", default=[], metavar="SPEC",
+                    help="a training family added to the validation (repeatable), e.g. synth:uniform:read=0.0 "
+                         "for a candidate trained on it too; the geomean is then also shown over the "
+                         "default families alone")
     a = ap.parse_args()
     hss_list = a.hss.split(",")
-    traces = validation_traces(a.requests)
+    traces = validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family))
+    default = validation_traces(a.requests)
     jobs = [(p, t, h, p, False, None, 1) for p in BASELINES for t in traces for h in hss_list]
     labels = list(BASELINES)
     for c in a.candidate:
@@ -63,10 +69,22 @@ def main():
         print("\nHSS %s: geomean of average latency / Fast-Only (learning: mean over seeds, min-max)" % h)
         base = out[("fast-only", h, 1)]
         for label in labels:
-            gs = [math.exp(sum(math.log(v[t] / base[t]) for t in traces) / len(traces))
-                  for (lb, hh, s), v in sorted(out.items()) if lb == label and hh == h]
-            spread = "  %.3f-%.3f" % (min(gs), max(gs)) if len(gs) > 1 else ""
-            print("  %-26s %8.3f%s" % (label, sum(gs) / len(gs), spread))
+            cols = []
+            for subset in ([traces, default] if a.family else [traces]):
+                gs = [math.exp(sum(math.log(v[t] / base[t]) for t in subset) / len(subset))
+                      for (lb, hh, s), v in sorted(out.items()) if lb == label and hh == h]
+                spread = "  %.3f-%.3f" % (min(gs), max(gs)) if len(gs) > 1 else ""
+                cols.append("%8.3f%-14s" % (sum(gs) / len(gs), spread))
+            print(("  %-26s %s" % (label, "   ".join(cols))).rstrip())
+        if a.family:
+            print("  (first column: all %d validation traces; second: the %d default families alone)"
+                  % (len(traces), len(default)))
+            print("  per trace (learning: mean over seeds):")
+            for t in traces:
+                print("    %-30s %s" % (t.rsplit("requests=", 1)[0].rstrip(":,"), ", ".join(
+                    "%s %.3f" % (label, sum(v[t] / base[t] for (lb, hh, s), v in out.items() if lb == label and hh == h)
+                                 / sum(1 for (lb, hh, s) in out if lb == label and hh == h))
+                    for label in labels if label != "fast-only")))
     return 0
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from hbl.agent import Agent
 from hbl.core import ffi, lib
+from hbl.devices import load_hss
 from hbl.errors import HblError
 from hbl.sim import Simulator, simulate
 
@@ -244,6 +245,22 @@ def test_three_and_four_device_action_spaces(hss):
     assert ndev == (3 if hss == "tri" else 4)
     assert all(u > 0 for u in r["used_pages"])        # every device of the action space holds data
     assert r["promotions"] > 0 and r["evictions"] > 0
+
+
+def test_queue_feature_is_opt_in():
+    # harmonia's placement agent sees Harmonia's 7 features unless queue_feature=1 adds the background
+    # queues' fill as an 8th; the migration agent keeps 7 and Sibyl its 6 either way
+    def widths(policy, params=None):
+        config = load_hss("cost")
+        sim = Simulator(config, policy, [100, None], params=params)
+        return [a.nfeatures for a in sim.agents()]
+    assert widths("harmonia") == [7, 7] and widths("sibyl") == [6]
+    assert widths("harmonia", ["queue_feature=1"]) == [8, 7]
+    assert widths("harmonia-placement-only", ["queue_feature=1"]) == [8]
+    # the shipped agents were trained without it: such a run starts untrained (and keeps its invariants)
+    r = simulate("bundled:hm_1", hss="cost", policy="harmonia", params=["queue_feature=1"], check=True)
+    assert r["agents_from"] == "untrained" and r["sync_evictions"] > 0
+    assert simulate("bundled:hm_1", hss="cost", policy="harmonia")["agents_from"] == "pretrained:harmonia-cost-s1"
 
 
 def test_agent_config_errors():

@@ -21,7 +21,7 @@ def test_simulate_json_keys():
     r = json.loads(run("simulate", "--trace", "bundled:hm_0", "--hss", "cost", "--policy", "smq",
                        "--fast-capacity", "0.1", "--seed", "3", "--json").stdout)
     for k in ("policy", "hss", "trace", "requests", "avg_latency_us", "p99_latency_us", "read_hit_ratio",
-              "fast_write_share", "replay", "sync_evictions",
+              "fast_write_share", "replay", "sync_evictions", "sync_wait_us", "served_requests",
               "promotions", "evictions", "migrated_bytes", "requests_per_second"):
         assert k in r
     assert r["policy"] == "smq" and r["requests"] == 7016 and r["hss"] == "cost"

@@ -84,6 +84,26 @@ def test_background_io_uses_idle_time_and_waits_only_when_full():
     assert b["sync_evictions"] > 0 and b["avg_latency_us"] > 1000
 
 
+def test_latency_split_by_device_and_synchronous_eviction_wait():
+    # writes absorbed by a fast device of 8 pages with a 1-page background queue and no idle time:
+    # every request is served from the fast device, and most of its latency is the wait for the
+    # write-backs it made synchronous (drained on the HDD as foreground work)
+    s = sim(policy="lru", fast_pages=8, background_backlog=1)
+    s.feed(reqs(np.arange(64) * 97, op=record.WRITE))
+    r = s.result()
+    assert r["served_requests"] == [64, 0] and r["served_latency_us"][1] == 0.0
+    assert r["served_latency_us"][0] == pytest.approx(r["avg_latency_us"])
+    assert r["sync_evictions"] > 0 and r["sync_wait_us"] > 0.5 * r["avg_latency_us"]
+    assert r["sync_utilization"][1] > 0 and r["sync_utilization"][1] <= r["device_utilization"][1]
+    # the same writes to the HDD alone: all served there, nothing synchronous
+    b = sim()
+    b.feed(reqs(np.arange(64) * 97, op=record.WRITE))
+    q = b.result()
+    assert q["served_requests"] == [0, 64] and q["sync_wait_us"] == 0.0
+    assert q["served_latency_us"][1] == pytest.approx(q["avg_latency_us"])
+    assert q["sync_utilization"] == [0.0, 0.0]
+
+
 def test_background_runs_are_merged_and_served_in_lba_order():
     # 256 contiguous pages written then pushed out by 256 others: written back as a few large I/Os
     s = sim(policy="lru", fast_pages=256, background_backlog=4096)

@@ -23,7 +23,10 @@ struct state {
 static const struct hbl_param_doc params[] = {
     HBL_AGENT_PARAMS(HBL_PLACEMENT_PARAM_DOC) HBL_PLACEMENT_SETTINGS(HBL_SETTING_DOC)
     HBL_AGENT_PARAMS(HBL_MIGRATION_PARAM_DOC) HBL_MIGRATION_SETTINGS(HBL_SETTING_DOC)
-    HBL_FEATURE_SETTINGS(HBL_SETTING_DOC) {NULL, NULL}};
+    HBL_FEATURE_SETTINGS(HBL_SETTING_DOC)
+    {"queue_feature", "1: the placement agent also sees how full the background queues of its evictions are "
+                      "(an 8th feature; agents trained without it do not load) [ours, an experiment]"},
+    {NULL, NULL}};
 
 /* Harmonia's placement agent, where it differs from Sibyl's:
  * - Its network is smaller (Sibyl: hidden 20, 30, 51 atoms): hidden 16, 16 and 11
@@ -60,7 +63,8 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     if (!st) return -1;
     st->use_placement = placement;
     st->use_migration = migration;
-    if (placement && hbl_placement_agent_init(&st->pa, s, p, HBL_NFEATURES, migration ? &with_migration : &alone,
+    int nfeatures = hbl_param(p, "queue_feature", 0) ? HBL_NFEATURES : HBL_F_QUEUE;
+    if (placement && hbl_placement_agent_init(&st->pa, s, p, nfeatures, migration ? &with_migration : &alone,
                                               err, errlen))
         goto fail;
     if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;

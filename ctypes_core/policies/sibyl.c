@@ -13,7 +13,7 @@ static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char 
 {
     struct hbl_placement_agent *pa = calloc(1, sizeof(*pa));
     if (!pa) return -1;
-    if (hbl_placement_agent_init(pa, s, p, HBL_NFEATURES - 1, NULL, err, errlen)) { free(pa); return -1; }
+    if (hbl_placement_agent_init(pa, s, p, HBL_F_SINCE_MIG, NULL, err, errlen)) { free(pa); return -1; }
     *out = pa;
     return 0;
 }

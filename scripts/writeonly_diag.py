@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""Why Harmonia loses on the write-only MSR slices: where writes go, what the evictions
+they force cost, and whether the loss is in the first part of the trace or steady.
+
+    .venv/bin/python scripts/writeonly_diag.py [--hss perf,cost,tri,quad] [--trace bundled:hm_1 ...]
+        [--seeds 3] [--head 0.1] [--agents DIR]
+
+Each run is one simulation fed in two parts (the first --head of the requests, then the
+rest), so the figures of both parts come from the same run as the whole.  Learning
+policies run from their shipped pretrained agents (harmonia, its two ablations) and,
+as `harmonia/untrained`, from random weights (`--agent none`); --agents DIR loads
+harmonia's from DIR/harmonia-HSS-sK.agent instead (a candidate recipe).
+Figures: average latency / Fast-Only's on the same trace and HSS (lower is better),
+min-max over seeds for learning policies.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+from hbl import pretrained, record
+from hbl.devices import load_hss
+from hbl.sim import Simulator, footprint_pages
+from hbl.trace import open_trace
+
+WORKLOADS = ("bundled:wdev_1", "bundled:hm_1", "bundled:rsrch_1", "bundled:rsrch_2", "bundled:mds_0",
+             "bundled:proj_0")
+BASELINES = ("lru", "nhit", "smq", "seqcutoff")
+LEARNING = ("harmonia", "harmonia/untrained", "harmonia-placement-only", "harmonia-migration-only")
+
+
+def counters(sim):
+    st = sim.stats()
+    return dict(requests=st.requests, lat=st.latency_sum_ns, wpages=st.write_page_accesses,
+                fast_w=st.fast_page_writes, fallback=st.fallback_evictions, evictions=st.evictions,
+                promotions=st.promotions, sync=st.sync_evictions, sync_wait=st.sync_wait_ns,
+                bg_wait=st.foreground_wait_ns)
+
+
+def delta(a, b):
+    return {k: b[k] - a[k] for k in a}
+
+
+def run(data, hss, policy, seed, head, agents_dir=None, params=None):
+    name, _, variant = policy.partition("/")
+    config = load_hss(hss)
+    caps = config.capacity_pages(footprint_pages([data]), 4096)
+    sim = Simulator(config, name, caps, seed=seed, params=params if "harmonia" in name else None)
+    if sim.agents() and variant != "untrained":
+        path = (pretrained.agent_file(name, hss, seed, agents_dir) if agents_dir and name == "harmonia"
+                else pretrained.shipped(name, hss, seed))
+        sim.load_agents(path)
+    cut = max(1, int(len(data) * head))
+    z = counters(sim)
+    sim.feed(data[:cut])
+    a = counters(sim)
+    sim.feed(data[cut:])
+    b = counters(sim)
+    res = sim.result()
+    return dict(res=res, head=delta(z, a), tail=delta(a, b), all=delta(z, b))
+
+
+def run_windows(data, hss, policy, seed, windows, agents_dir=None, params=None):
+    """The counters of each of `windows` equal parts of the trace, in one run."""
+    name, _, variant = policy.partition("/")
+    config = load_hss(hss)
+    sim = Simulator(config, name, config.capacity_pages(footprint_pages([data]), 4096), seed=seed,
+                    params=params if "harmonia" in name else None)
+    if sim.agents() and variant != "untrained":
+        sim.load_agents(pretrained.agent_file(name, hss, seed, agents_dir) if agents_dir and name == "harmonia"
+                        else pretrained.shipped(name, hss, seed))
+    out, prev = [], counters(sim)
+    for w in range(windows):
+        sim.feed(data[len(data) * w // windows:len(data) * (w + 1) // windows])
+        now = counters(sim)
+        out.append(delta(prev, now))
+        prev = now
+    return out, sim.result()
+
+
+def fmt_range(vals, f="%.2f"):
+    lo, hi = min(vals), max(vals)
+    m = sum(vals) / len(vals)
+    return (f % m) if len(vals) == 1 else ("%s (%s-%s)" % (f % m, f % lo, f % hi))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hss", default="perf,cost,tri,quad")
+    ap.add_argument("--trace", action="append")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--head", type=float, default=0.1)
+    ap.add_argument("--policies", default=",".join(BASELINES + LEARNING))
+    ap.add_argument("--agents", help="load harmonia's agents from this directory instead of the shipped ones")
+    ap.add_argument("--param", action="append", metavar="NAME=VALUE",
+                    help="parameter of the harmonia policies (repeatable; a diagnostic, e.g. train_every=25)")
+    ap.add_argument("--windows", type=int, default=0,
+                    help="instead: per window of the trace, latency / fast-only's and the fast write share")
+    ap.add_argument("--probe", action="store_true",
+                    help="instead: the placement agents' greedy action on typical write states")
+    ap.add_argument("--decisions", action="store_true",
+                    help="instead: harmonia's write requests by the state of their first page (new or written "
+                         "before; the fastest device full or not) and how many did not land on the fastest device")
+    ap.add_argument("--suite", action="store_true",
+                    help="instead: harmonia from the shipped agents and from --agents (with --param) against the "
+                         "production baselines on every workload of `hbl compare`'s default suite found here")
+    args = ap.parse_args()
+    if args.suite:
+        return suite(args)
+    if args.decisions:
+        return decisions(args)
+    if args.probe:
+        return probe(args)
+    if args.windows:
+        return windows(args)
+    traces = args.trace or list(WORKLOADS)
+    policies = args.policies.split(",")
+    p = print
+    p("# scripts/writeonly_diag.py --hss %s --seeds %d --head %g%s%s%s%s" % (
+        args.hss, args.seeds, args.head, "".join(" --trace " + t for t in args.trace or []),
+        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or []),
+        "" if args.policies == ",".join(BASELINES + LEARNING) else " --policies " + args.policies))
+    p("# norm: avg latency / fast-only (whole run; head = first %d%% of requests, tail = the rest, each"
+      % round(100 * args.head))
+    p("#   over fast-only's same part); fw: share of written pages placed on the fastest device;")
+    p("#   ev/req: evictions per request (of which sync: waited for, the background queue full);")
+    p("#   sync%: share of the latency spent waiting for synchronous evictions; fast-served: share of")
+    p("#   requests served from the fastest device alone, and their mean latency (us) against the rest's;")
+    p("#   util: last device busy (fg+bg), of which background/drained synchronously.")
+    p("#   Learning policies: mean (min-max) over seeds %s." % ",".join(str(s) for s in range(1, args.seeds + 1)))
+    for hss in args.hss.split(","):
+        for trace in traces:
+            data = record.concat(list(open_trace(trace)))
+            ref = run(data, hss, "fast-only", 1, args.head)
+            rl = {k: ref[k]["lat"] / ref[k]["requests"] for k in ("head", "tail", "all")}
+            p("\nHSS %s  %s  (%d requests)" % (hss, trace, len(data)))
+            p("  %-26s %-20s %-20s %-20s %-17s %-9s %-7s %-6s %-20s %s" % (
+                "policy", "norm", "norm head", "norm tail", "fw (head/tail)", "ev/req", "sync", "sync%",
+                "fast-served lat", "util last (bg/sync)"))
+            for pol in policies:
+                seeds = range(1, args.seeds + 1) if "harmonia" in pol or pol == "sibyl" else [1]
+                rs = [run(data, hss, pol, s, args.head, args.agents, args.param) for s in seeds]
+                norm = lambda r, k: r[k]["lat"] / r[k]["requests"] / rl[k]
+                fw = lambda r, k: r[k]["fast_w"] / r[k]["wpages"] if r[k]["wpages"] else 0.0
+                last = len(rs[0]["res"]["devices"]) - 1
+                sr = [r["res"]["served_requests"] for r in rs]
+                fs = [s[0] / sum(s) for s in sr]
+                flat = [r["res"]["served_latency_us"][0] for r in rs]
+                slat = [sum(l * n for l, n in zip(r["res"]["served_latency_us"][1:], r["res"]["served_requests"][1:]))
+                        / max(1, sum(r["res"]["served_requests"][1:])) for r in rs]
+                p("  %-26s %-20s %-20s %-20s %-17s %-9s %-7s %-6s %-20s %s" % (
+                    pol,
+                    fmt_range([norm(r, "all") for r in rs]),
+                    fmt_range([norm(r, "head") for r in rs]),
+                    fmt_range([norm(r, "tail") for r in rs]),
+                    "%.2f/%.2f" % (sum(fw(r, "head") for r in rs) / len(rs), sum(fw(r, "tail") for r in rs) / len(rs))
+                    + ("" if len(rs) == 1 else " [%s]" % ",".join("%.2f" % fw(r, "all") for r in rs)),
+                    "%.2f" % (sum(r["all"]["evictions"] for r in rs) / len(rs) / len(data)),
+                    "%d" % round(sum(r["all"]["sync"] for r in rs) / len(rs)),
+                    "%.0f%%" % (100 * sum(r["all"]["sync_wait"] / r["all"]["lat"] for r in rs) / len(rs)),
+                    "%.0f%% %.0f/%.0f" % (100 * sum(fs) / len(fs), sum(flat) / len(flat), sum(slat) / len(slat)),
+                    "%.2f (%.2f/%.2f)" % tuple(sum(r["res"][k][last] for r in rs) / len(rs) for k in
+                                               ("device_utilization", "background_utilization",
+                                                "sync_utilization"))))
+            sys.stdout.flush()
+
+
+def probe(args):
+    """What the pretrained placement agents do, before any online learning, with a write to a page
+    never accessed before (interval and since-migration bins at their 'never' value, count 0, on
+    the slowest device) and with a rewrite of a page on the fastest device (10 requests ago, 3
+    accesses), for request sizes of 1, 2, 4 .. 64 pages, with the fastest device empty or full."""
+    p = print
+    p("# scripts/writeonly_diag.py --probe --hss %s --seeds %d%s%s" % (
+        args.hss, args.seeds, " --agents " + args.agents if args.agents else "",
+        "".join(" --param " + x for x in args.param or [])))
+    p("# greedy action (0 = fastest device) per request size 1,2,4,8,16,32,64 pages")
+    for hss in args.hss.split(","):
+        for pol in ("harmonia", "harmonia-placement-only"):
+            for seed in range(1, args.seeds + 1):
+                config = load_hss(hss)
+                sim = Simulator(config, pol, config.capacity_pages(10_000, 4096), seed=seed,
+                                params=args.param if pol == "harmonia" else None)
+                sim.load_agents(pretrained.agent_file(pol, hss, seed, args.agents) if args.agents and pol == "harmonia"
+                                else pretrained.shipped(pol, hss, seed))
+                ag, slow = sim.agents()[0], len(config.devices) - 1
+                # an 8-feature agent (queue_feature=1): with the background queues empty, then full
+                for queue in ([[]] if ag.nfeatures == 7 else [[0], [3]]):
+                    cols = []
+                    for free, label in ((7, "fast empty"), (0, "fast full")):
+                        fresh = "".join(str(ag.greedy([1, sz, 63, 0, free, slow, 63] + queue)) for sz in range(7))
+                        again = "".join(str(ag.greedy([1, sz, 10, 6, free, 0, 63] + queue)) for sz in range(7))
+                        cols.append("%s: new page %s, rewrite %s" % (label, fresh, again))
+                    p("  %-4s %-24s s%d %s %s" % (hss, pol, seed, {0: "queues empty", 3: "queues full "}.get(
+                        queue[0], "") if queue else "", " | ".join(cols)))
+
+
+def suite(args):
+    import math
+    from hbl.compare import default_traces
+    from hbl.sim import simulate
+    p = print
+    p("# scripts/writeonly_diag.py --suite --hss %s --seeds %d%s%s" % (
+        args.hss, args.seeds, " --agents " + args.agents if args.agents else "",
+        "".join(" --param " + x for x in args.param or [])))
+    p("# average latency / fast-only's; harmonia: mean over seeds (min-max); '!': > 3%% behind the best of %s"
+      % ", ".join(BASELINES))
+    traces = default_traces()
+    for hss in args.hss.split(","):
+        rows, gm = [], {"shipped": [], "candidate": [], "best": []}
+        for t in traces:
+            ref = simulate(t, hss=hss, policy="fast-only")["avg_latency_us"]
+            base = {b: simulate(t, hss=hss, policy=b)["avg_latency_us"] / ref for b in BASELINES}
+            best = min(base, key=base.get)
+            shipped = [simulate(t, hss=hss, policy="harmonia", seed=s)["avg_latency_us"] / ref
+                       for s in range(1, args.seeds + 1)]
+            cand = None
+            if args.agents:
+                cand = [simulate(t, hss=hss, policy="harmonia", seed=s, params=args.param,
+                                 load_agents=pretrained.agent_file("harmonia", hss, s, args.agents))["avg_latency_us"]
+                        / ref for s in range(1, args.seeds + 1)]
+            name = t.split(":", 1)[1].split(":")[0] if t.startswith(("bundled:", "apps:", "workload:")) else t
+            cell = lambda v: "%8.2f%s (%.2f-%.2f)" % (sum(v) / len(v), "!" if sum(v) / len(v) > 1.03 * base[best]
+                                                     else " ", min(v), max(v))
+            rows.append("  %-28s %-6s %9.2f   %-26s %s" % (name[:28], best, base[best], cell(shipped),
+                                                         cell(cand) if cand else ""))
+            gm["best"].append(base[best])
+            gm["shipped"].append(sum(shipped) / len(shipped))
+            if cand:
+                gm["candidate"].append(sum(cand) / len(cand))
+            sys.stdout.flush()
+        g = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
+        p("\nHSS %s (%d workloads)" % (hss, len(traces)))
+        p("  %-28s %-6s %9s   %-26s %s" % ("workload", "best", "x", "harmonia shipped", "harmonia candidate"))
+        for r in rows:
+            p(r)
+        p("  %-28s %-6s %9.2f   %8.2f %17s %8.2f" % ("geomean", "", g(gm["best"]), g(gm["shipped"]), "",
+                                                 g(gm["candidate"])))
+        p("  behind the best production baseline by > 3%%: shipped %d, candidate %d" % (
+            sum(r.count("!") > 0 and r.split()[3].endswith("!") for r in rows),
+            sum(len(r.split()) > 5 and r.split()[5].endswith("!") for r in rows)))
+
+
+def decisions(args):
+    from hbl.core import lib
+    p = print
+    p("# scripts/writeonly_diag.py --decisions --hss %s --seeds %d%s%s%s" % (
+        args.hss, args.seeds, "".join(" --trace " + t for t in args.trace or []),
+        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or [])))
+    p("# harmonia's write requests (one request at a time), by their first page: new (never written) or")
+    p("# written before, and whether the fastest device was full when it was served; 'slow': requests")
+    p("# not placed on the fastest device entirely, their share of all requests, their mean latency")
+    for hss in args.hss.split(","):
+        for trace in args.trace or list(WORKLOADS):
+            data = record.concat(list(open_trace(trace)))
+            config = load_hss(hss)
+            caps = config.capacity_pages(footprint_pages([data]), 4096)
+            for seed in range(1, args.seeds + 1):
+                sim = Simulator(config, "harmonia", caps, seed=seed, params=args.param)
+                sim.load_agents(pretrained.agent_file("harmonia", hss, seed, args.agents) if args.agents
+                                else pretrained.shipped("harmonia", hss, seed))
+                seen, tot, slow, slow_lat = set(), {}, {}, {}
+                for i in range(len(data)):
+                    r = data[i:i + 1]
+                    page = int(r["offset"][0]) // 4096
+                    npages = (int(r["offset"][0]) + int(r["length"][0]) + 4095) // 4096 - page
+                    full = lib.hbl_sim_free_pages(sim.sim, 0) <= 0
+                    before = counters(sim)
+                    sim.feed(r)
+                    d = delta(before, counters(sim))
+                    if not d["wpages"]:
+                        continue
+                    key = ("rewrite" if page in seen else "new page") + (", fast full" if full else ", fast has room")
+                    seen.add(page)
+                    tot[key] = tot.get(key, 0) + 1
+                    if d["fast_w"] < npages:
+                        slow[key] = slow.get(key, 0) + 1
+                        slow_lat[key] = slow_lat.get(key, 0.0) + d["lat"]
+                n = sum(tot.values())
+                p("  %-4s %-16s s%d  %s" % (hss, trace, seed, "; ".join(
+                    "%s %d, slow %d (%.1f%%, %.0f us)" % (k, tot[k], slow.get(k, 0), 100.0 * slow.get(k, 0) / n,
+                                                        slow_lat.get(k, 0) / slow[k] / 1e3 if slow.get(k) else 0)
+                    for k in sorted(tot))))
+            sys.stdout.flush()
+
+
+def windows(args):
+    p = print
+    p("# scripts/writeonly_diag.py --windows %d --hss %s --seeds %d%s --policies %s%s%s" % (
+        args.windows, args.hss, args.seeds, "".join(" --trace " + t for t in args.trace or []), args.policies,
+        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or [])))
+    p("# per window of the trace (in request order): latency / fast-only's in the same window, then the")
+    p("# share of written pages placed on the fastest device; learning policies: each seed")
+    for hss in args.hss.split(","):
+        for trace in args.trace or list(WORKLOADS):
+            data = record.concat(list(open_trace(trace)))
+            ref, _ = run_windows(data, hss, "fast-only", 1, args.windows)
+            p("\nHSS %s  %s  (%d requests, windows of %d)" % (hss, trace, len(data), len(data) // args.windows))
+            for pol in args.policies.split(","):
+                seeds = range(1, args.seeds + 1) if "harmonia" in pol or pol == "sibyl" else [1]
+                for s in seeds:
+                    ws, res = run_windows(data, hss, pol, s, args.windows, args.agents, args.param)
+                    steps = [a["train_steps"] for a in res.get("agents", [])]
+                    p("  %-26s %-3s norm %s" % (pol, "s%d" % s if len(seeds) > 1 else "",
+                                                " ".join("%6.2f" % (w["lat"] / w["requests"] / (r["lat"] / r["requests"]))
+                                                         for w, r in zip(ws, ref))))
+                    p("  %-26s %-3s fw   %s%s" % ("", "", " ".join("%6.2f" % (w["fast_w"] / w["wpages"] if w["wpages"]
+                                                                          else 0) for w in ws),
+                                              "   (train steps %s)" % "/".join(map(str, steps)) if steps else ""))
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
