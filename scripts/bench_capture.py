@@ -61,7 +61,7 @@ def run_case(name, dev, seconds, consumer_cmd):
     row = {"case": name, "fio_iops": iops, "consumer_cpu": (c1 - c0) / elapsed}
     if name.startswith("hbl"):
         s = json.loads(out)
-        row.update(records=s["records"], lost=s["lost"], records_per_second=s["records"] / s["seconds"])
+        row.update(records=s["requests"], lost=s["lost"], records_per_second=s["requests"] / s["seconds"])
     else:
         lines = max(0, out.count("\n") - 1)   # biosnoop prints a header, then a line per I/O
         if not lines:
