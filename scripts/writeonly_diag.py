@@ -136,7 +136,8 @@ def main():
     p("# scripts/writeonly_diag.py --hss %s --seeds %d --head %g%s%s%s%s" % (
         args.hss, args.seeds, args.head, "".join(" --trace " + t for t in args.trace or []),
         " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or []),
-        "" if args.policies == ",".join(BASELINES + LEARNING) else " --policies " + args.policies))
+        "" if args.policies == ",".join(BASELINES + LEARNING) else " --policies " + args.policies)
+      + (" --migrate-every %d" % SIM["migrate_every"] if SIM else ""))
     p("# norm: avg latency / fast-only (whole run; head = first %d%% of requests, tail = the rest, each"
       % round(100 * args.head))
     p("#   over fast-only's same part); fw: share of written pages placed on the fastest device;")
@@ -303,9 +304,11 @@ def decisions(args):
 
 def windows(args):
     p = print
-    p("# scripts/writeonly_diag.py --windows %d --hss %s --seeds %d%s --policies %s%s%s" % (
-        args.windows, args.hss, args.seeds, "".join(" --trace " + t for t in args.trace or []), args.policies,
-        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or [])))
+    p("# scripts/writeonly_diag.py --windows %d%s --hss %s --seeds %d%s --policies %s%s%s" % (
+        args.windows, " --reads" if args.reads else "", args.hss, args.seeds,
+        "".join(" --trace " + t for t in args.trace or []), args.policies,
+        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or []))
+      + (" --migrate-every %d" % SIM["migrate_every"] if SIM else ""))
     p("# per window of the trace (in request order): latency / fast-only's in the same window, then the")
     p("# share of written pages placed on the fastest device; learning policies: each seed")
     for hss in args.hss.split(","):
