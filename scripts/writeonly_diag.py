@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Why Harmonia loses on the write-only MSR slices: where writes go, what the evictions
 they force cost, and whether the loss is in the first part of the trace or steady.
+--reads and --rounds do the same for reads: read hits, promotions, and the migration agent's
+rounds (its candidates, values and moves) (results/missdiag.txt).
 
     .venv/bin/python scripts/writeonly_diag.py [--hss perf,cost,tri,quad] [--trace bundled:hm_1 ...]
         [--seeds 3] [--head 0.1] [--agents DIR]
@@ -25,6 +27,7 @@ from hbl.trace import open_trace
 WORKLOADS = ("bundled:wdev_1", "bundled:hm_1", "bundled:rsrch_1", "bundled:rsrch_2", "bundled:mds_0",
              "bundled:proj_0")
 BASELINES = ("lru", "nhit", "smq", "seqcutoff")
+SIM = {}   # simulator options of every run (--migrate-every)
 LEARNING = ("harmonia", "harmonia/untrained", "harmonia-placement-only", "harmonia-migration-only")
 
 
@@ -33,7 +36,8 @@ def counters(sim):
     return dict(requests=st.requests, lat=st.latency_sum_ns, wpages=st.write_page_accesses,
                 fast_w=st.fast_page_writes, fallback=st.fallback_evictions, evictions=st.evictions,
                 promotions=st.promotions, sync=st.sync_evictions, sync_wait=st.sync_wait_ns,
-                bg_wait=st.foreground_wait_ns)
+                bg_wait=st.foreground_wait_ns, rpages=st.read_page_accesses, rhits=st.fast_read_hits,
+                moves=st.promotions + st.evictions - st.fallback_evictions, refused=st.moves_refused)
 
 
 def delta(a, b):
@@ -44,7 +48,7 @@ def run(data, hss, policy, seed, head, agents_dir=None, params=None):
     name, _, variant = policy.partition("/")
     config = load_hss(hss)
     caps = config.capacity_pages(footprint_pages([data]), 4096)
-    sim = Simulator(config, name, caps, seed=seed, params=params if "harmonia" in name else None)
+    sim = Simulator(config, name, caps, seed=seed, params=params if "harmonia" in name else None, **SIM)
     if sim.agents() and variant != "untrained":
         path = (pretrained.agent_file(name, hss, seed, agents_dir) if agents_dir and name == "harmonia"
                 else pretrained.shipped(name, hss, seed))
@@ -64,7 +68,7 @@ def run_windows(data, hss, policy, seed, windows, agents_dir=None, params=None):
     name, _, variant = policy.partition("/")
     config = load_hss(hss)
     sim = Simulator(config, name, config.capacity_pages(footprint_pages([data]), 4096), seed=seed,
-                    params=params if "harmonia" in name else None)
+                    params=params if "harmonia" in name else None, **SIM)
     if sim.agents() and variant != "untrained":
         sim.load_agents(pretrained.agent_file(name, hss, seed, agents_dir) if agents_dir and name == "harmonia"
                         else pretrained.shipped(name, hss, seed))
@@ -100,10 +104,20 @@ def main():
     ap.add_argument("--decisions", action="store_true",
                     help="instead: harmonia's write requests by the state of their first page (new or written "
                          "before; the fastest device full or not) and how many did not land on the fastest device")
+    ap.add_argument("--reads", action="store_true",
+                    help="instead: the read side (read hit ratio, promotions, the migration agent's moves) per "
+                         "workload and policy; with --windows, the read hit ratio per window")
+    ap.add_argument("--rounds", action="store_true",
+                    help="instead: harmonia's migration rounds: the candidates scored, their features and the "
+                         "migration agent's values, the moves it made")
     ap.add_argument("--suite", action="store_true",
                     help="instead: harmonia from the shipped agents and from --agents (with --param) against the "
                          "production baselines on every workload of `hbl compare`'s default suite found here")
+    ap.add_argument("--migrate-every", type=int, metavar="N",
+                    help="simulator option: a migration round every N requests (default 1000; a diagnostic)")
     args = ap.parse_args()
+    if args.migrate_every:
+        SIM["migrate_every"] = args.migrate_every
     if args.suite:
         return suite(args)
     if args.decisions:
@@ -112,13 +126,18 @@ def main():
         return probe(args)
     if args.windows:
         return windows(args)
+    if args.reads:
+        return reads(args)
+    if args.rounds:
+        return rounds(args)
     traces = args.trace or list(WORKLOADS)
     policies = args.policies.split(",")
     p = print
     p("# scripts/writeonly_diag.py --hss %s --seeds %d --head %g%s%s%s%s" % (
         args.hss, args.seeds, args.head, "".join(" --trace " + t for t in args.trace or []),
         " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or []),
-        "" if args.policies == ",".join(BASELINES + LEARNING) else " --policies " + args.policies))
+        "" if args.policies == ",".join(BASELINES + LEARNING) else " --policies " + args.policies)
+      + (" --migrate-every %d" % SIM["migrate_every"] if SIM else ""))
     p("# norm: avg latency / fast-only (whole run; head = first %d%% of requests, tail = the rest, each"
       % round(100 * args.head))
     p("#   over fast-only's same part); fw: share of written pages placed on the fastest device;")
@@ -285,9 +304,11 @@ def decisions(args):
 
 def windows(args):
     p = print
-    p("# scripts/writeonly_diag.py --windows %d --hss %s --seeds %d%s --policies %s%s%s" % (
-        args.windows, args.hss, args.seeds, "".join(" --trace " + t for t in args.trace or []), args.policies,
-        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or [])))
+    p("# scripts/writeonly_diag.py --windows %d%s --hss %s --seeds %d%s --policies %s%s%s" % (
+        args.windows, " --reads" if args.reads else "", args.hss, args.seeds,
+        "".join(" --trace " + t for t in args.trace or []), args.policies,
+        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or []))
+      + (" --migrate-every %d" % SIM["migrate_every"] if SIM else ""))
     p("# per window of the trace (in request order): latency / fast-only's in the same window, then the")
     p("# share of written pages placed on the fastest device; learning policies: each seed")
     for hss in args.hss.split(","):
@@ -303,9 +324,160 @@ def windows(args):
                     p("  %-26s %-3s norm %s" % (pol, "s%d" % s if len(seeds) > 1 else "",
                                                 " ".join("%6.2f" % (w["lat"] / w["requests"] / (r["lat"] / r["requests"]))
                                                          for w, r in zip(ws, ref))))
+                    if args.reads:
+                        p("  %-26s %-3s rhit %s   (promotions %s)" % (
+                            "", "", " ".join("%6.2f" % (w["rhits"] / w["rpages"] if w["rpages"] else 0) for w in ws),
+                            "/".join(str(w["promotions"]) for w in ws)))
+                        continue
                     p("  %-26s %-3s fw   %s%s" % ("", "", " ".join("%6.2f" % (w["fast_w"] / w["wpages"] if w["wpages"]
                                                                           else 0) for w in ws),
                                               "   (train steps %s)" % "/".join(map(str, steps)) if steps else ""))
+            sys.stdout.flush()
+
+
+def reads(args):
+    """The read side: a read is a fast hit only if its page was put on the fastest device before, by a
+    write or a move; with a migration agent, harmonia's placement agent does not act on reads."""
+    traces = args.trace or list(WORKLOADS)
+    policies = args.policies.split(",")
+    p = print
+    p("# scripts/writeonly_diag.py --reads --hss %s --seeds %d --head %g%s%s%s --policies %s" % (
+        args.hss, args.seeds, args.head, "".join(" --trace " + t for t in args.trace or []),
+        " --agents " + args.agents if args.agents else "", "".join(" --param " + x for x in args.param or []),
+        args.policies) + (" --migrate-every %d" % SIM["migrate_every"] if SIM else ""))
+    p("# norm: avg latency / fast-only (whole run, head = first %d%% of requests, tail = the rest);"
+      % round(100 * args.head))
+    p("#   rhit: page reads served by the fastest device (head/tail; [per seed] whole run); prom: promotions;")
+    p("#   moves: moves the policy asked for and made (promotions + evictions other than the fallback's);")
+    p("#   refused: optional moves refused (background queue full); sync%: latency share waiting for")
+    p("#   synchronous evictions; served: share of requests served from the fastest device alone and the mean")
+    p("#   latency (us) of those / of the rest; mig agent: the migration agent's decisions (candidates scored)")
+    p("#   and the moves made, per seed.  Learning policies: mean (min-max) over seeds %s."
+      % ",".join(str(s) for s in range(1, args.seeds + 1)))
+    for hss in args.hss.split(","):
+        for trace in traces:
+            data = record.concat(list(open_trace(trace)))
+            ref = run(data, hss, "fast-only", 1, args.head)
+            rl = {k: ref[k]["lat"] / ref[k]["requests"] for k in ("head", "tail", "all")}
+            p("\nHSS %s  %s  (%d requests, %.0f%% of pages accessed read)" % (
+                hss, trace, len(data), 100.0 * ref["all"]["rpages"] / max(1, ref["all"]["rpages"] + ref["all"]["wpages"])))
+            p("  %-26s %-22s %-22s %-22s %-24s %-7s %-6s %-7s %-6s %-18s %s" % (
+                "policy", "norm", "norm head", "norm tail", "rhit (head/tail)", "prom", "moves", "refused", "sync%",
+                "served fast lat", "mig agent"))
+            for pol in policies:
+                seeds = range(1, args.seeds + 1) if "harmonia" in pol or pol == "sibyl" else [1]
+                rs = [run(data, hss, pol, s, args.head, args.agents, args.param) for s in seeds]
+                norm = lambda r, k: r[k]["lat"] / r[k]["requests"] / rl[k]
+                rh = lambda r, k: r[k]["rhits"] / r[k]["rpages"] if r[k]["rpages"] else 0.0
+                avg = lambda f: sum(f(r) for r in rs) / len(rs)
+                sr = [r["res"]["served_requests"] for r in rs]
+                fs = [x[0] / sum(x) for x in sr]
+                flat = [r["res"]["served_latency_us"][0] for r in rs]
+                slat = [sum(l * n for l, n in zip(r["res"]["served_latency_us"][1:], r["res"]["served_requests"][1:]))
+                        / max(1, sum(r["res"]["served_requests"][1:])) for r in rs]
+                mig = ""
+                if pol.startswith("harmonia") and pol != "harmonia-placement-only":
+                    ms = [r["res"]["agents"][-1] for r in rs]
+                    dec = [m["decisions"] for m in ms]
+                    mig = "%s dec, moved %s" % ("/".join(map(str, dec)),
+                                                "/".join(str(r["all"]["moves"]) for r in rs))
+                p("  %-26s %-22s %-22s %-22s %-24s %-7s %-6s %-7s %-6s %-18s %s" % (
+                    pol, fmt_range([norm(r, "all") for r in rs]), fmt_range([norm(r, "head") for r in rs]),
+                    fmt_range([norm(r, "tail") for r in rs]),
+                    "%.3f/%.3f" % (avg(lambda r: rh(r, "head")), avg(lambda r: rh(r, "tail")))
+                    + ("" if len(rs) == 1 else " [%s]" % ",".join("%.3f" % rh(r, "all") for r in rs)),
+                    "%d" % round(avg(lambda r: r["all"]["promotions"])), "%d" % round(avg(lambda r: r["all"]["moves"])),
+                    "%d" % round(avg(lambda r: r["all"]["refused"])),
+                    "%.0f%%" % (100 * avg(lambda r: r["all"]["sync_wait"] / r["all"]["lat"])),
+                    "%.0f%% %.0f/%.0f" % (100 * sum(fs) / len(fs), sum(flat) / len(flat), sum(slat) / len(slat)),
+                    mig))
+            sys.stdout.flush()
+
+
+def rounds(args):
+    """Harmonia's migration rounds, one at a time (the trace fed migrate_every requests at a time):
+    the candidates the migration agent scored, by kind (a recently read page below the fastest device:
+    'hot', a page of a faster device from its LRU end: 'cold'), their features, the agent's values
+    (expected return per target device; the agent as it is at the end of the round, trained online)
+    and what it did."""
+    import collections
+    from hbl.sim import DEFAULTS
+    every = SIM.get("migrate_every", DEFAULTS["migrate_every"])
+    p = print
+    pol = args.policies if args.policies in ("harmonia", "harmonia-migration-only") else "harmonia"
+    p("# scripts/writeonly_diag.py --rounds --hss %s --seeds %d%s%s --policies %s" % (
+        args.hss, args.seeds, "".join(" --trace " + t for t in args.trace or []),
+        (" --agents " + args.agents if args.agents else "") + "".join(" --param " + x for x in args.param or []), pol)
+      + (" --migrate-every %d" % SIM["migrate_every"] if SIM else ""))
+    p("# per round (every %d requests): hot = recently read pages below the fastest device scored, of which" % every)
+    p("#   promoted; cold = pages of the faster devices scored, of which demoted; free: the fastest device's")
+    p("#   free-capacity bin seen (0 = full .. 7 = empty); int/cnt: median interval and count bins of the hot")
+    p("#   candidates; Q hot: the agent's mean value of keeping a hot page where it is / of promoting it")
+    p("#   (the best faster device), and how many it would promote greedily; prior: the same for the shipped")
+    p("#   agent, before any online training; targets: the agent's chosen device per candidate (0 = fastest),")
+    p("#   counted; moves: all moves made in the round (promotions include the copies of partly written pages)")
+    for hss in args.hss.split(","):
+        for trace in args.trace or ["bundled:hm_0"]:
+            data = record.concat(list(open_trace(trace)))
+            config = load_hss(hss)
+            caps = config.capacity_pages(footprint_pages([data]), 4096)
+            p("\nHSS %s  %s  (%d requests, fast device %d pages)" % (hss, trace, len(data), caps[0]))
+            for seed in range(1, args.seeds + 1):
+                path = (pretrained.agent_file(pol, hss, seed, args.agents) if args.agents and pol == "harmonia"
+                        else pretrained.shipped(pol, hss, seed))
+                sim = Simulator(config, pol, caps, seed=seed, params=args.param, **SIM)
+                sim.load_agents(path)
+                prior = Simulator(config, pol, caps, seed=seed, params=args.param, **SIM)
+                prior.load_agents(path)
+                ma, pa0 = sim.agents()[-1], prior.agents()[-1]
+                tot = collections.Counter()
+                buffered = 0
+                for k in range(0, len(data), every):
+                    before = counters(sim)
+                    a0 = ma.stats()
+                    sim.feed(data[k:k + every])
+                    d = delta(before, counters(sim))
+                    a1 = ma.stats()
+                    # the candidates of the previous round are remembered 50 requests into this one
+                    nb = a1["buffered"] - buffered
+                    buffered = a1["buffered"]
+                    states = ma.buffer_states()[-nb:] if nb > 0 else []
+                    hot = [s for s in states if s[5] > 0 and k > 0]
+                    cold = [s for s in states if s[5] == 0]
+                    acts = [x - y for x, y in zip(a1["actions"], a0["actions"])]
+                    line = "  s%d req %6d  targets %-9s moves %2d (promotions %2d), refused %d" % (
+                        seed, min(k + every, len(data)), "/".join(map(str, acts)), d["moves"], d["promotions"],
+                        d["refused"])
+                    if hot:
+                        qs = [ma.values(s) for s in hot]
+                        keep = [q[s[5]] for q, s in zip(qs, hot)]
+                        up = [max(q[:s[5]]) for q, s in zip(qs, hot)]
+                        g = sum(1 for q, s in zip(qs, hot) if max(range(len(q)), key=q.__getitem__) < s[5])
+                        g0 = sum(1 for s in hot if pa0.greedy(s) < s[5])
+                        q0 = [pa0.values(s) for s in hot]
+                        keep0 = sum(q[s[5]] for q, s in zip(q0, hot)) / len(hot)
+                        up0 = sum(max(q[:s[5]]) for q, s in zip(q0, hot)) / len(hot)
+                        med = lambda v: sorted(v)[len(v) // 2]
+                        line += ("  | prev round: hot %2d free %s int %d cnt %d  Q keep/promote %.4f/%.4f, greedy "
+                                 "promotes %d; prior %.4f/%.4f, %d; cold %d" % (
+                                     len(hot), "".join(sorted(set(str(s[4]) for s in hot))),
+                                     med([s[2] for s in hot]), med([s[3] for s in hot]),
+                                     sum(keep) / len(keep), sum(up) / len(up), g, keep0, up0, g0, len(cold)))
+                        tot["hot"] += len(hot)
+                        tot["greedy"] += g
+                        tot["prior"] += g0
+                    tot["prom"] += d["promotions"]
+                    tot["moves"] += d["moves"]
+                    p(line)
+                p("  s%d total: %d hot candidates scored, %d promoted (greedy now: %d, prior: %d); %d moves" % (
+                    seed, tot["hot"], tot["prom"], tot["greedy"], tot["prior"], tot["moves"]))
+                # the prior's map: a read page (count bin c) on device d, read `interval` requests ago
+                # (bins 3 per doubling: bin 12 = 15 requests, 18 = 63, 21 = 127, 24 = 255, 27 = 511,
+                # 30 = 1023), the fastest device with room (free bin 3), never migrated
+                for d in range(1, len(config.devices)):
+                    for c in (4, 8, 12, 16):
+                        p("      prior, page on device %d, count bin %2d: target by interval bin 0,3..36: %s" % (
+                            d, c, "".join(str(pa0.greedy([0, 0, i, c, 3, d, 63])) for i in range(0, 37, 3))))
             sys.stdout.flush()
 
 
