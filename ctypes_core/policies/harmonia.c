@@ -48,9 +48,11 @@ static const struct hbl_param_doc params[] = {
  *   the same agents without it (results/pretrain.txt).
  * - With a migration agent to move data, it acts on writes only (Harmonia's
  *   division of labour).  Measured on the four 1M-request synthetic workloads:
- *   1.95 x Fast-Only on perf against 2.11 when it also acts on reads; on the short
- *   read-heavy MSR slices, acting on reads does better (hm_0: 2.82 against 4.51),
- *   since a migration round every 1000 requests moves little there.  Alone
+ *   1.95 x Fast-Only on perf against 2.11 when it also acts on reads (untrained
+ *   agents, Sibyl's network; later, with the pretrained agents, acting on reads
+ *   was rejected on the training families' validation, results/pretrain.txt).
+ *   On the short read-heavy MSR slices acting on reads does better, since the
+ *   migration agent promotes little there (hm_0: results/missdiag.txt).  Alone
  *   (harmonia-placement-only) it decides reads too, as Sibyl's does. */
 #define HARMONIA_PLACEMENT(reads) \
     {.hidden1 = 16, .hidden2 = 16, .atoms = 11, .penalty = 0, .device_time = 1, .place_reads = (reads)}
