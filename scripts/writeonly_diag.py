@@ -2,7 +2,8 @@
 """Why Harmonia loses on the write-only MSR slices: where writes go, what the evictions
 they force cost, and whether the loss is in the first part of the trace or steady.
 --reads and --rounds do the same for reads: read hits, promotions, and the migration agent's
-rounds (its candidates, values and moves) (results/missdiag.txt).
+rounds (its candidates, values and moves) (results/missdiag.txt).  --learning takes apart why the
+first tenth of a long workload is slower than the agents a run ends with (results/learndiag.txt).
 
     .venv/bin/python scripts/writeonly_diag.py [--hss perf,cost,tri,quad] [--trace bundled:hm_1 ...]
         [--seeds 3] [--head 0.1] [--agents DIR]
