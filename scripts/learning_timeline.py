@@ -8,6 +8,8 @@ per window is how far the learning agents still are from it.  Learning fast mean
 first tenth of the requests, the first run is within 5% of the final agents (ratio <= 1.05).
 
     scripts/learning_timeline.py --output results/learning.json --plot results/learning.png > results/learning.txt
+
+--trace limits it to some workloads; --tenths adds the ratio over every tenth, per seed (results/learndiag.txt).
 """
 import argparse
 import json
@@ -52,9 +54,12 @@ def main():
     ap.add_argument("--output", help="JSON with every timeline")
     ap.add_argument("--plot", help="PNG of the normalized latency per window")
     ap.add_argument("--jobs", type=int)
+    ap.add_argument("--trace", action="append", help="only these workloads (repeatable; default: every long one)")
+    ap.add_argument("--tenths", action="store_true",
+                    help="also the ratio over each tenth of the requests, per seed (when the gap closes)")
     a = ap.parse_args()
     hss_list = a.hss.split(",")
-    traces = default_traces()   # those shorter than LONG requests are left out below
+    traces = a.trace or default_traces()   # those shorter than LONG requests are left out below
     jobs = [(t, h, a.policy, s, u) for t in traces for h in hss_list for s in range(1, a.seeds + 1)
             for u in (False, True)]
     runs = {job: (n, tl, final) for job, n, tl, final in run_all(_run, jobs, a.jobs, lambda r: "replay")}
@@ -66,13 +71,15 @@ def main():
                 n = seeds[1][0]
                 if n < LONG:
                     continue
-                ratios = []
+                ratios, tenths = [], []
                 for s, (_, tl, final) in seeds.items():
                     ratios.append(_sums(tl, 0, n // 10) / _sums(final, 0, n // 10))
+                    tenths.append([_sums(tl, n * k // 10, n * (k + 1) // 10) / _sums(final, n * k // 10, n * (k + 1) // 10)
+                                   for k in range(10)])
                     curves[(t, h, u, s)] = [(end, avg / b) for (end, avg), (_, b) in zip(tl, final)]
                 rows.append(dict(trace=t, hss=h, agents="untrained" if u else "pretrained", requests=n,
                                  first_tenth_ratio=max(ratios), ratio_min=min(ratios),
-                                 within_5pct=max(ratios) <= 1.05))
+                                 within_5pct=max(ratios) <= 1.05, tenths=tenths))
     print("%s over the first tenth of each long workload: latency as a user runs it / latency of the same "
           "agents after the whole workload, on the same requests (closed loop, QD1; seeds 1-%d, worst and best)"
           % (a.policy, a.seeds))
@@ -80,6 +87,12 @@ def main():
     for r in rows:
         print("%-30s %-5s %-10s %9.3f %9.3f  %s" % (r["trace"][:30], r["hss"], r["agents"], r["first_tenth_ratio"],
                                                    r["ratio_min"], "yes" if r["within_5pct"] else "no"))
+    if a.tenths:
+        print("\nthe same ratio over each tenth of the requests (1st .. 10th), per seed")
+        for r in rows:
+            for s, t in enumerate(r["tenths"], 1):
+                print("%-30s %-5s %-10s s%d  %s" % (r["trace"][:30], r["hss"], r["agents"], s,
+                                                    " ".join("%.3f" % v for v in t)))
     for agents in ("pretrained", "untrained"):
         sel = [r for r in rows if r["agents"] == agents]
         print("%s: %d of %d workload x HSS within 5%% of the final agents over the first tenth, every seed" % (

@@ -2,7 +2,8 @@
 """Why Harmonia loses on the write-only MSR slices: where writes go, what the evictions
 they force cost, and whether the loss is in the first part of the trace or steady.
 --reads and --rounds do the same for reads: read hits, promotions, and the migration agent's
-rounds (its candidates, values and moves) (results/missdiag.txt).
+rounds (its candidates, values and moves) (results/missdiag.txt).  --learning takes apart why the
+first tenth of a long workload is slower than the agents a run ends with (results/learndiag.txt).
 
     .venv/bin/python scripts/writeonly_diag.py [--hss perf,cost,tri,quad] [--trace bundled:hm_1 ...]
         [--seeds 3] [--head 0.1] [--agents DIR]
@@ -37,7 +38,8 @@ def counters(sim):
                 fast_w=st.fast_page_writes, fallback=st.fallback_evictions, evictions=st.evictions,
                 promotions=st.promotions, sync=st.sync_evictions, sync_wait=st.sync_wait_ns,
                 bg_wait=st.foreground_wait_ns, rpages=st.read_page_accesses, rhits=st.fast_read_hits,
-                moves=st.promotions + st.evictions - st.fallback_evictions, refused=st.moves_refused)
+                moves=st.promotions + st.evictions - st.fallback_evictions, refused=st.moves_refused,
+                served_fast=st.served_requests[0])
 
 
 def delta(a, b):
@@ -113,6 +115,10 @@ def main():
     ap.add_argument("--suite", action="store_true",
                     help="instead: harmonia from the shipped agents and from --agents (with --param) against the "
                          "production baselines on every workload of `hbl compare`'s default suite found here")
+    ap.add_argument("--learning", action="store_true",
+                    help="instead: why harmonia's first --head of a long workload is slower than the agents it ends "
+                         "with (results/learning.txt): the first --head from the shipped agents against the same "
+                         "requests from the final agents, as is and with one agent frozen (results/learndiag.txt)")
     ap.add_argument("--migrate-every", type=int, metavar="N",
                     help="simulator option: a migration round every N requests (default 1000; a diagnostic)")
     args = ap.parse_args()
@@ -120,6 +126,8 @@ def main():
         SIM["migrate_every"] = args.migrate_every
     if args.suite:
         return suite(args)
+    if args.learning:
+        return learning(args)
     if args.decisions:
         return decisions(args)
     if args.probe:
@@ -181,6 +189,97 @@ def main():
                                                ("device_utilization", "background_utilization",
                                                 "sync_utilization"))))
             sys.stdout.flush()
+
+
+FREEZE = 1_000_000_000   # train_every larger than any run's decisions: that agent never trains
+VARIANTS = (("both learn", []), ("placement frozen", ["train_every=%d" % FREEZE]),
+            ("migration frozen", ["m_train_every=%d" % FREEZE]))
+
+
+def new_page_cutoff(agent, ndev):
+    """The placement agent's greedy action for a write to a never-seen page of 1, 2, 4 .. 64 pages,
+    fastest device full (the --probe state): '0' = fastest device, else bypassed."""
+    return "".join(str(agent.greedy([1, sz, 63, 0, 0, ndev - 1, 63] + ([0] if agent.nfeatures == 8 else [])))
+                   for sz in range(7))
+
+
+def learning(args):
+    """results/learning.txt's ratio taken apart.  Per workload, HSS and seed: run 1 replays the whole
+    trace from the shipped agents (as a user runs it) and saves its final agents; run 2 replays the
+    first --head from those final agents.  ratio = run 1's latency over the head / run 2's (the
+    learning.txt figure).  The same with the placement agent frozen (train_every huge: it never takes
+    a training step, in either run) and with the migration agent frozen (m_train_every): the ratio
+    left is what the other agent's online learning gives.  Counters are over the head of each run."""
+    import tempfile
+    from hbl.compare import LONG, default_traces
+    traces = args.trace or [t for t in default_traces() if t.startswith("synth:")]
+    p = print
+    p("# scripts/writeonly_diag.py --learning --hss %s --seeds %d --head %g%s%s" % (
+        args.hss, args.seeds, args.head, "".join(" --trace " + t for t in args.trace or []),
+        "".join(" --param " + x for x in args.param or [])))
+    p("# ratio: run 1 (shipped agents, learning) / run 2 (its final agents) average latency over the first %d%%"
+      % round(100 * args.head))
+    p("#   of the requests (results/learning.txt's figure); fw: written pages placed on the fastest device")
+    p("#   (1 - fw: bypassed); prom/1k: promotions per 1000 requests; rhit: page reads served by the fastest")
+    p("#   device; sync%: latency share waiting for synchronous evictions; ev/req: evictions per request;")
+    p("#   fast: requests served by the fastest device alone; each 'run 1 > run 2' over the head.")
+    p("#   steps: training steps taken in run 1 (placement/migration; 0 = frozen, and its weights checked")
+    p("#   unchanged); all us: run 1's mean latency over the whole trace; lat us: mean latency over the head;")
+    p("#   new-page cut-off: the placement agent's greedy action for a new page of 1,2,4..64 pages, fastest")
+    p("#   device full (0 = fastest): shipped > after the head of run 1 > final.")
+    for hss in args.hss.split(","):
+        config = load_hss(hss)
+        for trace in traces:
+            data = record.concat(list(open_trace(trace)))
+            if len(data) < LONG:
+                continue
+            cut = max(1, int(len(data) * args.head))
+            caps = config.capacity_pages(footprint_pages([data]), 4096)
+            p("\nHSS %s  %s  (%d requests, head %d)" % (hss, trace, len(data), cut))
+            p("  %-17s %-4s %6s  %-7s %-11s %-11s %-11s %-11s %-11s %-11s %-11s %-9s %s" % (
+                "agents", "seed", "ratio", "all us", "lat us", "fw", "prom/1k", "rhit", "sync%", "ev/req", "fast", "steps",
+                "new-page cut-off"))
+            for label, extra in VARIANTS:
+                params = list(args.param or []) + extra
+                ratios = []
+                for seed in range(1, args.seeds + 1):
+                    with tempfile.TemporaryDirectory(prefix="hbl-learndiag-") as d:
+                        final = Path(d) / "final.agent"
+                        s1 = Simulator(config, "harmonia", caps, seed=seed, params=params, **SIM)
+                        s1.load_agents(pretrained.shipped("harmonia", hss, seed))
+                        before = [a.params() for a in s1.agents()]
+                        cut0 = new_page_cutoff(s1.agents()[0], len(config.devices))
+                        z = counters(s1)
+                        s1.feed(data[:cut])
+                        h1 = delta(z, counters(s1))
+                        cuth = new_page_cutoff(s1.agents()[0], len(config.devices))
+                        s1.feed(data[cut:])
+                        whole = s1.stats().latency_sum_ns / len(data) / 1e3
+                        s1.save_agents(final)
+                        steps = [a.stats()["train_steps"] for a in s1.agents()]
+                        for a, w, n in zip(s1.agents(), before, steps):
+                            if n == 0 and not (a.params() == w).all():
+                                raise AssertionError("a frozen agent's weights changed")
+                        s2 = Simulator(config, "harmonia", caps, seed=seed, params=params, **SIM)
+                        s2.load_agents(final)
+                        cut1 = new_page_cutoff(s2.agents()[0], len(config.devices))
+                        z = counters(s2)
+                        s2.feed(data[:cut])
+                        h2 = delta(z, counters(s2))
+                    r = h1["lat"] / h2["lat"]
+                    ratios.append(r)
+                    both = lambda f, form: "%s>%s" % (form % f(h1), form % f(h2))
+                    p("  %-17s s%-3d %6.3f  %-7.1f %-11s %-11s %-11s %-11s %-11s %-11s %-11s %-9s %s>%s>%s" % (
+                        label, seed, r, whole, both(lambda h: h["lat"] / h["requests"] / 1e3, "%.1f"),
+                        both(lambda h: h["fast_w"] / max(1, h["wpages"]), "%.3f"),
+                        both(lambda h: 1000.0 * h["promotions"] / h["requests"], "%.1f"),
+                        both(lambda h: h["rhits"] / max(1, h["rpages"]), "%.3f"),
+                        both(lambda h: 100.0 * h["sync_wait"] / h["lat"], "%.1f"),
+                        both(lambda h: h["evictions"] / h["requests"], "%.2f"),
+                        both(lambda h: h["served_fast"] / h["requests"], "%.2f"),
+                        "/".join(map(str, steps)), cut0, cuth, cut1))
+                    sys.stdout.flush()
+                p("  %-17s      %6s  (min-max %.3f-%.3f)" % (label, "", min(ratios), max(ratios)))
 
 
 def probe(args):

@@ -72,3 +72,24 @@ def test_simulate_agent_none_starts_untrained(capsys):
     assert main(["simulate", "--trace", "bundled:mds_0", "--hss", "perf", "--policy", "harmonia",
                  "--agent", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["agents_from"] == "untrained"
+
+
+@pytest.mark.parametrize("frozen", [0, 1])
+def test_a_train_every_beyond_the_run_freezes_one_harmonia_agent(frozen):
+    """results/learndiag.txt freezes one agent at a time this way (lr must stay > 0): that agent
+    keeps its shipped weights through the run, the other one still learns."""
+    from hbl.devices import load_hss
+    from hbl.record import concat
+    from hbl.sim import Simulator, footprint_pages
+    from hbl.trace import open_trace
+    data = concat(list(open_trace("synth:hm:requests=30000")))
+    config = load_hss("perf")
+    param = ("train_every", "m_train_every")[frozen] + "=1000000000"
+    sim = Simulator(config, "harmonia", config.capacity_pages(footprint_pages([data]), 4096), seed=1,
+                    params=[param])
+    sim.load_agents(pretrained.shipped("harmonia", "perf", 1))
+    before = [a.params() for a in sim.agents()]
+    sim.feed(data)
+    after, steps = [a.params() for a in sim.agents()], [a.stats()["train_steps"] for a in sim.agents()]
+    assert steps[frozen] == 0 and (after[frozen] == before[frozen]).all()
+    assert steps[1 - frozen] > 0 and not (after[1 - frozen] == before[1 - frozen]).all()
