@@ -32,7 +32,7 @@ from hbl.live.meta import Meta, parse_superblock, read_head
 from hbl.live.stack import HOLD, Stack
 
 CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "after_meta", "after_release",
-                "after_switch")
+                "after_switch", "after_reload")
 STATE_DIR = "/var/lib/hbl"
 RUN_DIR = "/run/hbl"
 PROBE_S = 2.0          # seconds between health reads of the members
@@ -221,6 +221,11 @@ class Batch:
                                                                   crash point after_release
         switch    the moving extents routed to the next view, which is now the live one
                                                                   crash point after_switch
+        reload    the old view, drained, loaded with the new mapping and resumed: a bio the
+                  switch had sent to it just before it was suspended waited there, and now
+                  goes to the slots in force (resumed with the next batch's table instead,
+                  it would land on a slot that batch is about to copy over)
+                                                                  crash point after_reload
         finish    only then the old slots are free
 
     Before persist() the old mapping is in force, after it the new one, whose slots
@@ -387,6 +392,7 @@ class Batch:
         except Exception as exc:
             self.rollback(exc)
             return
+        self.reload()
         self.finish()
 
     def drain(self):
@@ -444,6 +450,21 @@ class Batch:
         s.live = s.next
         self.c.crash("after_switch")
 
+    def reload(self):
+        """Every view but the hold maps the mapping in force again (the new one, persisted):
+        the drained view's suspend may have caught a bio in transit from the switch."""
+        c, s = self.c, self.c.stack
+        t0 = time.monotonic_ns()
+        old = s.paths[s.next]
+        try:
+            old.load(self.new_table)
+            old.resume()
+        except DmError as exc:            # the new mapping is persisted and served: make every view say so
+            c.log("reloading %s failed (%s): every view reloaded" % (old.name, exc))
+            s.assemble(self.new)
+        self.t["reload"] = time.monotonic_ns() - t0
+        c.crash("after_reload")
+
     def rollback(self, exc):
         """The old mapping persisted and in every view, every region on one view, nothing held."""
         c = self.c
@@ -469,13 +490,15 @@ class Batch:
         hold_ms = (t["released"] - t["hold"]) / 1e6
         c.holds.append(hold_ms)
         c.stalls.extend([t["route"] / 1e6, t["route2"] / 1e6])
-        c.last_stall = {"prepare": (t["prepared"] - t["start"]) / 1e6, "copy": (t["pass2"] - self.t_start) / 1e6,
+        c.last_stall = {"prepare": (t["prepared"] - t["start"]) / 1e6,
+                        "copy": (t["pass2"] - self.t_start) / 1e6,
                         "copy_again": (t["copied"] - t["pass2"]) / 1e6,
                         "hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
                         "records": (t["records"] - t["drained"]) / 1e6,
                         "recopy": (t["recopied"] - t["records"]) / 1e6,
                         "metadata": (t["persisted"] - t["recopied"]) / 1e6,
                         "release": (t["released"] - t["persisted"]) / 1e6, "route_ms": (t["route"] + t["route2"]) / 1e6,
+                        "reload": t["reload"] / 1e6,
                         "moves": len(self.plan), "recopied_bytes": self.recopied}
         c.steps.append(c.last_stall)
         if hold_ms > 200:

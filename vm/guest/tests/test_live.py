@@ -290,7 +290,7 @@ def test_a_member_that_fails_mid_run_is_isolated(fresh):
 
 # ---- slow member writes while the same extents move every batch ----
 
-FLIP = list(range(600, 606))      # 6 extents of 1 MiB, on the HDD part of a fresh device
+FLIP = list(range(600, 606))      # 6 extents of 1 MiB, on the HDD at first (the first batch moves them)
 
 
 def test_no_acknowledged_write_lost_while_member_writes_are_slow(fresh):
@@ -310,8 +310,7 @@ def test_no_acknowledged_write_lost_while_member_writes_are_slow(fresh):
     try:
         hbl("up", "h1", "--dev", FAST, "--dev", member.path, "--policy", "lru", "--interval", "0.3",
             env={"HBL_TEST_FLIP": ",".join(map(str, FLIP))})
-        m = Meta.load(os.path.join(STATE, "h1", "meta"))
-        assert m.extent_bytes == MIB and set(m.dev[FLIP].tolist()) == {1}, m.dev[FLIP]
+        assert Meta.load(os.path.join(STATE, "h1", "meta")).extent_bytes == MIB     # (FLIP counts in MiB)
         cmd = [sys.executable, os.path.join(HERE, "blockcheck.py"), "run", "/dev/mapper/h1", log,
                "--blocks", str(len(FLIP) * 256), "--offset", str(FLIP[0] * MIB), "--seconds", "40",
                "--threads", "16", "--write-fraction", "0.8", "--seed", "700"]
