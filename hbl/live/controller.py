@@ -353,6 +353,7 @@ class Batch:
         self.msg_switch = Switch.mappings(self.moving, s.next)
         msg_others = Switch.mappings(np.flatnonzero(others), s.next)
         self.msg_back = Switch.mappings(np.flatnonzero(others), s.live)
+        self.t["built"] = time.monotonic_ns()
         try:
             for v in (s.paths[s.next], s.paths[HOLD]):   # neither receives I/O: no one waits on the swap
                 v.load(self.new_table)
@@ -491,6 +492,7 @@ class Batch:
         c.holds.append(hold_ms)
         c.stalls.extend([t["route"] / 1e6, t["route2"] / 1e6])
         c.last_stall = {"prepare": (t["prepared"] - t["start"]) / 1e6,
+                        "prepare_build": (t["built"] - t["start"]) / 1e6,
                         "copy": (t["pass2"] - self.t_start) / 1e6,
                         "copy_again": (t["copied"] - t["pass2"]) / 1e6,
                         "hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
