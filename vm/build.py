@@ -24,7 +24,8 @@ from hbl.errors import HblError
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = "bookworm"
 ROOTFS_PACKAGES = ["python3", "python3-pytest", "python3-numpy", "python3-cffi-backend", "fio", "dmsetup",
-                   "util-linux", "e2fsprogs", "procps", "kmod", "coreutils", "libbpf1"]
+                   "util-linux", "e2fsprogs", "procps", "kmod", "coreutils", "libbpf1",
+                   "python3-pyudev"]
 MODULES = ["virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "nvme", "dm_mod", "dm_delay", "dm_flakey",
            "dm_cache", "dm_cache_smq", "dm_log_writes", "dm_zero", "dm_switch", "ext4"]
 HOST_TOOLS = {"apt-get": "apt", "dpkg": "dpkg", "debootstrap": "debootstrap", "busybox": "busybox-static",

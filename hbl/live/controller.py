@@ -32,7 +32,7 @@ from hbl.live.meta import Meta, parse_superblock, read_head
 from hbl.live.stack import HOLD, Stack
 
 CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "after_meta", "after_release",
-                "after_switch")
+                "after_switch", "after_reload")
 STATE_DIR = "/var/lib/hbl"
 RUN_DIR = "/run/hbl"
 PROBE_S = 2.0          # seconds between health reads of the members
@@ -132,6 +132,66 @@ def assemble(meta, dm=None):
     return Stack(meta, dm or backend()).assemble(meta)
 
 
+# ---- member writes of unknown completion ----
+
+class OpenWrites:
+    """Writes to members whose records carry no completion time: a member that is itself
+    bio-based (dm, md: LVM, dm-crypt, a dm-delay in the tests) is only seen as bios
+    queued, so a write recorded long before a copy may still be in flight while the copy
+    reads, and land on the old slot after it.  All that is known is that it has completed
+    once the view it went through was drained (suspended) or reloaded; every view through
+    which a write recorded before the previous batch's prepare could have gone has been,
+    since.  Kept per member slot as the span written (bounded by the slots, however long
+    no batch runs), in two generations: since the last prepare, and the one before."""
+
+    def __init__(self, meta, bio, own_pid):
+        self.ext = meta.extent_bytes
+        self.start = np.array([x["data_start"] for x in meta.members], np.int64)
+        self.bio = np.asarray(bio, bool)          # per member: its records carry no completion time
+        self.own = own_pid                        # the copier's writes complete before it returns
+        self.cur, self.prev = {}, {}
+
+    def add(self, dev, off, length, pid):
+        if not self.bio.any() or not len(dev):
+            return
+        sel = self.bio[dev] & (pid != self.own)
+        if not sel.any():
+            return
+        dev, off, end = dev[sel], off[sel], (off + length)[sel]
+        for part in (off, end - 1):               # a write may span two slots: both get its span
+            key = dev * (1 << 40) + (part - self.start[dev]) // self.ext
+            order = np.argsort(key, kind="stable")
+            k, lo, hi = key[order], off[order], end[order]
+            first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+            lo, hi = np.minimum.reduceat(lo, first), np.maximum.reduceat(hi, first)
+            for kk, a, z in zip(k[first].tolist(), lo.tolist(), hi.tolist()):
+                was = self.cur.get(kk)
+                self.cur[kk] = (min(a, was[0]), max(z, was[1])) if was else (a, z)
+
+    def rotate(self):
+        """At a batch's prepare: what was recorded before the previous one has completed."""
+        self.prev, self.cur = self.cur, {}
+
+    def undrained(self):
+        """A batch given up before its drain: the live view was not drained, nothing is known
+        to have completed since the previous rotate."""
+        for k, (a, z) in self.prev.items():
+            was = self.cur.get(k)
+            self.cur[k] = (min(a, was[0]), max(z, was[1])) if was else (a, z)
+        self.prev = {}
+
+    def rows(self, wdev, wlo):
+        """[member, offset, length] of the open writes to the slots starting at (wdev, wlo)."""
+        out = []
+        for d, lo in zip(wdev.tolist(), wlo.tolist()):
+            key = d * (1 << 40) + (lo - int(self.start[d])) // self.ext
+            for gen in (self.cur, self.prev):
+                if key in gen:
+                    a, z = gen[key]
+                    out.append((d, a, z - a))
+        return np.array(out, np.int64).reshape(-1, 3)
+
+
 # ---- one batch of moves ----
 
 class Batch:
@@ -153,12 +213,19 @@ class Batch:
                   through it is complete                          crash point after_drain
         recopy    what was written to the old slots since the second copy pass began
                   (member write records, sorted out as they are read during the whole
-                  batch), fsync                                   crash point after_recopy
+                  batch), and on members whose records carry no completion time every
+                  write recorded since the previous batch's prepare (OpenWrites), fsync
+                                                                  crash point after_recopy
         persist   the new mapping (atomic replace)                crash point after_meta
         release   the hold resumed: the held I/O goes to the new slots
                                                                   crash point after_release
         switch    the moving extents routed to the next view, which is now the live one
                                                                   crash point after_switch
+        reload    the old view, drained, loaded with the new mapping and resumed: a bio the
+                  switch had sent to it just before it was suspended waited there, and now
+                  goes to the slots in force (resumed with the next batch's table instead,
+                  it would land on a slot that batch is about to copy over)
+                                                                  crash point after_reload
         finish    only then the old slots are free
 
     Before persist() the old mapping is in force, after it the new one, whose slots
@@ -177,13 +244,14 @@ class Batch:
         self.committed = False
         self.t = {}
         # the old slots whose writes may have to be copied again (member, first byte), and the
-        # member writes to them seen since the copy began: [member, offset, length, completed ns]
+        # member writes to them seen since the copy began: [member, offset, length, completed ns,
+        # 1 if the completion is not known (the time is then when it was queued)]
         self.wdev = np.array([mv["src"] for mv in plan], np.int64)     # all: one not copied may be written
         self.wlo = np.array([self.off(mv["src"], mv["src_slot"]) for mv in plan], np.int64)
         self.mwrites = []
         self.written_in_hold = np.zeros(len(self.moving), bool)   # logical writes read in the hold
 
-    def note_member_writes(self, dev, off, length, done_ns):
+    def note_member_writes(self, dev, off, length, done_ns, unknown):
         """Keep the member writes that touch an old slot of this batch (few): the hold then
         only has to look at those read since the last check."""
         if not len(self.wdev) or not len(dev):
@@ -192,7 +260,8 @@ class Batch:
         hit = ((dev[:, None] == self.wdev) & (off[:, None] < self.wlo + ext) &
                ((off + length)[:, None] > self.wlo)).any(1)
         if hit.any():
-            self.mwrites.append(np.stack([dev[hit], off[hit], length[hit], done_ns[hit]], 1))
+            self.mwrites.append(np.stack([dev[hit], off[hit], length[hit], done_ns[hit],
+                                          unknown[hit].astype(np.int64)], 1))
 
     def note_logical_writes(self, first, last):
         """In the hold: which moving extents the writes just read touched (their engine and
@@ -201,7 +270,7 @@ class Batch:
             self.written_in_hold |= ((first[:, None] <= self.moving) & (last[:, None] >= self.moving)).any(0)
 
     def writes(self):
-        return np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 4), np.int64)
+        return np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 5), np.int64)
 
     def off(self, d, s):
         return layout.slot_offset(self.m, d, s)
@@ -244,6 +313,7 @@ class Batch:
             self.t["copied"] = time.monotonic_ns()
             c.crash("after_copy")
         except OSError as exc:
+            c.open_writes.undrained()
             try:
                 c.stack.send(self.msg_back)        # as before prepare(): every region on the live view
             except DmError as dm_exc:
@@ -260,6 +330,13 @@ class Batch:
         c, s = self.c, self.c.stack
         c.batch = self
         self.t["start"] = time.monotonic_ns()
+        # writes of unknown completion to the old slots, recorded before this batch: any may
+        # still be in flight (those recorded from now on are noted as they are read)
+        c.open_writes.rotate()
+        ow = c.open_writes.rows(self.wdev, self.wlo)
+        if len(ow):
+            self.mwrites.append(np.concatenate([ow, np.zeros((len(ow), 1), np.int64),
+                                                np.ones((len(ow), 1), np.int64)], 1))
         new = self.m.copy()
         for mv in self.plan:
             new.dev[mv["extent"]] = mv["dst"]
@@ -276,6 +353,7 @@ class Batch:
         self.msg_switch = Switch.mappings(self.moving, s.next)
         msg_others = Switch.mappings(np.flatnonzero(others), s.next)
         self.msg_back = Switch.mappings(np.flatnonzero(others), s.live)
+        self.t["built"] = time.monotonic_ns()
         try:
             for v in (s.paths[s.next], s.paths[HOLD]):   # neither receives I/O: no one waits on the swap
                 v.load(self.new_table)
@@ -315,6 +393,7 @@ class Batch:
         except Exception as exc:
             self.rollback(exc)
             return
+        self.reload()
         self.finish()
 
     def drain(self):
@@ -343,8 +422,9 @@ class Batch:
             if mv.get("late") or unsure:
                 self.copy_whole(mv, limit=False)
                 done += ext
+        # (a write whose completion is not known may have landed after any copy so far)
         done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)],
-                         self.t_pass2, writes)
+                         self.t_pass2, writes, open_writes=True)
         if done:
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
         self.recopied = done
@@ -371,6 +451,21 @@ class Batch:
         s.live = s.next
         self.c.crash("after_switch")
 
+    def reload(self):
+        """Every view but the hold maps the mapping in force again (the new one, persisted):
+        the drained view's suspend may have caught a bio in transit from the switch."""
+        c, s = self.c, self.c.stack
+        t0 = time.monotonic_ns()
+        old = s.paths[s.next]
+        try:
+            old.load(self.new_table)
+            old.resume()
+        except DmError as exc:            # the new mapping is persisted and served: make every view say so
+            c.log("reloading %s failed (%s): every view reloaded" % (old.name, exc))
+            s.assemble(self.new)
+        self.t["reload"] = time.monotonic_ns() - t0
+        c.crash("after_reload")
+
     def rollback(self, exc):
         """The old mapping persisted and in every view, every region on one view, nothing held."""
         c = self.c
@@ -396,13 +491,16 @@ class Batch:
         hold_ms = (t["released"] - t["hold"]) / 1e6
         c.holds.append(hold_ms)
         c.stalls.extend([t["route"] / 1e6, t["route2"] / 1e6])
-        c.last_stall = {"prepare": (t["prepared"] - t["start"]) / 1e6, "copy": (t["pass2"] - self.t_start) / 1e6,
+        c.last_stall = {"prepare": (t["prepared"] - t["start"]) / 1e6,
+                        "prepare_build": (t["built"] - t["start"]) / 1e6,
+                        "copy": (t["pass2"] - self.t_start) / 1e6,
                         "copy_again": (t["copied"] - t["pass2"]) / 1e6,
                         "hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
                         "records": (t["records"] - t["drained"]) / 1e6,
                         "recopy": (t["recopied"] - t["records"]) / 1e6,
                         "metadata": (t["persisted"] - t["recopied"]) / 1e6,
                         "release": (t["released"] - t["persisted"]) / 1e6, "route_ms": (t["route"] + t["route2"]) / 1e6,
+                        "reload": t["reload"] / 1e6,
                         "moves": len(self.plan), "recopied_bytes": self.recopied}
         c.steps.append(c.last_stall)
         if hold_ms > 200:
@@ -451,6 +549,13 @@ class Controller:
         self.crash_after = int(os.environ.get("HBL_CRASH_AFTER", "0"))
         if self.crash_at and self.crash_at not in CRASH_POINTS:
             raise HblError("HBL_CRASH_AT=%s: one of %s" % (self.crash_at, ", ".join(CRASH_POINTS)))
+        try:        # for tests: extents moved to the next member in every batch, whatever the policy says
+            self.flip = [int(x) for x in os.environ.get("HBL_TEST_FLIP", "").split(",") if x.strip()]
+        except ValueError:
+            raise HblError("HBL_TEST_FLIP=%s: extent numbers separated by commas"
+                           % os.environ["HBL_TEST_FLIP"]) from None
+        if any(not 0 <= e < m.nextents for e in self.flip):
+            raise HblError("HBL_TEST_FLIP: extents are 0..%d" % (m.nextents - 1))
         self.engine = Engine(self.policy, m.extent_bytes, layout.capacities(m.members), params=self.params,
                              seed=seed)
         self.engine.set_devices(np.arange(m.nextents), m.dev)
@@ -508,7 +613,7 @@ class Controller:
     # ---- set-up ----
 
     def start(self):
-        from hbl.capture import Capture, resolve_device
+        from hbl.capture import MODE_BIO, Capture, resolve_device
         m = self.meta
         self.paths.make()
         self.lockfd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -529,6 +634,8 @@ class Controller:
         self.cap = Capture([self.dev.path] + [x["path"] for x in m.members], fast=True, batch=2048)
         self.dm_dev = resolve_device(self.dev.path)[0]
         self.member_dev = {resolve_device(x["path"])[0]: i for i, x in enumerate(m.members)}
+        # bio-based members (dm, md) are seen as bios queued, with no completion time
+        self.open_writes = OpenWrites(m, [resolve_device(x["path"])[1] == MODE_BIO for x in m.members], os.getpid())
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
         self.copier = Copier([x["path"] for x in m.members], Throttle(self.copy_rate))
         self.watch_members()
@@ -586,12 +693,17 @@ class Controller:
         return idx
 
     def _note_member_writes(self, mem, idx=None):
-        if self.batch is None or not len(mem):
+        if not len(mem):
             return
         idx = self._member_index(mem) if idx is None else idx
         w = (mem["op"] == record.WRITE) & (idx >= 0)
-        self.batch.note_member_writes(idx[w], mem["offset"][w].astype(np.int64), mem["length"][w].astype(np.int64),
-                                      (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64))
+        if not w.any():
+            return
+        dev, off, length = idx[w].astype(np.int64), mem["offset"][w].astype(np.int64), mem["length"][w].astype(np.int64)
+        self.open_writes.add(dev, off, length, mem["pid"][w])
+        if self.batch is not None:
+            self.batch.note_member_writes(dev, off, length, (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64),
+                                          self.open_writes.bio[dev])
 
     def observe(self, b):
         m = self.meta
@@ -724,6 +836,10 @@ class Controller:
         for e, want in moves.items():
             self.pending[e] = (want, self.newest_ts)
         m = self.meta
+        for e in self.flip:                # (HBL_TEST_FLIP) planned first: no decision time
+            want = (int(m.dev[e]) + 1) % len(m.members)
+            self.engine.set_devices([e], [want])
+            self.pending[e] = (want, 0)
         plan = []
         # newest decisions first (remaps of the write frontier, which cost no copy, before
         # all): when the policy asks for more than the copies can carry, what it asked for
@@ -771,18 +887,20 @@ class Controller:
         for b in held:
             self.observe(b)
 
-    def recopy(self, plan, since_ns, writes, limit=False):
+    def recopy(self, plan, since_ns, writes, limit=False, open_writes=False):
         """Copy again, for each move, the span of the old slot that member `writes`
-        ([member, offset, length, completed ns]) completed at or after since_ns touched
-        (one I/O per extent); bytes copied."""
+        ([member, offset, length, completed ns, completion unknown]) completed at or after
+        since_ns touched (one I/O per extent), and with open_writes (after the drain) the
+        span of every write whose completion is not known; bytes copied."""
         m, ext = self.meta, self.meta.extent_bytes
         # member write records carry wall-clock completion times; 50 ms of slack
         # covers the two clocks' offset being read at different moments
         since = since_ns + self.clock_offset - 50_000_000
+        late = (writes[:, 3] >= since) | ((writes[:, 4] == 1) & open_writes)
         done = 0
         for mv in plan:
             lo = layout.slot_offset(m, mv["src"], mv["src_slot"])
-            hit = writes[(writes[:, 0] == mv["src"]) & (writes[:, 3] >= since) &
+            hit = writes[(writes[:, 0] == mv["src"]) & late &
                          (writes[:, 1] < lo + ext) & (writes[:, 1] + writes[:, 2] > lo)]
             if not len(hit):
                 continue

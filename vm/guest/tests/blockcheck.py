@@ -1,7 +1,7 @@
 """A crash-consistency workload for a block device: skewed 4 KiB writes and reads,
 each block self-describing, every acknowledged write logged.
 
-    blockcheck.py run DEVICE LOG --blocks N --offset BYTES --seconds S [--seed K]
+    blockcheck.py run DEVICE LOG --blocks N --offset BYTES --seconds S [--seed K] [--threads T]
     blockcheck.py verify DEVICE LOG --blocks N --offset BYTES
 
 A block holds (magic, block number, sequence number, CRC32 of the rest) and
@@ -11,6 +11,9 @@ while it runs, checking them against what was acknowledged.  `verify` reads
 every block named in LOG: each must be intact and hold the last acknowledged
 version or a later one (a write in flight at a crash may or may not have
 landed).  Exit status 0 when everything checks; the report is one JSON line.
+With --threads T, T writers run at once (T writes in flight on a slow device),
+thread i on the blocks b with b % T == i, so that each block's versions are
+still written one after the other.
 """
 import argparse
 import json
@@ -19,6 +22,7 @@ import os
 import random
 import struct
 import sys
+import threading
 import time
 import zlib
 
@@ -86,32 +90,64 @@ def skewed(rng, n, theta=1.2):
 
 
 def cmd_run(a):
-    dev = Dev(a.device, a.offset)
     acked = load_log(a.log)
-    seq = max(acked.values(), default=0) + 1
-    rng = random.Random(a.seed)
+    seq0 = max(acked.values(), default=0) + 1
     log = open(a.log, "a", buffering=1)
+    lock = threading.Lock()
     t0 = time.time()
-    writes = reads = bad = 0
+    totals = {"writes": 0, "reads": 0, "bad_reads": 0}
     errors = []
-    while time.time() - t0 < a.seconds:
-        b = skewed(rng, a.blocks)
-        if rng.random() < a.write_fraction or b not in acked:
-            dev.write(b, seq)
-            log.write("%d %d\n" % (b, seq))
-            acked[b] = seq
-            seq += 1
-            writes += 1
-        else:
-            got, why = parse(dev.read(b), b)
-            reads += 1
-            if got is None or got < acked[b]:
-                bad += 1
-                errors.append("block %d: %s" % (b, why or "version %d, acknowledged %d" % (got, acked[b])))
+    failed = []
+    T = max(1, a.threads)
+
+    def worker(i):
+        dev = Dev(a.device, a.offset)
+        rng = random.Random(a.seed if T == 1 else a.seed * 1000 + i)
+        seq = seq0 + i                      # thread i's sequence numbers: seq0 + i + k*T, increasing
+        writes = reads = bad = 0
+        while time.time() - t0 < a.seconds:
+            b = skewed(rng, a.blocks)
+            if T > 1:
+                b = b - b % T + i
+                if b >= a.blocks:
+                    continue
+            if rng.random() < a.write_fraction or b not in acked:
+                dev.write(b, seq)
+                with lock:
+                    log.write("%d %d\n" % (b, seq))
+                acked[b] = seq
+                seq += T
+                writes += 1
+            else:
+                got, why = parse(dev.read(b), b)
+                reads += 1
+                if got is None or got < acked[b]:
+                    bad += 1
+                    with lock:
+                        errors.append("block %d: %s" % (b, why or "version %d, acknowledged %d" % (got, acked[b])))
+        with lock:
+            totals["writes"] += writes
+            totals["reads"] += reads
+            totals["bad_reads"] += bad
+
+    def guarded(i):
+        try:
+            worker(i)
+        except BaseException as exc:        # an I/O error ends the run with status 1
+            with lock:
+                failed.append("thread %d: %s" % (i, exc))
+
+    if T == 1:
+        worker(0)
+    else:
+        threads = [threading.Thread(target=guarded, args=(i,)) for i in range(T)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     log.close()
-    print(json.dumps({"writes": writes, "reads": reads, "bad_reads": bad, "errors": errors[:10],
-                      "seconds": time.time() - t0}))
-    return 1 if bad else 0
+    print(json.dumps(dict(totals, errors=(failed + errors)[:10], seconds=time.time() - t0)))
+    return 1 if totals["bad_reads"] or failed else 0
 
 
 def cmd_verify(a):
@@ -147,6 +183,7 @@ def main(argv=None):
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--write-fraction", type=float, default=0.5)
+    p.add_argument("--threads", type=int, default=1, help="writers at once (run)")
     a = p.parse_args(argv)
     return cmd_run(a) if a.action == "run" else cmd_verify(a)
 
