@@ -159,14 +159,22 @@ class OpenWrites:
             return
         dev, off, end = dev[sel], off[sel], (off + length)[sel]
         for part in (off, end - 1):               # a write may span two slots: both get its span
-            key = dev * (1 << 40) + (part - self.start[dev]) // self.ext
+            key = self._slot(dev, part)
             order = np.argsort(key, kind="stable")
             k, lo, hi = key[order], off[order], end[order]
             first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
             lo, hi = np.minimum.reduceat(lo, first), np.maximum.reduceat(hi, first)
             for kk, a, z in zip(k[first].tolist(), lo.tolist(), hi.tolist()):
-                was = self.cur.get(kk)
-                self.cur[kk] = (min(a, was[0]), max(z, was[1])) if was else (a, z)
+                self._widen(kk, a, z)
+
+    def _slot(self, dev, off):
+        """The key of the member slot holding byte `off` of member `dev` (arrays or numbers)."""
+        return dev * (1 << 40) + (off - self.start[dev]) // self.ext
+
+    def _widen(self, key, a, z):
+        """The current generation's span of slot `key` grown to cover [a, z)."""
+        was = self.cur.get(key)
+        self.cur[key] = (min(a, was[0]), max(z, was[1])) if was else (a, z)
 
     def rotate(self):
         """At a batch's prepare: what was recorded before the previous one has completed."""
@@ -176,15 +184,14 @@ class OpenWrites:
         """A batch given up before its drain: the live view was not drained, nothing is known
         to have completed since the previous rotate."""
         for k, (a, z) in self.prev.items():
-            was = self.cur.get(k)
-            self.cur[k] = (min(a, was[0]), max(z, was[1])) if was else (a, z)
+            self._widen(k, a, z)
         self.prev = {}
 
     def rows(self, wdev, wlo):
         """[member, offset, length] of the open writes to the slots starting at (wdev, wlo)."""
         out = []
         for d, lo in zip(wdev.tolist(), wlo.tolist()):
-            key = d * (1 << 40) + (lo - int(self.start[d])) // self.ext
+            key = int(self._slot(d, lo))
             for gen in (self.cur, self.prev):
                 if key in gen:
                     a, z = gen[key]
@@ -613,7 +620,7 @@ class Controller:
     # ---- set-up ----
 
     def start(self):
-        from hbl.capture import MODE_BIO, Capture, resolve_device
+        from hbl.capture import MODE_BIO, Capture
         m = self.meta
         self.paths.make()
         self.lockfd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -632,10 +639,10 @@ class Controller:
         self.dev = self.stack.top
         # small batches: a poll allocates one, and the hold polls a few times for a few records
         self.cap = Capture([self.dev.path] + [x["path"] for x in m.members], fast=True, batch=2048)
-        self.dm_dev = resolve_device(self.dev.path)[0]
-        self.member_dev = {resolve_device(x["path"])[0]: i for i, x in enumerate(m.members)}
+        (self.dm_dev, _, _), *members = self.cap.devices     # (dev_t, mode, name), as the capture resolved them
+        self.member_dev = {dev: i for i, (dev, _, _) in enumerate(members)}
         # bio-based members (dm, md) are seen as bios queued, with no completion time
-        self.open_writes = OpenWrites(m, [resolve_device(x["path"])[1] == MODE_BIO for x in m.members], os.getpid())
+        self.open_writes = OpenWrites(m, [mode == MODE_BIO for _, mode, _ in members], os.getpid())
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
         self.copier = Copier([x["path"] for x in m.members], Throttle(self.copy_rate))
         self.watch_members()
