@@ -73,9 +73,9 @@ def main():
                     continue
                 ratios, tenths = [], []
                 for s, (_, tl, final) in seeds.items():
-                    ratios.append(_sums(tl, 0, n // 10) / _sums(final, 0, n // 10))
                     tenths.append([_sums(tl, n * k // 10, n * (k + 1) // 10) / _sums(final, n * k // 10, n * (k + 1) // 10)
                                    for k in range(10)])
+                    ratios.append(tenths[-1][0])    # the first tenth
                     curves[(t, h, u, s)] = [(end, avg / b) for (end, avg), (_, b) in zip(tl, final)]
                 rows.append(dict(trace=t, hss=h, agents="untrained" if u else "pretrained", requests=n,
                                  first_tenth_ratio=max(ratios), ratio_min=min(ratios),

@@ -196,11 +196,18 @@ VARIANTS = (("both learn", []), ("placement frozen", ["train_every=%d" % FREEZE]
             ("migration frozen", ["m_train_every=%d" % FREEZE]))
 
 
+def new_page_actions(agent, slow, free=0, queue=None):
+    """The placement agent's greedy action for a write of 1, 2, 4 .. 64 pages to a page never accessed
+    before (interval and since-migration bins at 'never', count 0, on device `slow`), the fastest
+    device's free bin `free` (0: full): '0' = fastest device, else bypassed.  queue: the 8th feature's
+    bin for an agent that has it (default 0, the queues empty)."""
+    extra = [] if agent.nfeatures == 7 else [0 if queue is None else queue]
+    return "".join(str(agent.greedy([1, sz, 63, 0, free, slow, 63] + extra)) for sz in range(7))
+
+
 def new_page_cutoff(agent, ndev):
-    """The placement agent's greedy action for a write to a never-seen page of 1, 2, 4 .. 64 pages,
-    fastest device full (the --probe state): '0' = fastest device, else bypassed."""
-    return "".join(str(agent.greedy([1, sz, 63, 0, 0, ndev - 1, 63] + ([0] if agent.nfeatures == 8 else [])))
-                   for sz in range(7))
+    """new_page_actions with the fastest device full (the --probe state)."""
+    return new_page_actions(agent, ndev - 1)
 
 
 def learning(args):
@@ -302,14 +309,15 @@ def probe(args):
                                 else pretrained.shipped(pol, hss, seed))
                 ag, slow = sim.agents()[0], len(config.devices) - 1
                 # an 8-feature agent (queue_feature=1): with the background queues empty, then full
-                for queue in ([[]] if ag.nfeatures == 7 else [[0], [3]]):
+                for queue in ([None] if ag.nfeatures == 7 else [0, 3]):
                     cols = []
                     for free, label in ((7, "fast empty"), (0, "fast full")):
-                        fresh = "".join(str(ag.greedy([1, sz, 63, 0, free, slow, 63] + queue)) for sz in range(7))
-                        again = "".join(str(ag.greedy([1, sz, 10, 6, free, 0, 63] + queue)) for sz in range(7))
+                        fresh = new_page_actions(ag, slow, free, queue)
+                        again = "".join(str(ag.greedy([1, sz, 10, 6, free, 0, 63] + ([] if queue is None else [queue])))
+                                        for sz in range(7))
                         cols.append("%s: new page %s, rewrite %s" % (label, fresh, again))
                     p("  %-4s %-24s s%d %s %s" % (hss, pol, seed, {0: "queues empty", 3: "queues full "}.get(
-                        queue[0], "") if queue else "", " | ".join(cols)))
+                        queue, ""), " | ".join(cols)))
 
 
 def suite(args):
