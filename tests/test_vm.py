@@ -95,6 +95,20 @@ def test_live_device_survives_qemu_kill(tmp_path):
     assert st["generation"] > 0                              # migrations had been committed before the kill
 
 
+@pytest.mark.skipif(WHY is not None, reason=WHY or "")
+def test_a_guest_kernel_that_dies_is_reported_with_its_last_words():
+    """A guest kernel that panics (here on request, as it does on a soft lockup): `hbl vm run`
+    fails at once, not at its timeout, and says what the kernel and the command said last."""
+    p = subprocess.run([sys.executable, "-m", "hbl.cli", "vm", "run", "--timeout", "300", "--",
+                        "echo running the crash; sync; echo c > /proc/sysrq-trigger; sleep 600"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr
+    assert "did not run the command" in p.stderr and "did not finish within" not in p.stderr, p.stderr
+    assert "kernel: " in p.stderr and "Kernel panic" in p.stderr, p.stderr
+    assert "the command's last line: running the crash" in p.stderr, p.stderr
+
+
 def test_vm_run_arguments_are_kept_apart():
     from hbl.cli import vm_command_line
     from hbl.errors import HblError

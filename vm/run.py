@@ -75,12 +75,12 @@ def kvm_works(images):
 
 
 def qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, interactive):
-    # the agent core is built for this host's CPU (-march=native): under TCG the
-    # guest CPU must offer the same instructions (QEMU >= 7.2 emulates AVX2)
+    # the agent core is built for x86-64-v3 on AVX2 hosts (ctypes_core/build_core.py):
+    # under TCG the guest CPU must offer the same instructions (QEMU >= 7.2 emulates AVX2)
     cpu = "host" if accel == "kvm" else "max"
     cmd = ["qemu-system-x86_64", "-machine", "q35", "-accel", accel, "-cpu", cpu, "-m", str(memory_mb), "-smp", str(cpus),
            "-kernel", images.kernel, "-initrd", images.initrd, "-no-reboot",
-           "-append", "console=ttyS0 panic=-1 quiet loglevel=3",
+           "-append", "console=ttyS0 panic=-1 quiet loglevel=5 softlockup_panic=1",
            "-fsdev", "local,id=r,path=%s,security_model=none,readonly=on" % images.rootfs,
            "-device", "virtio-9p-pci,fsdev=r,mount_tag=rootfs",
            "-fsdev", "local,id=h,path=%s,security_model=none,readonly=on" % PROJECT,
@@ -126,6 +126,18 @@ def _raise_terminated(*_):
     raise _Terminated()
 
 
+def _last_words(out_dir, serial):
+    """What a guest that died or hung said last: the kernel's first panic or lockup lines (the
+    guest panics on a soft lockup) and the command's last line of output (the test running)."""
+    kernel = [line.strip() for line in serial.splitlines()
+              if "Kernel panic" in line or "BUG:" in line or "blocked for more than" in line][:2]
+    path = os.path.join(out_dir, "stdout")
+    last = [line.strip() for line in open(path, errors="replace").read().splitlines()
+            if line.strip()][-1:] if os.path.exists(path) else []
+    return "%s%s" % ("; kernel: " + " / ".join(kernel) if kernel else "",
+                     "; the command's last line: " + last[0][-200:] if last else "")
+
+
 def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cpus=2, out_dir=None,
         disk_dir=None, interactive=False):
     """Run `command` (a shell command line, in a writable scratch directory, /root) in a fresh guest."""
@@ -163,7 +175,9 @@ def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cp
                 if not boot and os.path.exists(log) and "HBL-GUEST-READY" in open(log, errors="replace").read():
                     boot = time.time() - t0
                 if time.time() - t0 > timeout:
-                    raise HblError("the guest did not finish within %d s (serial log: %s)" % (timeout, log))
+                    raise HblError("the guest did not finish within %d s (serial log: %s)%s" % (
+                        timeout, log, _last_words(out_dir, open(log, errors="replace").read()
+                                                  if os.path.exists(log) else "")))
                 time.sleep(0.1)
         finally:
             if p.poll() is None:
@@ -174,8 +188,9 @@ def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cp
         rc_file = os.path.join(out_dir, "rc")
         if not os.path.exists(rc_file):
             why = "HBL-GUEST-FAILED" in text and text.split("HBL-GUEST-FAILED:", 1)[1].splitlines()[0]
-            raise HblError("the guest did not run the command (%s); serial log: %s%s" % (
-                why or "no exit status", log, "; qemu: " + qemu_err.strip()[-300:] if qemu_err.strip() else ""))
+            raise HblError("the guest did not run the command (%s); serial log: %s%s%s" % (
+                why or "no exit status", log, _last_words(out_dir, text),
+                "; qemu: " + qemu_err.strip()[-300:] if qemu_err.strip() else ""))
         read = lambda n: open(os.path.join(out_dir, n), errors="replace").read() \
             if os.path.exists(os.path.join(out_dir, n)) else ""
         return Result(int(read("rc").strip() or 255), read("stdout"), read("stderr"), out_dir, text,
