@@ -508,7 +508,8 @@ class Batch:
                         "metadata": (t["persisted"] - t["recopied"]) / 1e6,
                         "release": (t["released"] - t["persisted"]) / 1e6, "route_ms": (t["route"] + t["route2"]) / 1e6,
                         "reload": t["reload"] / 1e6,
-                        "moves": len(self.plan), "recopied_bytes": self.recopied}
+                        "moves": len(self.plan), "recopied_bytes": self.recopied,
+                        "copied_whole_in_hold": sum(1 for mv in self.plan if mv.get("late"))}
         c.steps.append(c.last_stall)
         if hold_ms > 200:
             c.log("long hold %.0f ms: %s" % (hold_ms, json.dumps(c.last_stall)))
@@ -962,6 +963,7 @@ class Controller:
                         "max": ho[-1] if ho else None, "count": len(ho), "last_breakdown": self.last_stall},
             "batch_steps_ms_p50": {k: float(np.median([b[k] for b in self.steps])) for k in self.steps[0]}
             if self.steps else {},
+            "slowest_holds": sorted(self.steps, key=lambda b: b["hold_ms"])[-5:],
             "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
                                      "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
             "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,

@@ -63,7 +63,8 @@ def run_hbl(policy):
         res.update(promotions=st["promotions"], evictions=st["evictions"], migrated_mib=st["migrated_bytes"] / MIB,
                    fast_hit_ratio=st["fast_hit_ratio"], stall_ms=st["stall_ms"], hold_ms=st["hold_ms"],
                    decision_to_remap_ms=st["decision_to_remap_ms"], controller_cpu=st["controller_cpu"],
-                   batch_steps_ms_p50=st["batch_steps_ms_p50"], copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
+                   batch_steps_ms_p50=st["batch_steps_ms_p50"], slowest_holds=st["slowest_holds"],
+                   copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
                    stale_moves=st["stale_moves"], batches=st["batches"],
                    copy_bandwidth_mib_s=st["copy_bandwidth_bytes_s"] / MIB, ebpf_lost=st["ebpf"]["lost"])
     finally:
@@ -152,7 +153,13 @@ def main():
                       100 * r["controller_cpu"], r["copy_bandwidth_mib_s"]))
             print("%s: %d batches, %d moves given back stale; per batch, median ms: %s" % (
                 k, r["batches"], r["stale_moves"], ", ".join("%s %.1f" % (s, v) for s, v in r["batch_steps_ms_p50"].items()
-                                                             if s not in ("moves", "recopied_bytes"))))
+                                                             if s not in ("moves", "recopied_bytes",
+                                                                          "copied_whole_in_hold"))))
+            print("%s: slowest holds (ms): %s" % (k, "; ".join(
+                "%.0f = drain %.0f + records %.0f + recopy %.0f (%d whole, %d KiB) + metadata %.0f + release %.0f" % (
+                    b["hold_ms"], b["drain"], b["records"], b["recopy"], b.get("copied_whole_in_hold", 0),
+                    b["recopied_bytes"] // 1024, b["metadata"], b["release"])
+                for b in reversed(r.get("slowest_holds", [])))))
 
 
 if __name__ == "__main__":
