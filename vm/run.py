@@ -128,9 +128,12 @@ def _raise_terminated(*_):
 
 def _last_words(out_dir, serial):
     """What a guest that died or hung said last: the kernel's first panic or lockup lines (the
-    guest panics on a soft lockup) and the command's last line of output (the test running)."""
-    kernel = [line.strip() for line in serial.splitlines()
+    guest panics on a soft lockup) with the kernel code it was in, and the command's last line of
+    output (the test running)."""
+    lines = serial.splitlines()
+    kernel = [line.strip() for line in lines
               if "Kernel panic" in line or "BUG:" in line or "blocked for more than" in line][:2]
+    kernel += [line.strip() for line in lines if "RIP: 0010:" in line][:1]     # where the kernel was
     path = os.path.join(out_dir, "stdout")
     last = [line.strip() for line in open(path, errors="replace").read().splitlines()
             if line.strip()][-1:] if os.path.exists(path) else []
