@@ -406,3 +406,20 @@ def test_state_directory_that_cannot_be_made_is_one_line(tmp_path, monkeypatch):
     ok = Paths("y", str(tmp_path / "state"))
     ok.make()
     assert os.path.isdir(ok.dir) and os.path.isdir(ok.run)
+
+
+def test_requests_issued_in_a_hold_wait_until_its_release():
+    """The wait of a request held by a batch is its release minus its issue; requests to
+    other extents, or issued before or after the hold, are not counted."""
+    import collections
+    from hbl import record
+    from hbl.live.controller import Controller
+    c = Controller.__new__(Controller)
+    c.held_waits = collections.deque()
+    c.recent_holds = collections.deque([(np.array([3, 7], np.int64), 1_000_000_000, 1_030_000_000)])
+    log = record.empty(5)
+    log["time_ns"] = [1_010_000_000, 1_020_000_000, 1_020_000_000, 990_000_000, 1_030_000_000]
+    first = np.array([7, 4, 2, 3, 3], np.int64)
+    last = np.array([7, 4, 3, 3, 3], np.int64)     # the third spans extents 2-3: it touches 3
+    c._note_held(log, first, last)
+    assert sorted(c.held_waits) == [10.0, 20.0]

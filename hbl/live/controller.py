@@ -511,6 +511,7 @@ class Batch:
                         "moves": len(self.plan), "recopied_bytes": self.recopied,
                         "copied_whole_in_hold": sum(1 for mv in self.plan if mv.get("late"))}
         c.steps.append(c.last_stall)
+        c.recent_holds.append((self.moving, t["hold"] + c.clock_offset, t["released"] + c.clock_offset))
         if hold_ms > 200:
             c.log("long hold %.0f ms: %s" % (hold_ms, json.dumps(c.last_stall)))
         c.batch = None
@@ -589,6 +590,8 @@ class Controller:
         self.stalls = collections.deque(maxlen=4000)
         self.holds = collections.deque(maxlen=2000)         # per batch: ms the moving extents' I/O waited
         self.steps = collections.deque(maxlen=2000)         # per batch: ms of each step (Batch.finish)
+        self.held_waits = collections.deque(maxlen=20000)   # per request that arrived in a hold: ms it waited
+        self.recent_holds = collections.deque(maxlen=16)    # (moving extents, hold, release), capture clock
         self.decision_ns = collections.deque(maxlen=2000)
         self.decisions = collections.deque(maxlen=40)
         self.timeline = collections.deque(maxlen=720)
@@ -737,6 +740,7 @@ class Controller:
         last = ((log["offset"] + log["length"] - 1) // ext).astype(np.int64)
         ok = last < m.nextents
         log, first, last = log[ok], first[ok], last[ok]
+        self._note_held(log, first, last)
         writes = log["op"] == record.WRITE
         was_unwritten = m.written[first] == 0
         m.written[first[writes]] = 1
@@ -757,6 +761,19 @@ class Controller:
         np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())
         self.decide(log, last, writes & was_unwritten)
+
+    def _note_held(self, log, first, last):
+        """Requests to a batch's moving extents issued while they were held waited, in the
+        hold, from their issue until the release: how long each waited."""
+        for moving, t_hold, t_rel in self.recent_holds:
+            t = log["time_ns"].astype(np.int64)
+            sel = (t >= t_hold) & (t < t_rel)
+            if not sel.any():
+                continue
+            lo, hi = first[sel], last[sel]
+            i = np.searchsorted(moving, lo)
+            touch = (i < len(moving)) & (moving[np.minimum(i, len(moving) - 1)] <= hi)
+            self.held_waits.extend(((t_rel - t[sel][touch]) / 1e6).tolist())
 
     def decide(self, log, last, first_writes):
         m = self.meta
@@ -935,6 +952,7 @@ class Controller:
         written = np.bincount(m.dev[m.written == 1], minlength=len(m.members))
         st = sorted(self.stalls)
         ho = sorted(self.holds)
+        hw = sorted(self.held_waits)
         pct = lambda a, q: a[min(len(a) - 1, int(q * len(a)))] if a else None
         dec = sorted(self.decision_ns)
         wall = time.time() - self.t0
@@ -964,6 +982,8 @@ class Controller:
             "batch_steps_ms_p50": {k: float(np.median([b[k] for b in self.steps])) for k in self.steps[0]}
             if self.steps else {},
             "slowest_holds": sorted(self.steps, key=lambda b: b["hold_ms"])[-5:],
+            "held_io_ms": {"p50": pct(hw, 0.5), "p99": pct(hw, 0.99), "max": hw[-1] if hw else None,
+                           "count": len(hw)},
             "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
                                      "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
             "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,

@@ -64,6 +64,7 @@ def run_hbl(policy):
                    fast_hit_ratio=st["fast_hit_ratio"], stall_ms=st["stall_ms"], hold_ms=st["hold_ms"],
                    decision_to_remap_ms=st["decision_to_remap_ms"], controller_cpu=st["controller_cpu"],
                    batch_steps_ms_p50=st["batch_steps_ms_p50"], slowest_holds=st["slowest_holds"],
+                   held_io_ms=st["held_io_ms"],
                    copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
                    stale_moves=st["stale_moves"], batches=st["batches"],
                    copy_bandwidth_mib_s=st["copy_bandwidth_bytes_s"] / MIB, ebpf_lost=st["ebpf"]["lost"])
@@ -155,6 +156,9 @@ def main():
                 k, r["batches"], r["stale_moves"], ", ".join("%s %.1f" % (s, v) for s, v in r["batch_steps_ms_p50"].items()
                                                              if s not in ("moves", "recopied_bytes",
                                                                           "copied_whole_in_hold"))))
+            hw = r.get("held_io_ms") or {}
+            print("%s: requests that arrived in a hold waited p50 %.1f ms p99 %.1f ms max %.1f ms (%d requests)" % (
+                k, hw.get("p50") or 0, hw.get("p99") or 0, hw.get("max") or 0, hw.get("count") or 0))
             print("%s: slowest holds (ms): %s" % (k, "; ".join(
                 "%.0f = drain %.0f + records %.0f + recopy %.0f (%d whole, %d KiB) + metadata %.0f + release %.0f" % (
                     b["hold_ms"], b["drain"], b["records"], b["recopy"], b.get("copied_whole_in_hold", 0),
