@@ -367,6 +367,8 @@ def test_status_and_top_of_a_device_that_is_down(tmp_path):
     (["status", "nope"], "no live device nope"),
     (["top", "nope", "--once"], "no live device nope"),
     (["status", "bad/name"], "not a usable device name"),
+    (["up", "x", "--copy-limit", "fast"], "'fast' is not a size"),
+    (["up", "x", "--copy-limit", "100K"], "--copy-limit 100K: at least 1M a second"),
 ])
 def test_commands_name_what_is_wrong(tmp_path, args, message):
     r = subprocess.run([sys.executable, "-m", "hbl.cli"] + args + ["--state-dir", str(tmp_path)],

@@ -49,6 +49,9 @@ def add_parsers(sub):
     up.add_argument("--max-batch", type=int, default=8, help="moves per batch at most (default 8)")
     up.add_argument("--frontier", type=int, default=4,
                     help="unwritten extents after a first write remapped to where new data goes (default 4)")
+    up.add_argument("--copy-limit", metavar="RATE",
+                    help="migration copies at most RATE bytes per second (e.g. 8M); by default only the "
+                         "adaptive limit, which backs off when the slowest member's reads slow down")
     up.add_argument("--wait", type=float, default=120, help="daemon: seconds to wait for it to start")
     up.add_argument("--json", action="store_true", help="print the device's status as JSON once it is up")
     _state_arg(up)
@@ -139,6 +142,10 @@ def create(a, paths):
 def cmd_up(a):
     from hbl.live.controller import Controller, controller_pid
     from hbl.sim import parse_params
+    from hbl.live import layout
+    copy_limit = layout.parse_size(a.copy_limit) if a.copy_limit else None     # before anything is written
+    if copy_limit is not None and copy_limit < 1 << 20:
+        raise HblError("--copy-limit %s: at least 1M a second (one extent copy is up to 1 MiB)" % a.copy_limit)
     _root("hbl up")
     paths = _paths(a)
     paths.make()            # before anything is written to a device
@@ -154,7 +161,7 @@ def cmd_up(a):
     params = parse_params(a.param) if a.param else None
     if a.foreground:
         c = Controller(paths, policy=a.policy, params=params, agent=a.agent, interval=a.interval,
-                       max_batch=a.max_batch, frontier=a.frontier)
+                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit)
         c.start()
         c.run()
         return 0
@@ -167,6 +174,8 @@ def cmd_up(a):
         cmd += ["--param", p]
     if a.agent:
         cmd += ["--agent", os.path.abspath(a.agent)]
+    if copy_limit:
+        cmd += ["--copy-limit", str(copy_limit)]
     if os.path.exists(paths.status):
         os.unlink(paths.status)
     log = open(paths.log, "ab")

@@ -539,7 +539,7 @@ class Batch:
 
 class Controller:
     def __init__(self, paths, policy=None, params=None, agent=None, interval=0.25, max_batch=8, frontier=4,
-                 copy_rate=None, seed=1, log=None):
+                 copy_rate=None, copy_limit=None, seed=1, log=None):
         from hbl.live.engine import Engine
         self.paths = paths
         self.log = log or (lambda msg: print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True))
@@ -554,6 +554,7 @@ class Controller:
         m.policy, m.params = self.policy, self.params
         self.interval, self.max_batch, self.frontier = interval, max_batch, frontier
         self.copy_rate = copy_rate or int(os.environ.get("HBL_COPY_RATE", 64 << 20))
+        self.copy_limit = copy_limit          # bytes/s the copies never exceed (None: the adaptive limit only)
         self.crash_at = os.environ.get("HBL_CRASH_AT", "")
         self.crash_after = int(os.environ.get("HBL_CRASH_AFTER", "0"))
         if self.crash_at and self.crash_at not in CRASH_POINTS:
@@ -648,7 +649,10 @@ class Controller:
         # bio-based members (dm, md) are seen as bios queued, with no completion time
         self.open_writes = OpenWrites(m, [mode == MODE_BIO for _, mode, _ in members], os.getpid())
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
-        self.copier = Copier([x["path"] for x in m.members], Throttle(self.copy_rate))
+        lim = self.copy_limit
+        self.copier = Copier([x["path"] for x in m.members],
+                             Throttle(min(self.copy_rate, lim or self.copy_rate), floor=min(4 << 20, lim or 4 << 20),
+                                      ceiling=lim or 1 << 30))
         self.watch_members()
         self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (

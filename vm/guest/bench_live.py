@@ -8,7 +8,9 @@ starts on the HDD, queue depth 4, first a warm-up and then the measured phase.
     hbl-harmonia, hbl-smq, hbl-lru   hbl up NAME --dev NVMe --dev HDD --policy P
     dm-cache-smq                     cache target: metadata + cache on the NVMe,
                                      origin the HDD, 1 MiB blocks, writeback, smq
-Results: /out/live-bench.json and a table on stdout.
+Results: /out/live-bench.json and a table on stdout.  HBL_BENCH_ONLY picks
+configurations (comma-separated), HBL_BENCH_UP_ARGS adds `hbl up` options (e.g.
+"--copy-limit 4M"), HBL_BENCH_WARM and HBL_BENCH_SECONDS set the phases.
 """
 import json
 import os
@@ -25,6 +27,7 @@ WARM = int(os.environ.get("HBL_BENCH_WARM", "90"))
 MEASURE = int(os.environ.get("HBL_BENCH_SECONDS", "60"))
 HBL = [sys.executable, "-m", "hbl.cli"]
 ONLY = os.environ.get("HBL_BENCH_ONLY", "hbl-harmonia,hbl-smq,hbl-lru,dm-cache-smq").split(",")
+UP_ARGS = os.environ.get("HBL_BENCH_UP_ARGS", "").split()     # more `hbl up` options for every hbl config
 
 
 def wipe():
@@ -54,7 +57,7 @@ def fio(path, offset, seconds, name):
 def run_hbl(policy):
     wipe()
     env = dict(os.environ, HBL_STATE_DIR=STATE)
-    subprocess.run(HBL + ["up", "hb", "--dev", FAST, "--dev", SLOW, "--policy", policy], check=True, env=env)
+    subprocess.run(HBL + ["up", "hb", "--dev", FAST, "--dev", SLOW, "--policy", policy] + UP_ARGS, check=True, env=env)
     try:
         fio("/dev/mapper/hb", 600 * MIB, WARM, "hbl-%s-warm" % policy)
         res = fio("/dev/mapper/hb", 600 * MIB, MEASURE, "hbl-%s" % policy)
@@ -129,7 +132,7 @@ def main():
         rows["dm-cache-smq"] = run_dmcache()
     out = {"warm_s": WARM, "measure_s": MEASURE, "workload": "fio randrw 70% reads, 4 KiB, zipf:1.2 over 800 MiB, "
            "qd 4, libaio, direct", "devices": "QEMU NVMe 512 MiB + virtio disk 1 GiB at 100 IOPS (TCG)",
-           "raw_copy": raw, "results": rows}
+           "raw_copy": raw, "hbl_up_args": UP_ARGS, "results": rows}
     json.dump(out, open("/out/live-bench.json", "w"), indent=1)
     print("%-14s %9s %11s %11s %11s %11s %8s %8s %9s %9s" % ("config", "IOPS", "mean (us)", "read p99", "write p99",
                                                              "hit ratio", "promote", "evict", "stall p99", "hold p99"))
