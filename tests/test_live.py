@@ -425,3 +425,16 @@ def test_requests_issued_in_a_hold_wait_until_its_release():
     last = np.array([7, 4, 3, 3, 3], np.int64)     # the third spans extents 2-3: it touches 3
     c._note_held(log, first, last)
     assert sorted(c.held_waits) == [10.0, 20.0]
+
+
+def test_copy_throttle_never_exceeds_its_ceiling():
+    """hbl up --copy-limit: the starting rate, the floor and every increase stay at or under it."""
+    from hbl.live.copier import Throttle
+    t = Throttle(64 << 20, ceiling=2 << 20)
+    assert t.rate == t.floor == 2 << 20
+    t.idle_latency(1_000_000)
+    for _ in range(50):
+        t.feedback(1_000_000)           # latency at the idle level: the rate would grow
+    assert t.rate == 2 << 20
+    d = Throttle()
+    assert (d.rate, d.floor, d.ceiling) == (64 << 20, 4 << 20, 1 << 30)

@@ -649,10 +649,7 @@ class Controller:
         # bio-based members (dm, md) are seen as bios queued, with no completion time
         self.open_writes = OpenWrites(m, [mode == MODE_BIO for _, mode, _ in members], os.getpid())
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
-        lim = self.copy_limit
-        self.copier = Copier([x["path"] for x in m.members],
-                             Throttle(min(self.copy_rate, lim or self.copy_rate), floor=min(4 << 20, lim or 4 << 20),
-                                      ceiling=lim or 1 << 30))
+        self.copier = Copier([x["path"] for x in m.members], Throttle(self.copy_rate, ceiling=self.copy_limit))
         self.watch_members()
         self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (
@@ -769,8 +766,8 @@ class Controller:
     def _note_held(self, log, first, last):
         """Requests to a batch's moving extents issued while they were held waited, in the
         hold, from their issue until the release: how long each waited."""
+        t = log["time_ns"].astype(np.int64)
         for moving, t_hold, t_rel in self.recent_holds:
-            t = log["time_ns"].astype(np.int64)
             sel = (t >= t_hold) & (t < t_rel)
             if not sel.any():
                 continue

@@ -13,10 +13,13 @@ CHUNK = 1 << 20      # one I/O per 1 MiB extent: an HDD pays per I/O, not per by
 
 
 class Throttle:
-    """Token bucket in bytes/s; feedback() adjusts the rate from foreground latency."""
+    """Token bucket in bytes/s; feedback() adjusts the rate from foreground latency, never
+    above the ceiling (1 GiB/s unless given: `hbl up --copy-limit`), which also bounds the
+    starting rate and the floor."""
 
-    def __init__(self, rate=64 << 20, floor=4 << 20, ceiling=1 << 30):
-        self.rate, self.floor, self.ceiling = float(rate), float(floor), float(ceiling)
+    def __init__(self, rate=64 << 20, floor=4 << 20, ceiling=None):
+        self.ceiling = float(ceiling or 1 << 30)
+        self.rate, self.floor = min(float(rate), self.ceiling), min(float(floor), self.ceiling)
         self.tokens, self.t = 0.0, time.monotonic()
         self.baseline = None        # foreground latency with no copy running (EWMA, ns)
 
