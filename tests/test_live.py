@@ -438,3 +438,31 @@ def test_copy_throttle_never_exceeds_its_ceiling():
     assert t.rate == 2 << 20
     d = Throttle()
     assert (d.rate, d.floor, d.ceiling) == (64 << 20, 4 << 20, 1 << 30)
+
+
+def test_requests_in_flight_until_a_member_request_at_their_address_completes():
+    """Before the hold, a request is in flight from its record on the dm device until a
+    member request starting at the address the mapping sends it to completes; counted if
+    it is to a moving extent, or to any extent and queued before the others were routed
+    away; none kept on a member whose records carry no completion, none older than
+    IN_FLIGHT_S."""
+    import types
+    from hbl.live.controller import IN_FLIGHT_S, InFlight
+    MiB, ms = 1 << 20, 1_000_000
+    meta = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": 4096}, {"data_start": 8192},
+                                                            {"data_start": 0}],
+                                 dev=np.zeros(20, np.int64), slot=np.arange(20, dtype=np.int64))
+    meta.dev[[3, 9]] = [1, 2]                          # extent 3 on member 1 (slot 3), 9 on member 2 (bio-based)
+    f = InFlight(meta, [False, False, True])
+    t0 = 10_000 * ms
+    off = np.array([3 * MiB + 8192, 5 * MiB, 7 * MiB, 9 * MiB, 4 * MiB], np.int64)
+    t = np.array([t0, t0 - 10 * ms, t0 + 5 * ms, t0, t0 - int(IN_FLIGHT_S * 1e9) - 300 * ms], np.int64)
+    f.issued(meta, t, off, off // MiB)
+    now, moving = t0 + 200 * ms, np.array([3, 7], np.int64)
+    assert f.count(now, moving, routed_ns=t0 - 20 * ms) == 2      # extents 3 and 7
+    assert f.count(now, moving, routed_ns=t0) == 3                # and extent 5, queued before the routing
+    f.completed(np.array([1, 0]), np.array([8192 + 3 * MiB + 8192, 4096 + 7 * MiB + 4096]))   # 3's; not 7's address
+    assert f.count(now, moving, routed_ns=t0) == 2
+    f.completed(np.array([0, 0]), np.array([4096 + 7 * MiB, 4096 + 5 * MiB]))
+    assert f.count(now, moving, routed_ns=t0) == 0
+    assert f.count(now, np.zeros(0, np.int64), routed_ns=t0) == 0

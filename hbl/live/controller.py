@@ -38,6 +38,8 @@ RUN_DIR = "/run/hbl"
 PROBE_S = 2.0          # seconds between health reads of the members
 COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
+SETTLE_S = 0.1         # the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing)
+IN_FLIGHT_S = 1.0      # a request to a moving extent this old with no completion seen is taken as completed
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
 
@@ -199,6 +201,51 @@ class OpenWrites:
         return np.array(out, np.int64).reshape(-1, 3)
 
 
+# ---- requests in flight ----
+
+class InFlight:
+    """The requests on the dm device whose completion has not been seen on a member: each
+    request record (taken when it is queued, logical address) is kept under the member
+    address the mapping in force sends its first byte to, until a member request
+    starting there completes.  A merge or a lost record leaves one kept until it is
+    IN_FLIGHT_S old; on members whose records carry no completion nothing is kept."""
+
+    def __init__(self, meta, bio):
+        self.ext = meta.extent_bytes
+        self.start = np.array([x["data_start"] for x in meta.members], np.int64)
+        self.bio = np.asarray(bio, bool)
+        self.t = self.ext_of = self.key = np.zeros(0, np.int64)
+
+    def _key(self, dev, off):
+        return dev * (1 << 48) + off
+
+    def issued(self, meta, t, off, first):
+        """Requests queued at wall-clock times t, at logical offsets off, in extents first."""
+        dev = meta.dev[first].astype(np.int64)
+        keep = ~self.bio[dev]
+        phys = self.start[dev] + meta.slot[first].astype(np.int64) * self.ext + off - first * self.ext
+        self.t = np.concatenate([self.t, t[keep]])
+        self.ext_of = np.concatenate([self.ext_of, first[keep]])
+        self.key = np.concatenate([self.key, self._key(dev, phys)[keep]])
+
+    def completed(self, dev, off):
+        """Member requests completed (member index, first byte)."""
+        if len(self.key) and len(dev):
+            left = ~np.isin(self.key, self._key(dev, off))
+            self.t, self.ext_of, self.key = self.t[left], self.ext_of[left], self.key[left]
+
+    def count(self, now_ns, moving, routed_ns):
+        """How many requests in flight, of those queued in the IN_FLIGHT_S before now_ns, are
+        to the extents `moving` (sorted), or to any extent and queued before routed_ns (the
+        old view received them)."""
+        young = self.t >= now_ns - int(IN_FLIGHT_S * 1e9)
+        self.t, self.ext_of, self.key = self.t[young], self.ext_of[young], self.key[young]
+        if not len(moving):
+            return int((self.t < routed_ns).sum())
+        i = np.minimum(np.searchsorted(moving, self.ext_of), len(moving) - 1)
+        return int(((moving[i] == self.ext_of) | (self.t < routed_ns)).sum())
+
+
 # ---- one batch of moves ----
 
 class Batch:
@@ -215,11 +262,17 @@ class Batch:
         copy      old slots -> new slots, I/O flowing, then what was written meanwhile,
                   until a pass finds nothing (COPY_PASSES at most)
                                                                   crash point after_copy
+        settle    I/O still flowing, until no request to a moving extent is in flight
+                  (each request seen on the dm device without a completion seen on its
+                  member) and a last pass finds nothing written (SETTLE_S at most): the
+                  drain would otherwise wait for an HDD request queued behind the
+                  application's, and the re-copy read one, with the extents held
         hold      the moving extents routed to the hold           crash point after_hold
         drain     the old view, now receiving nothing, suspended: every write issued
                   through it is complete                          crash point after_drain
-        recopy    what was written to the old slots since the second copy pass began
-                  (member write records, sorted out as they are read during the whole
+        recopy    what was written to the old slots since the last pass (member write
+                  records, in the order read: a record is read after its write completed;
+                  sorted out as they are read during the whole
                   batch), and on members whose records carry no completion time every
                   write recorded since the previous batch's prepare (OpenWrites), fsync
                                                                   crash point after_recopy
@@ -251,11 +304,16 @@ class Batch:
         self.committed = False
         self.t = {}
         # the old slots whose writes may have to be copied again (member, first byte), and the
-        # member writes to them seen since the copy began: [member, offset, length, completed ns,
-        # 1 if the completion is not known (the time is then when it was queued)]
+        # member writes to them in the order their records were read: [member, offset, length,
+        # completed ns, 1 if the completion is not known (the time is then when it was queued)].
+        # A record is read after its write completed: a pass that copies the rows read before
+        # it began (self.mark) has every later write's data, and leaves the rows read since to
+        # the next pass or the hold
         self.wdev = np.array([mv["src"] for mv in plan], np.int64)     # all: one not copied may be written
         self.wlo = np.array([self.off(mv["src"], mv["src_slot"]) for mv in plan], np.int64)
         self.mwrites = []
+        self.mark = 0
+        self.settle_inflight = 0
         self.written_in_hold = np.zeros(len(self.moving), bool)   # logical writes read in the hold
 
     def note_member_writes(self, dev, off, length, done_ns, unknown):
@@ -279,6 +337,10 @@ class Batch:
     def writes(self):
         return np.concatenate(self.mwrites) if self.mwrites else np.zeros((0, 5), np.int64)
 
+    def rows(self):
+        """How many member write rows have been read."""
+        return sum(len(w) for w in self.mwrites)
+
     def off(self, d, s):
         return layout.slot_offset(self.m, d, s)
 
@@ -287,8 +349,9 @@ class Batch:
                            self.off(mv["dst"], mv["dst_slot"]), self.m.extent_bytes, limit=limit)
 
     def copy(self):
-        c, ext = self.c, self.m.extent_bytes
+        c = self.c
         self.t_start = time.monotonic_ns()
+        self.mark = self.rows()        # pass 2 copies the writes read from here on
         try:
             for mv in self.plan:
                 if mv["copy"]:
@@ -300,34 +363,67 @@ class Batch:
             # is left to copy while the moving extents are held: one HDD read there costs
             # the hold tens of ms
             self.t["pass2"] = time.monotonic_ns()
-            since = self.t_start           # pass 2 copies what was written since pass 1 began
             for _ in range(COPY_PASSES - 1):
-                t = time.monotonic_ns()
-                if not c.drain_until(t + c.clock_offset + 1_000_000):
-                    break          # not sure every earlier write was read: the hold re-copies from `since`
-                done = 0
-                for mv in self.plan:
-                    if not mv["copy"] and c.meta.written[mv["extent"]]:
-                        mv["copy"] = True      # written since it was planned: its data must move too
-                        self.copy_whole(mv)
-                        done += ext
-                done += c.recopy([mv for mv in self.plan if mv["copy"]], since, self.writes(), limit=True)
-                since = t
-                if not done:
+                if not self.copy_pass():
                     break
-            self.t_pass2 = since
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
             self.t["copied"] = time.monotonic_ns()
             c.crash("after_copy")
         except OSError as exc:
-            c.open_writes.undrained()
-            try:
-                c.stack.send(self.msg_back)        # as before prepare(): every region on the live view
-            except DmError as dm_exc:
-                self.rollback(dm_exc)
-            else:
-                self.give_back("copy failed: %s" % exc)
-            c.fault(exc)
+            self.copy_failed(exc)
+            return False
+        return True
+
+    def copy_pass(self):
+        """The old slots' writes read since the last pass (self.mark) copied again, after reading
+        every record there is, I/O flowing; bytes copied."""
+        c, ext = self.c, self.m.extent_bytes
+        c.drain()
+        done = 0
+        for mv in self.plan:
+            if not mv["copy"] and c.meta.written[mv["extent"]]:
+                mv["copy"] = True      # written since it was planned: its data must move too
+                self.copy_whole(mv)
+                done += ext
+        end = self.rows()
+        done += c.recopy([mv for mv in self.plan if mv["copy"]], self.writes()[self.mark:end], limit=True)
+        self.mark = end
+        return done
+
+    def copy_failed(self, exc):
+        c = self.c
+        c.open_writes.undrained()
+        try:
+            c.stack.send(self.msg_back)        # as before prepare(): every region on the live view
+        except DmError as dm_exc:
+            self.rollback(dm_exc)
+        else:
+            self.give_back("copy failed: %s" % exc)
+        c.fault(exc)
+
+    def settle(self):
+        """Before the hold, I/O flowing: wait (SETTLE_S at most) until no request to a moving
+        extent is in flight and a pass over what was written meanwhile finds nothing, so
+        that the hold neither drains an HDD request nor re-copies from the HDD.  False if a
+        copy failed (the batch is then given back)."""
+        c = self.c
+        t0 = time.monotonic_ns()
+        self.t["settle"] = t0
+        deadline = t0 + int(SETTLE_S * 1e9)
+        try:
+            while True:
+                t = time.monotonic_ns() + c.clock_offset
+                done = self.copy_pass()
+                if done:
+                    c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
+                n = c.in_flight.count(t, self.moving, self.t["prepared"] + c.clock_offset)
+                self.settle_inflight = max(self.settle_inflight, n)
+                if (not done and not n) or time.monotonic_ns() >= deadline:
+                    break
+                if not done:
+                    c.pump(2)              # a completion, or 2 ms
+        except OSError as exc:
+            self.copy_failed(exc)
             return False
         return True
 
@@ -379,7 +475,8 @@ class Batch:
 
     def hold(self):
         c = self.c
-        c.drain_until(time.monotonic_ns() + c.clock_offset)   # so that little is left to read in the hold
+        if not self.settle():
+            return False
         self.t["hold"] = time.monotonic_ns()
         c.held = []
         try:
@@ -429,9 +526,12 @@ class Batch:
             if mv.get("late") or unsure:
                 self.copy_whole(mv, limit=False)
                 done += ext
-        # (a write whose completion is not known may have landed after any copy so far)
+        # the writes read since the last pass, and every write whose completion is not known
+        # (it may have landed after any copy so far)
+        late_rows = np.zeros(len(writes), bool)
+        late_rows[self.mark:] = True
         done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)],
-                         self.t_pass2, writes, open_writes=True)
+                         writes[late_rows | (writes[:, 4] == 1)])
         if done:
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
         self.recopied = done
@@ -502,6 +602,7 @@ class Batch:
                         "prepare_build": (t["built"] - t["start"]) / 1e6,
                         "copy": (t["pass2"] - self.t_start) / 1e6,
                         "copy_again": (t["copied"] - t["pass2"]) / 1e6,
+                        "settle": (t["hold"] - t["settle"]) / 1e6, "settle_in_flight": self.settle_inflight,
                         "hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
                         "records": (t["records"] - t["drained"]) / 1e6,
                         "recopy": (t["recopied"] - t["records"]) / 1e6,
@@ -648,6 +749,7 @@ class Controller:
         self.member_dev = {dev: i for i, (dev, _, _) in enumerate(members)}
         # bio-based members (dm, md) are seen as bios queued, with no completion time
         self.open_writes = OpenWrites(m, [mode == MODE_BIO for _, mode, _ in members], os.getpid())
+        self.in_flight = InFlight(m, [mode == MODE_BIO for _, mode, _ in members])
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
         self.copier = Copier([x["path"] for x in m.members], Throttle(self.copy_rate, ceiling=self.copy_limit))
         self.watch_members()
@@ -686,6 +788,7 @@ class Controller:
     def take(self, b):
         """Records read: observed, or while extents are held only searched for what the batch
         needs (writes to its extents) and kept to be observed after the release."""
+        self._track(b)
         if self.held is None:
             self.observe(b)
             return
@@ -697,6 +800,30 @@ class Controller:
         ext = self.meta.extent_bytes
         self.batch.note_logical_writes((log["offset"] // ext).astype(np.int64),
                                        ((log["offset"] + log["length"] - 1) // ext).astype(np.int64))
+
+    def _track(self, b):
+        """The requests in flight (InFlight) as these records say: a record on the dm device is
+        queued there, one on a member completed.  Requests to the extents held are left out:
+        they wait in the hold, and will complete on their new slots."""
+        m, ext = self.meta, self.meta.extent_bytes
+        isdm = b["device"] == self.dm_dev
+        log = b[isdm]
+        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
+        if len(log):
+            off = log["offset"].astype(np.int64)
+            first = off // ext
+            t = log["time_ns"].astype(np.int64)
+            ok = first < m.nextents
+            if self.held is not None and self.batch is not None:
+                moving = self.batch.moving
+                i = np.minimum(np.searchsorted(moving, first), len(moving) - 1)
+                ok &= ~((moving[i] == first) & (t >= self.batch.t["hold"] + self.clock_offset))
+            self.in_flight.issued(m, t[ok], off[ok], first[ok])
+        mem = b[~isdm]
+        if len(mem):
+            idx = self._member_index(mem)
+            done = (idx >= 0) & (mem["latency_ns"] > 0)
+            self.in_flight.completed(idx[done].astype(np.int64), mem["offset"][done].astype(np.int64))
 
     def _member_index(self, mem):
         idx = np.full(len(mem), -1)
@@ -913,20 +1040,14 @@ class Controller:
         for b in held:
             self.observe(b)
 
-    def recopy(self, plan, since_ns, writes, limit=False, open_writes=False):
-        """Copy again, for each move, the span of the old slot that member `writes`
-        ([member, offset, length, completed ns, completion unknown]) completed at or after
-        since_ns touched (one I/O per extent), and with open_writes (after the drain) the
-        span of every write whose completion is not known; bytes copied."""
+    def recopy(self, plan, writes, limit=False):
+        """Copy again, for each move, the span of its old slot that member `writes` ([member,
+        offset, length, ...]) touched (one I/O per extent); bytes copied."""
         m, ext = self.meta, self.meta.extent_bytes
-        # member write records carry wall-clock completion times; 50 ms of slack
-        # covers the two clocks' offset being read at different moments
-        since = since_ns + self.clock_offset - 50_000_000
-        late = (writes[:, 3] >= since) | ((writes[:, 4] == 1) & open_writes)
         done = 0
         for mv in plan:
             lo = layout.slot_offset(m, mv["src"], mv["src_slot"])
-            hit = writes[(writes[:, 0] == mv["src"]) & late &
+            hit = writes[(writes[:, 0] == mv["src"]) &
                          (writes[:, 1] < lo + ext) & (writes[:, 1] + writes[:, 2] > lo)]
             if not len(hit):
                 continue
