@@ -555,6 +555,7 @@ class Batch:
         t0 = time.monotonic_ns()
         s.send(self.msg_switch)
         self.t["route2"] = time.monotonic_ns() - t0
+        self.done_wall = time.time_ns()    # the remap is done: the moving extents' I/O goes to their new slots
         s.live = s.next
         self.c.crash("after_switch")
 
@@ -593,7 +594,6 @@ class Batch:
 
     def finish(self):
         c, m, ext = self.c, self.m, self.m.extent_bytes
-        done_wall = time.time_ns()
         t = self.t
         hold_ms = (t["released"] - t["hold"]) / 1e6
         c.holds.append(hold_ms)
@@ -631,7 +631,7 @@ class Batch:
                 c.count["remaps_without_copy"] += 1
             c.count["promotions" if mv["dst"] < mv["src"] else "evictions"] += 1
             if mv["seen_ns"]:
-                c.decision_ns.append(done_wall - mv["seen_ns"])
+                c.decision_ns.append(self.done_wall - mv["seen_ns"])
             c.decisions.append({"time": time.time(), "extent": mv["extent"], "from": mv["src"], "to": mv["dst"],
                                 "copy": mv["copy"]})
 
