@@ -466,3 +466,36 @@ def test_requests_in_flight_until_a_member_request_at_their_address_completes():
     f.completed(np.array([0, 0]), np.array([4096 + 7 * MiB, 4096 + 5 * MiB]))
     assert f.count(now, moving, routed_ns=t0) == 0
     assert f.count(now, np.zeros(0, np.int64), routed_ns=t0) == 0
+
+
+def test_each_pass_copies_the_writes_read_since_the_pass_before_and_no_others():
+    """A record is read after its write completed: a pass copies again the spans of the old
+    slots written in the rows read since the last pass, once (it used to copy again what
+    the pass before had copied, when written in the 50 ms before it)."""
+    import types
+    from hbl.live.controller import Batch, Controller
+    MiB = 1 << 20
+    copies = []
+    c = Controller.__new__(Controller)
+    c.meta = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": 0}, {"data_start": 4096}],
+                                   written=np.ones(10, np.uint8))
+    c.copier = types.SimpleNamespace(copy=lambda *a, **k: copies.append(a))
+    c.drain = lambda: None
+    b = Batch.__new__(Batch)
+    b.c, b.m = c, c.meta
+    b.plan = [{"extent": 2, "src": 1, "src_slot": 5, "dst": 0, "dst_slot": 1, "copy": True}]
+    b.mwrites, b.mark = [], 0
+    old = 4096 + 5 * MiB
+
+    def read(off, length):         # a member write record read from the ring
+        b.mwrites.append(np.array([[1, old + off, length, 0, 0]], np.int64))
+    read(8192, 4096)
+    assert b.copy_pass() == 4096 and copies[-1] == (1, old + 8192, 0, MiB + 8192, 4096)
+    assert b.copy_pass() == 0 and len(copies) == 1           # nothing read since: nothing copied again
+    read(0, 4096)
+    read(65536, 8192)
+    assert b.copy_pass() == 65536 + 8192                     # one I/O over the span of what was read since
+    assert copies[-1] == (1, old, 0, MiB, 65536 + 8192) and len(copies) == 2
+    read(4096, 4096)
+    b.mwrites.append(np.array([[0, 3 * MiB, 4096, 0, 0]], np.int64))    # another member's slot: not this move's
+    assert b.copy_pass() == 4096 and len(copies) == 3
