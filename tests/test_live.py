@@ -369,6 +369,8 @@ def test_status_and_top_of_a_device_that_is_down(tmp_path):
     (["status", "bad/name"], "not a usable device name"),
     (["up", "x", "--copy-limit", "fast"], "'fast' is not a size"),
     (["up", "x", "--copy-limit", "100K"], "--copy-limit 100K: at least 1M a second"),
+    (["up", "x", "--copy-rate", "512K"], "--copy-rate 512K: at least 1M a second"),
+    (["up", "x", "--copy-rate", "8M", "--copy-limit", "8M"], "one or the other"),
 ])
 def test_commands_name_what_is_wrong(tmp_path, args, message):
     r = subprocess.run([sys.executable, "-m", "hbl.cli"] + args + ["--state-dir", str(tmp_path)],
@@ -438,6 +440,11 @@ def test_copy_throttle_never_exceeds_its_ceiling():
     assert t.rate == 2 << 20
     d = Throttle()
     assert (d.rate, d.floor, d.ceiling) == (64 << 20, 4 << 20, 1 << 30)
+    f = Throttle(16 << 20, floor=16 << 20, ceiling=16 << 20)     # hbl up --copy-rate 16M: fixed
+    f.idle_latency(1_000_000)
+    f.feedback(10_000_000)              # 10x the idle latency: the adaptive rate would back off
+    f.feedback(1_000_000)
+    assert f.rate == 16 << 20
 
 
 def test_requests_in_flight_until_a_member_request_at_their_address_completes():

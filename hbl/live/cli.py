@@ -52,6 +52,9 @@ def add_parsers(sub):
     up.add_argument("--copy-limit", metavar="RATE",
                     help="migration copies at most RATE bytes per second (e.g. 8M); by default only the "
                          "adaptive limit, which backs off when the slowest member's reads slow down")
+    up.add_argument("--copy-rate", metavar="RATE",
+                    help="migration copies at a fixed RATE bytes per second (e.g. 16M), the adaptive limit "
+                         "off: every policy's copies then get the same share of the members")
     up.add_argument("--wait", type=float, default=120, help="daemon: seconds to wait for it to start")
     up.add_argument("--json", action="store_true", help="print the device's status as JSON once it is up")
     _state_arg(up)
@@ -146,6 +149,11 @@ def cmd_up(a):
     copy_limit = layout.parse_size(a.copy_limit) if a.copy_limit else None     # before anything is written
     if copy_limit is not None and copy_limit < 1 << 20:
         raise HblError("--copy-limit %s: at least 1M a second (one extent copy is up to 1 MiB)" % a.copy_limit)
+    copy_rate = layout.parse_size(a.copy_rate) if a.copy_rate else None
+    if copy_rate is not None and copy_rate < 1 << 20:
+        raise HblError("--copy-rate %s: at least 1M a second (one extent copy is up to 1 MiB)" % a.copy_rate)
+    if copy_rate and copy_limit:
+        raise HblError("--copy-rate and --copy-limit: one or the other (a fixed rate, or a cap on the adaptive one)")
     _root("hbl up")
     paths = _paths(a)
     paths.make()            # before anything is written to a device
@@ -161,7 +169,7 @@ def cmd_up(a):
     params = parse_params(a.param) if a.param else None
     if a.foreground:
         c = Controller(paths, policy=a.policy, params=params, agent=a.agent, interval=a.interval,
-                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit)
+                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit, copy_fixed=copy_rate)
         c.start()
         c.run()
         return 0
@@ -176,6 +184,8 @@ def cmd_up(a):
         cmd += ["--agent", os.path.abspath(a.agent)]
     if copy_limit:
         cmd += ["--copy-limit", str(copy_limit)]
+    if copy_rate:
+        cmd += ["--copy-rate", str(copy_rate)]
     if os.path.exists(paths.status):
         os.unlink(paths.status)
     log = open(paths.log, "ab")

@@ -640,7 +640,7 @@ class Batch:
 
 class Controller:
     def __init__(self, paths, policy=None, params=None, agent=None, interval=0.25, max_batch=8, frontier=4,
-                 copy_rate=None, copy_limit=None, seed=1, log=None):
+                 copy_rate=None, copy_limit=None, copy_fixed=None, seed=1, log=None):
         from hbl.live.engine import Engine
         self.paths = paths
         self.log = log or (lambda msg: print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True))
@@ -656,6 +656,7 @@ class Controller:
         self.interval, self.max_batch, self.frontier = interval, max_batch, frontier
         self.copy_rate = copy_rate or int(os.environ.get("HBL_COPY_RATE", 64 << 20))
         self.copy_limit = copy_limit          # bytes/s the copies never exceed (None: the adaptive limit only)
+        self.copy_fixed = copy_fixed          # bytes/s the copies always get (the adaptive limit off)
         self.crash_at = os.environ.get("HBL_CRASH_AT", "")
         self.crash_after = int(os.environ.get("HBL_CRASH_AFTER", "0"))
         if self.crash_at and self.crash_at not in CRASH_POINTS:
@@ -751,7 +752,9 @@ class Controller:
         self.open_writes = OpenWrites(m, [mode == MODE_BIO for _, mode, _ in members], os.getpid())
         self.in_flight = InFlight(m, [mode == MODE_BIO for _, mode, _ in members])
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
-        self.copier = Copier([x["path"] for x in m.members], Throttle(self.copy_rate, ceiling=self.copy_limit))
+        f = self.copy_fixed
+        self.copier = Copier([x["path"] for x in m.members],
+                             Throttle(f, floor=f, ceiling=f) if f else Throttle(self.copy_rate, ceiling=self.copy_limit))
         self.watch_members()
         self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (
