@@ -473,6 +473,11 @@ def test_requests_in_flight_until_a_member_request_at_their_address_completes():
     f.completed(np.array([0, 0]), np.array([4096 + 7 * MiB, 4096 + 5 * MiB]))
     assert f.count(now, moving, routed_ns=t0) == 0
     assert f.count(now, np.zeros(0, np.int64), routed_ns=t0) == 0
+    # kept no longer than IN_FLIGHT_S behind the newest request, counted or not
+    late = t0 + int(IN_FLIGHT_S * 1e9) + 10 * ms
+    f.issued(meta, np.array([t0, late], np.int64), np.array([3 * MiB, 3 * MiB], np.int64),
+             np.array([3, 3], np.int64))
+    assert len(f.t) == 1
 
 
 def test_each_pass_copies_the_writes_read_since_the_pass_before_and_no_others():

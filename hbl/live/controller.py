@@ -227,6 +227,12 @@ class InFlight:
         self.t = np.concatenate([self.t, t[keep]])
         self.ext_of = np.concatenate([self.ext_of, first[keep]])
         self.key = np.concatenate([self.key, self._key(dev, phys)[keep]])
+        if len(t):                  # bounded however long no batch counts them
+            self._forget(int(t.max()) - int(IN_FLIGHT_S * 1e9))
+
+    def _forget(self, before_ns):
+        young = self.t >= before_ns
+        self.t, self.ext_of, self.key = self.t[young], self.ext_of[young], self.key[young]
 
     def completed(self, dev, off):
         """Member requests completed (member index, first byte)."""
@@ -238,8 +244,7 @@ class InFlight:
         """How many requests in flight, of those queued in the IN_FLIGHT_S before now_ns, are
         to the extents `moving` (sorted), or to any extent and queued before routed_ns (the
         old view received them)."""
-        young = self.t >= now_ns - int(IN_FLIGHT_S * 1e9)
-        self.t, self.ext_of, self.key = self.t[young], self.ext_of[young], self.key[young]
+        self._forget(now_ns - int(IN_FLIGHT_S * 1e9))
         if not len(moving):
             return int((self.t < routed_ns).sum())
         i = np.minimum(np.searchsorted(moving, self.ext_of), len(moving) - 1)
