@@ -234,10 +234,23 @@ class InFlight:
         young = self.t >= before_ns
         self.t, self.ext_of, self.key = self.t[young], self.ext_of[young], self.key[young]
 
-    def completed(self, dev, off):
-        """Member requests completed (member index, first byte)."""
-        if len(self.key) and len(dev):
-            left = ~np.isin(self.key, self._key(dev, off))
+    def completed(self, dev, off, issued_ns):
+        """Member requests completed (member index, first byte, when the member got it): each
+        ends the oldest request kept at its address that was queued before it was issued (a
+        hot block may have a read and a write in flight at once)."""
+        if not len(self.key) or not len(dev):
+            return
+        ckey = self._key(dev, off)
+        sel = np.isin(ckey, self.key)
+        gone = []
+        for k, ti in zip(ckey[sel].tolist(), issued_ns[sel].tolist()):
+            rows = np.flatnonzero((self.key == k) & (self.t <= ti))
+            rows = rows[~np.isin(rows, gone)] if gone else rows
+            if len(rows):
+                gone.append(int(rows[np.argmin(self.t[rows])]))
+        if gone:
+            left = np.ones(len(self.key), bool)
+            left[gone] = False
             self.t, self.ext_of, self.key = self.t[left], self.ext_of[left], self.key[left]
 
     def count(self, now_ns, moving, routed_ns):
@@ -831,7 +844,8 @@ class Controller:
         if len(mem):
             idx = self._member_index(mem)
             done = (idx >= 0) & (mem["latency_ns"] > 0)
-            self.in_flight.completed(idx[done].astype(np.int64), mem["offset"][done].astype(np.int64))
+            self.in_flight.completed(idx[done].astype(np.int64), mem["offset"][done].astype(np.int64),
+                                     mem["time_ns"][done].astype(np.int64))
 
     def _member_index(self, mem):
         idx = np.full(len(mem), -1)
