@@ -468,12 +468,9 @@ def test_requests_in_flight_until_a_member_request_at_their_address_completes():
     now, moving = t0 + 200 * ms, np.array([3, 7], np.int64)
     assert f.count(now, moving, routed_ns=t0 - 20 * ms) == 2      # extents 3 and 7
     assert f.count(now, moving, routed_ns=t0) == 3                # and extent 5, queued before the routing
-    f.completed(np.array([1, 0]), np.array([8192 + 3 * MiB + 8192, 4096 + 7 * MiB + 4096]),   # 3's; not 7's address
-                np.array([t0 + 1 * ms, t0 + 9 * ms]))
+    f.completed(np.array([1, 0]), np.array([8192 + 3 * MiB + 8192, 4096 + 7 * MiB + 4096]))   # 3's; not 7's address
     assert f.count(now, moving, routed_ns=t0) == 2
-    f.completed(np.array([0]), np.array([4096 + 7 * MiB]), np.array([t0 + 1 * ms]))    # issued before 7's was queued
-    assert f.count(now, moving, routed_ns=t0) == 2
-    f.completed(np.array([0, 0]), np.array([4096 + 7 * MiB, 4096 + 5 * MiB]), np.array([t0 + 6 * ms, t0 - 9 * ms]))
+    f.completed(np.array([0, 0]), np.array([4096 + 7 * MiB, 4096 + 5 * MiB]))
     assert f.count(now, moving, routed_ns=t0) == 0
     assert f.count(now, np.zeros(0, np.int64), routed_ns=t0) == 0
     # kept no longer than IN_FLIGHT_S behind the newest request, counted or not
@@ -481,11 +478,13 @@ def test_requests_in_flight_until_a_member_request_at_their_address_completes():
     f.issued(meta, np.array([t0, late], np.int64), np.array([3 * MiB, 3 * MiB], np.int64),
              np.array([3, 3], np.int64))
     assert len(f.t) == 1
-    # a read and a write in flight to one block: a completion ends the oldest queued before it was issued
-    f.issued(meta, np.array([late + 1 * ms, late + 2 * ms], np.int64), np.array([3 * MiB, 3 * MiB], np.int64),
+    # three requests in flight to one block (a read and writes): each completion ends one, the oldest
+    f.issued(meta, np.array([late + 2 * ms, late + 1 * ms], np.int64), np.array([3 * MiB, 3 * MiB], np.int64),
              np.array([3, 3], np.int64))
-    f.completed(np.array([1, 1]), np.array([8192 + 3 * MiB] * 2), np.array([late + 1 * ms, late + 1 * ms]))
-    assert f.t.tolist() == [late + 2 * ms]      # the two oldest; not the one queued after both were issued
+    f.completed(np.array([1, 1, 0]), np.array([8192 + 3 * MiB, 8192 + 3 * MiB, 4096]))
+    assert f.t.tolist() == [late + 2 * ms]
+    f.completed(np.array([1, 1]), np.array([8192 + 3 * MiB] * 2))      # one more completion than kept
+    assert len(f.t) == 0
 
 
 def test_each_pass_copies_the_writes_read_since_the_pass_before_and_no_others():

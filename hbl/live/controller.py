@@ -39,6 +39,7 @@ PROBE_S = 2.0          # seconds between health reads of the members
 COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
 SETTLE_S = 0.1         # the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing)
+TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
 IN_FLIGHT_S = 1.0      # a request to a moving extent this old with no completion seen is taken as completed
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
@@ -234,24 +235,24 @@ class InFlight:
         young = self.t >= before_ns
         self.t, self.ext_of, self.key = self.t[young], self.ext_of[young], self.key[young]
 
-    def completed(self, dev, off, issued_ns):
-        """Member requests completed (member index, first byte, when the member got it): each
-        ends the oldest request kept at its address that was queued before it was issued (a
-        hot block may have a read and a write in flight at once)."""
+    def completed(self, dev, off):
+        """Member requests completed (member index, first byte): each ends one request kept
+        at its address, the oldest (a hot block may have a read and a write in flight at
+        once: ending every request there would end one still in flight)."""
         if not len(self.key) or not len(dev):
             return
         ckey = self._key(dev, off)
-        sel = np.isin(ckey, self.key)
-        gone = []
-        for k, ti in zip(ckey[sel].tolist(), issued_ns[sel].tolist()):
-            rows = np.flatnonzero((self.key == k) & (self.t <= ti))
-            rows = rows[~np.isin(rows, gone)] if gone else rows
-            if len(rows):
-                gone.append(int(rows[np.argmin(self.t[rows])]))
-        if gone:
-            left = np.ones(len(self.key), bool)
-            left[gone] = False
-            self.t, self.ext_of, self.key = self.t[left], self.ext_of[left], self.key[left]
+        if not np.isin(ckey, self.key).any():
+            return
+        order = np.lexsort((self.t, self.key))          # by address, then oldest first
+        k = self.key[order]
+        first = np.r_[0, np.flatnonzero(k[1:] != k[:-1]) + 1]
+        rank = np.arange(len(k)) - np.repeat(first, np.diff(np.r_[first, len(k)]))
+        uk, cnt = np.unique(ckey, return_counts=True)
+        i = np.minimum(np.searchsorted(uk, k), len(uk) - 1)
+        left = np.ones(len(k), bool)
+        left[order[rank < np.where(uk[i] == k, cnt[i], 0)]] = False
+        self.t, self.ext_of, self.key = self.t[left], self.ext_of[left], self.key[left]
 
     def count(self, now_ns, moving, routed_ns):
         """How many requests in flight, of those queued in the IN_FLIGHT_S before now_ns, are
@@ -434,6 +435,7 @@ class Batch:
                 done = self.copy_pass()
                 if done:
                     c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
+                c.track()
                 n = c.in_flight.count(t, self.moving, self.t["prepared"] + c.clock_offset)
                 self.settle_inflight = max(self.settle_inflight, n)
                 if (not done and not n) or time.monotonic_ns() >= deadline:
@@ -612,6 +614,7 @@ class Batch:
 
     def finish(self):
         c, m, ext = self.c, self.m, self.m.extent_bytes
+        c.track()                         # with the old mapping, the held extents' requests left out
         t = self.t
         hold_ms = (t["released"] - t["hold"]) / 1e6
         c.holds.append(hold_ms)
@@ -727,6 +730,7 @@ class Controller:
         self.cpu0 = self._cpu()
         self.last_stall = None
         self.held = None                                   # records read while extents are held, observed after
+        self.unsorted, self.unsorted_n = [], 0             # records read, not yet given to self.in_flight
 
     @staticmethod
     def _cpu():
@@ -809,7 +813,10 @@ class Controller:
     def take(self, b):
         """Records read: observed, or while extents are held only searched for what the batch
         needs (writes to its extents) and kept to be observed after the release."""
-        self._track(b)
+        self.unsorted.append(b)             # for InFlight, sorted out when a batch needs it
+        self.unsorted_n += len(b)
+        if self.unsorted_n > TRACK_MAX:
+            self.track()
         if self.held is None:
             self.observe(b)
             return
@@ -822,10 +829,16 @@ class Controller:
         self.batch.note_logical_writes((log["offset"] // ext).astype(np.int64),
                                        ((log["offset"] + log["length"] - 1) // ext).astype(np.int64))
 
-    def _track(self, b):
-        """The requests in flight (InFlight) as these records say: a record on the dm device is
-        queued there, one on a member completed.  Requests to the extents held are left out:
-        they wait in the hold, and will complete on their new slots."""
+    def track(self):
+        """The requests in flight (InFlight) as the records read since the last call say: a
+        record on the dm device is queued there, one on a member completed.  Called when a
+        batch needs them, before the mapping changes, and every TRACK_MAX records (a few
+        calls a batch, not one a poll: the hold polls often, for few records).  Requests to
+        the extents held are left out: they wait in the hold, and complete on their new slots."""
+        if not self.unsorted:
+            return
+        b = np.concatenate(self.unsorted)
+        self.unsorted, self.unsorted_n = [], 0
         m, ext = self.meta, self.meta.extent_bytes
         isdm = b["device"] == self.dm_dev
         log = b[isdm]
@@ -844,8 +857,7 @@ class Controller:
         if len(mem):
             idx = self._member_index(mem)
             done = (idx >= 0) & (mem["latency_ns"] > 0)
-            self.in_flight.completed(idx[done].astype(np.int64), mem["offset"][done].astype(np.int64),
-                                     mem["time_ns"][done].astype(np.int64))
+            self.in_flight.completed(idx[done].astype(np.int64), mem["offset"][done].astype(np.int64))
 
     def _member_index(self, mem):
         idx = np.full(len(mem), -1)
