@@ -518,3 +518,34 @@ def test_each_pass_copies_the_writes_read_since_the_pass_before_and_no_others():
     read(4096, 4096)
     b.mwrites.append(np.array([[0, 3 * MiB, 4096, 0, 0]], np.int64))    # another member's slot: not this move's
     assert b.copy_pass() == 4096 and len(copies) == 3
+
+
+def test_requests_held_by_a_batch_are_not_counted_in_flight_on_their_old_slots():
+    """The records read in a hold are sorted out (Controller.track) with the mapping in
+    force, except the moving extents' requests queued after the hold began: they wait in
+    the hold and complete on their new slots."""
+    import types
+    from hbl import record
+    from hbl.live.controller import Controller, InFlight
+    MiB, ms = 1 << 20, 1_000_000
+    c = Controller.__new__(Controller)
+    c.meta = types.SimpleNamespace(extent_bytes=MiB, nextents=10, members=[{"data_start": 0}, {"data_start": 0}],
+                                   dev=np.ones(10, np.int8), slot=np.arange(10, dtype=np.int32))
+    c.dm_dev, c.member_dev, c.clock_offset = 99, {7: 0, 8: 1}, 0
+    c.in_flight = InFlight(c.meta, [False, False])
+    c.unsorted, c.unsorted_n = [], 0
+    T = 5_000 * ms
+    c.batch = types.SimpleNamespace(moving=np.array([3], np.int64), t={"hold": T})
+    c.held = []
+    b = record.empty(4)
+    b["device"] = [99, 99, 99, 8]
+    b["op"] = [record.WRITE, record.READ, record.READ, record.READ]
+    b["offset"] = [3 * MiB, 3 * MiB + 4096, 4 * MiB, 4 * MiB + 8192]
+    b["length"] = 4096
+    b["time_ns"] = [T + 5 * ms, T - 5 * ms, T + 5 * ms, T + 6 * ms]
+    b["latency_ns"] = [0, 0, 0, 1 * ms]       # the last: a member read elsewhere, completed
+    c.unsorted.append(b)
+    c.track()
+    assert c.unsorted == [] and len(c.in_flight.t) == 2            # the held write left out
+    assert c.in_flight.count(T + 10 * ms, np.array([3], np.int64), routed_ns=0) == 1
+    assert c.in_flight.count(T + 10 * ms, np.array([3], np.int64), routed_ns=T + 10 * ms) == 2

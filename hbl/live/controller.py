@@ -837,7 +837,7 @@ class Controller:
         the extents held are left out: they wait in the hold, and complete on their new slots."""
         if not self.unsorted:
             return
-        b = np.concatenate(self.unsorted)
+        b = record.concat(self.unsorted)
         self.unsorted, self.unsorted_n = [], 0
         m, ext = self.meta, self.meta.extent_bytes
         isdm = b["device"] == self.dm_dev
