@@ -549,3 +549,34 @@ def test_requests_held_by_a_batch_are_not_counted_in_flight_on_their_old_slots()
     assert c.unsorted == [] and len(c.in_flight.t) == 2            # the held write left out
     assert c.in_flight.count(T + 10 * ms, np.array([3], np.int64), routed_ns=0) == 1
     assert c.in_flight.count(T + 10 * ms, np.array([3], np.int64), routed_ns=T + 10 * ms) == 2
+
+
+def test_copier_flushes_only_the_members_written_since_their_last_flush(tmp_path, monkeypatch):
+    """A flush of a member nothing was copied to since its last one is skipped (on an HDD
+    under load it waits behind the queue); a member written is flushed once."""
+    from hbl.live import copier
+    paths = []
+    for i in range(2):
+        p = tmp_path / ("m%d" % i)
+        p.write_bytes(bytes(4 << 20))
+        paths.append(str(p))
+    try:
+        cp = copier.Copier(paths, copier.Throttle(1 << 30))
+    except OSError as exc:
+        pytest.skip("O_DIRECT not supported under %s: %s" % (tmp_path, exc))
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(copier.os, "fsync", lambda fd: (synced.append(cp.fds.index(fd)), real(fd)))
+    try:
+        cp.copy(0, 0, 1, 1 << 20, 1 << 20)
+    except OSError as exc:
+        pytest.skip("O_DIRECT I/O not supported under %s: %s" % (tmp_path, exc))
+    cp.flush([0, 1])
+    cp.flush([0, 1])
+    assert synced == [1]                 # the destination, once; the source was only read
+    cp.copy(1, 0, 0, 0, 4096)
+    cp.flush([1])
+    assert synced == [1]                 # member 0 was written, but not asked for
+    cp.flush([0, 1])
+    assert synced == [1, 0]
+    cp.close()

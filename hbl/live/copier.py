@@ -66,6 +66,7 @@ class Copier:
         self.throttle = throttle or Throttle()
         self.bytes = 0
         self.seconds = 0.0
+        self.dirty = set()         # members written since their last flush
 
     def close(self):
         for fd in self.fds:
@@ -86,6 +87,7 @@ class Copier:
             got = self._io(os.preadv, src, part, src_off + done)
             if got != n:
                 raise OSError("short read from %s at %d: %d of %d bytes" % (self.paths[src], src_off + done, got, n))
+            self.dirty.add(dst)
             put = self._io(os.pwritev, dst, part, dst_off + done)
             if put != n:
                 raise OSError("short write to %s at %d: %d of %d bytes" % (self.paths[dst], dst_off + done, put, n))
@@ -95,12 +97,15 @@ class Copier:
         self.seconds += time.monotonic() - t
 
     def flush(self, devs):
-        """Make what was copied durable (device write caches included)."""
-        for d in sorted(set(devs)):
+        """Make what was copied to members `devs` durable (device write caches included); a
+        member not written since its last flush is left alone (an HDD's flush waits behind
+        its queue: tens of ms under load)."""
+        for d in sorted(set(devs) & self.dirty):
             try:
                 os.fsync(self.fds[d])
             except OSError as exc:
                 raise MemberError(d, self.paths[d], exc) from None
+            self.dirty.discard(d)
 
     def probe(self, d):
         """Read member d's first 4 KiB (its superblock) past any cache: raises MemberError if it errs."""
