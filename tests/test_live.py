@@ -580,3 +580,30 @@ def test_copier_flushes_only_the_members_written_since_their_last_flush(tmp_path
     cp.flush([0, 1])
     assert synced == [1, 0]
     cp.close()
+
+
+def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
+    """settle's last look reads what records there are: a request on the dm device to a
+    moving extent among them means one more round; one to another extent, or on a member,
+    does not."""
+    import types
+    from hbl import record
+    from hbl.live.controller import Batch
+    MiB = 1 << 20
+    arriving = []
+    c = types.SimpleNamespace(dm_dev=99, unsorted=[])
+    c.pump = lambda timeout_ms=0: c.unsorted.extend(arriving)
+    b = Batch.__new__(Batch)
+    b.c, b.m, b.moving = c, types.SimpleNamespace(extent_bytes=MiB), np.array([3, 7], np.int64)
+
+    def recs(device, offset):
+        r = record.empty(1)
+        r["device"], r["offset"], r["length"] = device, offset, 4096
+        return r
+    assert not b.requested_since(0)
+    arriving[:] = [recs(99, 4 * MiB), recs(5, 7 * MiB)]       # another extent; a member record
+    assert not b.requested_since(0)
+    arriving[:] = [recs(99, 7 * MiB + 8192)]
+    assert b.requested_since(2)
+    arriving[:] = []
+    assert not b.requested_since(len(c.unsorted))            # only what was read since counts

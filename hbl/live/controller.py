@@ -438,14 +438,31 @@ class Batch:
                 c.track()
                 n = c.in_flight.count(t, self.moving, self.t["prepared"] + c.clock_offset)
                 self.settle_inflight = max(self.settle_inflight, n)
-                if (not done and not n) or time.monotonic_ns() >= deadline:
+                if time.monotonic_ns() >= deadline:
                     break
-                if not done:
+                if not done and not n:
+                    # the last look, just before the hold: a request to a moving extent read
+                    # since this pass began is in flight, or soon written: one more round
+                    if not self.requested_since(len(c.unsorted)):
+                        break
+                elif not done:
                     c.pump(2)              # a completion, or 2 ms
         except OSError as exc:
             self.copy_failed(exc)
             return False
         return True
+
+    def requested_since(self, k):
+        """Read what records there are; whether those from c.unsorted[k] on hold a request
+        (on the dm device) to a moving extent."""
+        c = self.c
+        c.pump(0)
+        ext = self.m.extent_bytes
+        for b in c.unsorted[k:]:
+            log = b[b["device"] == c.dm_dev]
+            if len(log) and np.isin(log["offset"].astype(np.int64) // ext, self.moving).any():
+                return True
+        return False
 
     def prepare(self):
         """The new mapping, its metadata and its table; the next view loaded with it, the hold
