@@ -534,6 +534,14 @@ def test_requests_held_by_a_batch_are_not_counted_in_flight_on_their_old_slots()
     c.dm_dev, c.member_dev, c.clock_offset = 99, {7: 0, 8: 1}, 0
     c.in_flight = InFlight(c.meta, [False, False])
     c.unsorted, c.unsorted_n = [], 0
+    own = []
+    c.own_io = np.zeros((0, 3), np.int64)
+
+    def take_own():
+        out = np.array(own, np.int64).reshape(-1, 3)
+        own.clear()
+        return out
+    c.copier = types.SimpleNamespace(own_io=take_own)
     T = 5_000 * ms
     c.batch = types.SimpleNamespace(moving=np.array([3], np.int64), t={"hold": T})
     c.held = []
@@ -549,6 +557,23 @@ def test_requests_held_by_a_batch_are_not_counted_in_flight_on_their_old_slots()
     assert c.unsorted == [] and len(c.in_flight.t) == 2            # the held write left out
     assert c.in_flight.count(T + 10 * ms, np.array([3], np.int64), routed_ns=0) == 1
     assert c.in_flight.count(T + 10 * ms, np.array([3], np.int64), routed_ns=T + 10 * ms) == 2
+    # the copier re-reads the block extent 3's request is at: its completion ends nothing; the
+    # application's own completion there does (their records in either order, the copier's
+    # noted before or after its record is read)
+    c.held = c.batch = None
+    m = record.empty(2)
+    m["device"], m["offset"], m["length"], m["latency_ns"] = 8, 3 * MiB + 4096, 4096, 1 * ms
+    own[:] = [(1, 3 * MiB + 4096, 4096)]
+    c.unsorted.append(m[:1])
+    c.track()
+    assert c.in_flight.count(T + 10 * ms, np.array([3], np.int64), routed_ns=0) == 1
+    c.unsorted.append(m[1:])
+    c.track()
+    assert c.in_flight.count(T + 10 * ms, np.array([3], np.int64), routed_ns=0) == 0
+    own[:] = [(1, 7 * MiB, 4096)]           # its record not read yet: kept for the next call
+    c.unsorted.append(m[1:])
+    c.track()
+    assert c.own_io.tolist() == [[1, 7 * MiB, 4096]]
 
 
 def test_copier_flushes_only_the_members_written_since_their_last_flush(tmp_path, monkeypatch):

@@ -39,6 +39,7 @@ PROBE_S = 2.0          # seconds between health reads of the members
 COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
 SETTLE_S = 0.1         # the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing)
+OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
 IN_FLIGHT_S = 1.0      # a request to a moving extent this old with no completion seen is taken as completed
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
@@ -748,6 +749,7 @@ class Controller:
         self.last_stall = None
         self.held = None                                   # records read while extents are held, observed after
         self.unsorted, self.unsorted_n = [], 0             # records read, not yet given to self.in_flight
+        self.own_io = np.zeros((0, 3), np.int64)           # the copier's I/Os whose records are not read yet
 
     @staticmethod
     def _cpu():
@@ -874,7 +876,24 @@ class Controller:
         if len(mem):
             idx = self._member_index(mem)
             done = (idx >= 0) & (mem["latency_ns"] > 0)
-            self.in_flight.completed(idx[done].astype(np.int64), mem["offset"][done].astype(np.int64))
+            dev, off = idx[done].astype(np.int64), mem["offset"][done].astype(np.int64)
+            # the copier's own I/Os end no request: a re-copy reads the very block a request in
+            # flight may be writing again (one completion left out per own I/O, same address
+            # and length; one whose record is not read yet waits for the next call, a while)
+            own = np.concatenate([self.own_io, self.copier.own_io()])
+            if len(own) and len(dev):
+                length = mem["length"][done].astype(np.int64)
+                keep = np.ones(len(dev), bool)
+                left = []
+                for d, o, n in own.tolist():
+                    i = np.flatnonzero(keep & (dev == d) & (off == o) & (length == n))
+                    if len(i):
+                        keep[i[0]] = False
+                    else:
+                        left.append((d, o, n))
+                self.own_io = np.array(left[-OWN_KEPT:], np.int64).reshape(-1, 3)
+                dev, off = dev[keep], off[keep]
+            self.in_flight.completed(dev, off)
 
     def _member_index(self, mem):
         idx = np.full(len(mem), -1)

@@ -9,6 +9,8 @@ import mmap
 import os
 import time
 
+import numpy as np
+
 CHUNK = 1 << 20      # one I/O per 1 MiB extent: an HDD pays per I/O, not per byte
 
 
@@ -67,6 +69,7 @@ class Copier:
         self.bytes = 0
         self.seconds = 0.0
         self.dirty = set()         # members written since their last flush
+        self.own = []              # (member, offset, length) of every I/O issued, until taken (own_io)
 
     def close(self):
         for fd in self.fds:
@@ -84,10 +87,12 @@ class Copier:
             if limit:
                 self.throttle.take(n)
             part = view[:n]
+            self.own.append((src, src_off + done, n))
             got = self._io(os.preadv, src, part, src_off + done)
             if got != n:
                 raise OSError("short read from %s at %d: %d of %d bytes" % (self.paths[src], src_off + done, got, n))
             self.dirty.add(dst)
+            self.own.append((dst, dst_off + done, n))
             put = self._io(os.pwritev, dst, part, dst_off + done)
             if put != n:
                 raise OSError("short write to %s at %d: %d of %d bytes" % (self.paths[dst], dst_off + done, put, n))
@@ -110,6 +115,9 @@ class Copier:
     def probe(self, d):
         """Read member d's first 4 KiB (its superblock) past any cache: raises MemberError if it errs."""
         view = memoryview(self.buf)
+        if len(self.own) > 4096:          # nothing took them (an idle device): the recent ones do
+            del self.own[:-1024]
+        self.own.append((d, 0, 4096))
         try:
             self._io(os.preadv, d, view[:4096], 0)
         finally:
@@ -120,6 +128,12 @@ class Copier:
             return fn(self.fds[d], [part], off)
         except OSError as exc:
             raise MemberError(d, self.paths[d], exc) from None
+
+    def own_io(self):
+        """[member, offset, length] of the copier's own I/Os since the last call: the capture
+        records them on the members like any other (the fast mode carries no pid)."""
+        out, self.own = self.own, []
+        return np.array(out, np.int64).reshape(-1, 3)
 
     def bandwidth(self):
         return self.bytes / self.seconds if self.seconds > 0 else 0.0
