@@ -4,6 +4,7 @@ real loop devices, as root).  The controller itself runs in the VM
 (vm/guest/tests/test_live.py, run by tests/test_vm.py)."""
 import os
 import subprocess
+import time
 import sys
 
 import numpy as np
@@ -632,3 +633,37 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     assert b.requested_since(2)
     arriving[:] = []
     assert not b.requested_since(len(c.unsorted))            # only what was read since counts
+
+
+def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
+    """settle's passes are not held to the copy rate (an extent written since it was planned
+    is copied whole there, before the hold: at the rate's floor that took 250 ms); it goes
+    round while a pass copies something or a request to a moving extent is in flight, and
+    ends at its limit otherwise."""
+    import types
+    from hbl.live import controller as ctl
+    from hbl.live.controller import Batch
+    MiB = 1 << 20
+    copies, flushed, in_flight = [], [], [2, 1, 0]
+    c = types.SimpleNamespace(dm_dev=99, unsorted=[], clock_offset=0)
+    c.meta = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": 0}, {"data_start": 4096}],
+                                   written=np.array([0, 0, 0, 1], np.uint8))
+    c.copier = types.SimpleNamespace(copy=lambda *a, **k: copies.append((a, k)), flush=flushed.append)
+    c.drain = c.track = lambda: None
+    c.pump = lambda timeout_ms=0: None
+    c.in_flight = types.SimpleNamespace(count=lambda *a: in_flight.pop(0) if in_flight else 0)
+    c.recopy = lambda plan, writes, limit=False: ctl.Controller.recopy(c, plan, writes, limit)
+    b = Batch.__new__(Batch)
+    b.c, b.m, b.moving = c, c.meta, np.array([3], np.int64)
+    b.plan = [{"extent": 3, "src": 1, "src_slot": 5, "dst": 0, "dst_slot": 1, "copy": False}]
+    b.mwrites, b.mark, b.settle_inflight, b.t = [], 0, 0, {"prepared": 0}
+    assert b.settle()
+    # extent 3 was written since it was planned: copied whole, unlimited, and flushed
+    assert len(copies) == 1 and copies[0][0][4] == MiB and copies[0][1] == {"limit": False}
+    assert b.plan[0]["copy"] and flushed == [[0]]
+    assert b.settle_inflight == 2 and not in_flight      # it went round until nothing was in flight
+    # nothing ever settles: it ends at its limit
+    c.in_flight.count = lambda *a: 1
+    t0 = time.monotonic()
+    assert b.settle()
+    assert ctl.SETTLE_S <= time.monotonic() - t0 < ctl.SETTLE_S + 1

@@ -394,19 +394,19 @@ class Batch:
             return False
         return True
 
-    def copy_pass(self):
+    def copy_pass(self, limit=True):
         """The old slots' writes read since the last pass (self.mark) copied again, after reading
-        every record there is, I/O flowing; bytes copied."""
+        every record there is, I/O flowing; bytes copied.  limit: at the copy rate."""
         c, ext = self.c, self.m.extent_bytes
         c.drain()
         done = 0
         for mv in self.plan:
             if not mv["copy"] and c.meta.written[mv["extent"]]:
                 mv["copy"] = True      # written since it was planned: its data must move too
-                self.copy_whole(mv)
+                self.copy_whole(mv, limit=limit)
                 done += ext
         end = self.rows()
-        done += c.recopy([mv for mv in self.plan if mv["copy"]], self.writes()[self.mark:end], limit=True)
+        done += c.recopy([mv for mv in self.plan if mv["copy"]], self.writes()[self.mark:end], limit=limit)
         self.mark = end
         return done
 
@@ -424,8 +424,11 @@ class Batch:
     def settle(self):
         """Before the hold, I/O flowing: wait (SETTLE_S at most) until no request to a moving
         extent is in flight and a pass over what was written meanwhile finds nothing, so
-        that the hold neither drains an HDD request nor re-copies from the HDD.  False if a
-        copy failed (the batch is then given back)."""
+        that the hold neither drains an HDD request nor re-copies from the HDD.  Its copies
+        are not held to the copy rate: at 4 MiB/s an extent written since it was planned
+        (1 MiB, copied whole) would take 250 ms, and the limit is checked between passes;
+        they are what the hold would copy otherwise, unlimited too.  False if a copy failed
+        (the batch is then given back)."""
         c = self.c
         t0 = time.monotonic_ns()
         self.t["settle"] = t0
@@ -433,7 +436,7 @@ class Batch:
         try:
             while True:
                 t = time.monotonic_ns() + c.clock_offset
-                done = self.copy_pass()
+                done = self.copy_pass(limit=False)
                 if done:
                     c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
                 c.track()
