@@ -667,3 +667,58 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     t0 = time.monotonic()
     assert b.settle()
     assert ctl.SETTLE_S <= time.monotonic() - t0 < ctl.SETTLE_S + 1
+
+
+def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_plans():
+    """An interval that copies nothing gives the throttle its idle level (the slowest member's
+    mean read latency over the reads completed in it); when the policy always has a move
+    (lru), the controller leaves one interval idle every IDLE_EVERY_S.  Before, the level was
+    sampled only when a plan came back empty: lru's stayed the one of its first seconds and
+    its copies at the 4 MiB/s floor in every run."""
+    import types
+    from hbl.live import copier
+    from hbl.live.controller import Controller
+    MiB = 1 << 20
+    assert not copier.Throttle(16 * MiB, floor=16 * MiB, ceiling=16 * MiB).wants_idle(0.0)   # a fixed rate
+    c = Controller.__new__(Controller)
+    c.copier = types.SimpleNamespace(throttle=copier.Throttle(8 * MiB))
+    c.reads = np.zeros((2, 2))
+    c.idle_from = None
+    c.check_members = lambda: None
+    executed = []
+    c.plan = lambda: [{"extent": 1}]
+    c.execute = executed.append
+    thr = c.copier.throttle
+
+    def tick(now, nvme_ms=None, hdd_ms=None):     # reads completed during the interval before
+        for d, ms in enumerate((nvme_ms, hdd_ms)):
+            if ms is not None:
+                c.reads[d] += (10 * ms * 1e6, 10)
+        c.tick(now)
+    tick(0.0)
+    assert not executed and thr.baseline is None            # the first interval: idle
+    tick(0.25, nvme_ms=0.1, hdd_ms=40)
+    assert thr.baseline == 40e6 and len(executed) == 1        # the slowest member's mean, then a batch
+    t = 0.5
+    while t < 0.25 + copier.IDLE_EVERY_S:
+        tick(t, nvme_ms=0.2, hdd_ms=90)                       # under copies: not the idle level
+        t += 0.25
+    assert thr.baseline == 40e6
+    n = len(executed)
+    tick(t)
+    assert len(executed) == n                                 # an idle interval, IDLE_EVERY_S on
+    tick(t + 0.25, hdd_ms=50)
+    assert thr.baseline == 0.7 * 40e6 + 0.3 * 50e6 and len(executed) == n + 1
+    # a plan that comes back empty is an idle interval too (and one with no reads leaves the level)
+    c.plan = lambda: []
+    tick(t + 0.5)
+    tick(t + 0.75)
+    assert thr.baseline == 0.7 * 40e6 + 0.3 * 50e6
+    tick(t + 1.0, hdd_ms=60)
+    assert thr.baseline == 0.7 * (0.7 * 40e6 + 0.3 * 50e6) + 0.3 * 60e6
+    # and the rate follows: under 1.5x the level it rises, above it falls
+    r = thr.rate
+    thr.feedback(1.2 * thr.baseline)
+    assert thr.rate > r
+    thr.feedback(2 * thr.baseline)
+    assert thr.rate < r + (4 << 20)

@@ -744,6 +744,8 @@ class Controller:
         self.rw = np.zeros((m.nextents, 2), np.uint32)
         self.lat = np.zeros((len(m.members), 2))          # EWMA latency per member and op, ns
         self.lat_n = np.zeros((len(m.members), 2))
+        self.reads = np.zeros((len(m.members), 2))        # member reads completed: [latency sum ns, count]
+        self.idle_from = None                              # self.reads when an interval without copies began
         self.win = [0, 0]                                  # requests, fast hits in the current timeline window
         self.batch = None                                  # the Batch under way
         self.newest_ts = 0
@@ -762,6 +764,30 @@ class Controller:
     def foreground_latency(self):
         """The slowest member's read latency now (EWMA, ns), 0 before any was seen."""
         return float(self.lat[:, 0].max()) if self.lat_n.any() else 0.0
+
+    def read_latency_since(self, reads):
+        """The slowest member's mean read latency over the reads completed since `reads` (a
+        copy of self.reads), 0 if none."""
+        s, n = (self.reads - reads).T
+        return float((s[n > 0] / n[n > 0]).max()) if (n > 0).any() else 0.0
+
+    def tick(self, now):
+        """One migration interval: the member checks, then a batch of what the policy plans,
+        or none.  An interval that copies nothing gives the copy throttle its idle level; one
+        is left without a batch when that level is IDLE_EVERY_S old."""
+        thr = self.copier.throttle
+        if self.idle_from is not None:           # the interval that just ended copied nothing
+            thr.idle_latency(self.read_latency_since(self.idle_from), now)
+            self.idle_from = None
+        self.check_members()
+        if thr.wants_idle(now):
+            self.idle_from = self.reads.copy()
+            return
+        plan = self.plan()
+        if plan:
+            self.execute(plan)
+        else:
+            self.idle_from = self.reads.copy()
 
     def crash(self, point):
         if self.crash_at == point and self.batches >= self.crash_after:
@@ -932,6 +958,8 @@ class Controller:
                         n = self.lat_n[d, op]
                         self.lat[d, op] = v if n == 0 else 0.8 * self.lat[d, op] + 0.2 * v
                         self.lat_n[d, op] += sel.sum()
+                        if op == 0:
+                            self.reads[d] += (mem["latency_ns"][sel].sum(), sel.sum())
             self._note_member_writes(mem, idx)
         log = b[isdm]
         log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
@@ -1170,6 +1198,7 @@ class Controller:
             "stale_moves": self.count["stale_moves"],
             "pending_moves": len(self.pending),
             "copy_bandwidth_bytes_s": self.copier.bandwidth(), "copy_rate_limit_bytes_s": self.copier.throttle.rate,
+            "copy_idle_read_latency_us": self.copier.throttle.baseline and self.copier.throttle.baseline / 1e3,
             "stall_ms": {"last": st and self.stalls[-1], "p50": pct(st, 0.5), "p99": pct(st, 0.99),
                          "max": st[-1] if st else None, "count": len(st)},
             "hold_ms": {"last": ho and self.holds[-1], "p50": pct(ho, 0.5), "p99": pct(ho, 0.99),
@@ -1210,12 +1239,7 @@ class Controller:
             now = time.monotonic()
             if now - last_mig >= self.interval:
                 last_mig = now
-                self.check_members()
-                plan = self.plan()
-                if plan:
-                    self.execute(plan)
-                else:
-                    self.copier.throttle.idle_latency(self.foreground_latency())
+                self.tick(now)
             if now - last_tl >= 5.0:
                 last_tl = now
                 self.timeline.append({"t": round(time.time() - self.t0, 1), "requests": self.win[0],

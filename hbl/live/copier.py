@@ -14,16 +14,29 @@ import numpy as np
 CHUNK = 1 << 20      # one I/O per 1 MiB extent: an HDD pays per I/O, not per byte
 
 
+IDLE_EVERY_S = 5.0   # the idle level is measured again at least this often
+
+
 class Throttle:
     """Token bucket in bytes/s; feedback() adjusts the rate from foreground latency, never
     above the ceiling (1 GiB/s unless given: `hbl up --copy-limit`), which also bounds the
-    starting rate and the floor."""
+    starting rate and the floor.  The level it compares with, the foreground latency with no
+    copy running, is measured in intervals that copy nothing: those the policy plans nothing
+    for, and one the controller leaves idle when the last is IDLE_EVERY_S old (a policy that
+    always has a move to make would otherwise keep the level of its first minute, and its
+    copies at the floor)."""
 
     def __init__(self, rate=64 << 20, floor=4 << 20, ceiling=None):
         self.ceiling = float(ceiling or 1 << 30)
         self.rate, self.floor = min(float(rate), self.ceiling), min(float(floor), self.ceiling)
         self.tokens, self.t = 0.0, time.monotonic()
         self.baseline = None        # foreground latency with no copy running (EWMA, ns)
+        self.idle_t = None          # when an interval without copies last ended
+
+    def wants_idle(self, now):
+        """Whether the next interval should copy nothing, to measure the idle level (never at
+        a fixed rate)."""
+        return self.floor < self.ceiling and (self.idle_t is None or now - self.idle_t >= IDLE_EVERY_S)
 
     def take(self, n):
         while True:
@@ -35,10 +48,12 @@ class Throttle:
                 return
             time.sleep(min(0.05, (n - self.tokens) / self.rate))
 
-    def idle_latency(self, ns):
-        """Foreground latency seen while nothing was copied."""
+    def idle_latency(self, ns, now=None):
+        """Foreground latency seen in an interval in which nothing was copied (0: no request
+        completed in it)."""
+        self.idle_t = time.monotonic() if now is None else now
         if ns > 0:
-            self.baseline = ns if self.baseline is None else 0.9 * self.baseline + 0.1 * ns
+            self.baseline = ns if self.baseline is None else 0.7 * self.baseline + 0.3 * ns
 
     def feedback(self, ns):
         """Foreground latency seen during a copy: back off above 1.5x the idle level."""

@@ -69,6 +69,7 @@ def run_hbl(policy):
                    batch_steps_ms_p50=st["batch_steps_ms_p50"], slowest_holds=st["slowest_holds"],
                    held_io_ms=st["held_io_ms"],
                    copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
+                   copy_idle_read_latency_us=st["copy_idle_read_latency_us"],
                    stale_moves=st["stale_moves"], batches=st["batches"],
                    copy_bandwidth_mib_s=st["copy_bandwidth_bytes_s"] / MIB, ebpf_lost=st["ebpf"]["lost"])
     finally:
