@@ -321,8 +321,10 @@ def cmd_status(a):
         print("  moving extents held: last %s, p50 %s, p99 %s, max %s (%d batches); other I/O never held "
               "(routing messages p99 %s)" % (f(h["last"] or None), f(h["p50"]), f(h["p99"]), f(h["max"]), h["count"],
                                              f(s["p99"])))
-        print("  copy: %s/s measured, limit %s/s; controller CPU %.1f%%; eBPF %d records, %d lost" % (
+        idle = st.get("copy_idle_read_latency_us")
+        print("  copy: %s/s measured, limit %s/s%s; controller CPU %.1f%%; eBPF %d records, %d lost" % (
             _fmt_bytes(st["copy_bandwidth_bytes_s"]), _fmt_bytes(st["copy_rate_limit_bytes_s"]),
+            " (read latency with no copy: %.1f ms)" % (idle / 1e3) if idle else "",
             100 * st["controller_cpu"], st["ebpf"]["events"], st["ebpf"]["lost"]))
         for i, ag in enumerate(st.get("agents", [])):
             print("  agent %d (%s): %d decisions, %d training steps (%d on the training thread), epsilon %.3f, "

@@ -168,7 +168,10 @@ def test_fio_verify_while_agents_migrate(fresh):
     assert set(st["batch_steps_ms_p50"]) >= {"prepare", "copy", "drain", "records", "recopy", "metadata", "release"}
     placement = st["agents"][0]              # trained, and only off the request path
     assert placement["train_steps"] > 0 and placement["background_steps"] == placement["train_steps"]
-    assert "on the training thread" in hbl("status", "h0").stdout
+    text = hbl("status", "h0").stdout
+    assert "on the training thread" in text
+    # the copy throttle's idle level, measured under the workload (intervals without copies)
+    assert st["copy_idle_read_latency_us"] > 0 and "read latency with no copy" in text
     hits = [w["fast_hit_ratio"] for w in st["timeline"] if w["fast_hit_ratio"] is not None and w["requests"] > 50]
     assert len(hits) >= 4
     assert max(hits[-3:]) > hits[0] + 0.2, hits          # the hot extents came to the NVMe
