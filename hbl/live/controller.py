@@ -571,8 +571,12 @@ class Batch:
         # (it may have landed after any copy so far)
         late_rows = np.zeros(len(writes), bool)
         late_rows[self.mark:] = True
-        done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)],
-                         writes[late_rows | (writes[:, 4] == 1)])
+        rows = writes[late_rows | (writes[:, 4] == 1)]
+        # when the writes copied again completed, in ms from the hold (negative: before it, after
+        # settle's last pass), with the member: where the slow holds' re-copies come from
+        self.late_writes = [(int(d), round((int(t) - self.t["hold"] - c.clock_offset) / 1e6, 1))
+                            for d, t in rows[:8, [0, 3]]]
+        done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)], rows)
         if done:
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
         self.recopied = done
@@ -652,7 +656,9 @@ class Batch:
                         "release": (t["released"] - t["persisted"]) / 1e6, "route_ms": (t["route"] + t["route2"]) / 1e6,
                         "reload": t["reload"] / 1e6,
                         "moves": len(self.plan), "recopied_bytes": self.recopied,
-                        "copied_whole_in_hold": sum(1 for mv in self.plan if mv.get("late"))}
+                        "copied_whole_in_hold": sum(1 for mv in self.plan if mv.get("late")),
+                        "late_writes": self.late_writes,
+                        "moving_from": np.bincount([mv["src"] for mv in self.plan], minlength=len(m.members)).tolist()}
         c.steps.append(c.last_stall)
         c.recent_holds.append((self.moving, t["hold"] + c.clock_offset, t["released"] + c.clock_offset))
         if hold_ms > 200:
@@ -1203,7 +1209,8 @@ class Controller:
                          "max": st[-1] if st else None, "count": len(st)},
             "hold_ms": {"last": ho and self.holds[-1], "p50": pct(ho, 0.5), "p99": pct(ho, 0.99),
                         "max": ho[-1] if ho else None, "count": len(ho), "last_breakdown": self.last_stall},
-            "batch_steps_ms_p50": {k: float(np.median([b[k] for b in self.steps])) for k in self.steps[0]}
+            "batch_steps_ms_p50": {k: float(np.median([b[k] for b in self.steps])) for k, v in self.steps[0].items()
+                                   if not isinstance(v, list)}
             if self.steps else {},
             "slowest_holds": sorted(self.steps, key=lambda b: b["hold_ms"])[-5:],
             "held_io_ms": {"p50": pct(hw, 0.5), "p99": pct(hw, 0.99), "max": hw[-1] if hw else None,

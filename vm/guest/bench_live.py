@@ -164,9 +164,11 @@ def main():
             print("%s: requests that arrived in a hold waited p50 %.1f ms p99 %.1f ms max %.1f ms (%d requests)" % (
                 k, hw.get("p50") or 0, hw.get("p99") or 0, hw.get("max") or 0, hw.get("count") or 0))
             print("%s: slowest holds (ms): %s" % (k, "; ".join(
-                "%.0f = drain %.0f + records %.0f + recopy %.0f (%d whole, %d KiB) + metadata %.0f + release %.0f" % (
+                "%.0f = drain %.0f + records %.0f + recopy %.0f (%d whole, %d KiB) + metadata %.0f + release %.0f"
+                " [settle %.0f, in flight %d; moving from %s; re-copied writes done at %s ms]" % (
                     b["hold_ms"], b["drain"], b["records"], b["recopy"], b.get("copied_whole_in_hold", 0),
-                    b["recopied_bytes"] // 1024, b["metadata"], b["release"])
+                    b["recopied_bytes"] // 1024, b["metadata"], b["release"], b["settle"], b["settle_in_flight"],
+                    b.get("moving_from"), " ".join("%+.1f" % t for _, t in b.get("late_writes", [])) or "-")
                 for b in reversed(r.get("slowest_holds", [])))))
 
 
