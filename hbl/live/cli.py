@@ -51,7 +51,8 @@ def add_parsers(sub):
                     help="unwritten extents after a first write remapped to where new data goes (default 4)")
     up.add_argument("--copy-limit", metavar="RATE",
                     help="migration copies at most RATE bytes per second (e.g. 8M); by default only the "
-                         "adaptive limit, which backs off when the slowest member's reads slow down")
+                         "adaptive limit, which backs off when the slowest member's reads are 1.5x slower than in "
+                         "intervals with no copy (one is left idle every 5 s to measure that)")
     up.add_argument("--copy-rate", metavar="RATE",
                     help="migration copies at a fixed RATE bytes per second (e.g. 16M), the adaptive limit "
                          "off: every policy's copies then get the same share of the members")
