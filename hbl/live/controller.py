@@ -443,6 +443,10 @@ class Batch:
                 n = c.in_flight.count(t, self.moving, self.t["prepared"] + c.clock_offset)
                 self.settle_inflight = max(self.settle_inflight, n)
                 if time.monotonic_ns() >= deadline:
+                    # out of time: the writes read since this pass (with the records read
+                    # for the count) are copied now rather than in the hold
+                    if self.copy_pass(limit=False):
+                        c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
                     break
                 if not done and not n:
                     # the last look, just before the hold: a request to a moving extent read
