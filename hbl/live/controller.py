@@ -760,16 +760,20 @@ class Controller:
         self.batch = None                                  # the Batch under way
         self.newest_ts = 0
         self.t0 = time.time()
-        self.cpu0 = self._cpu()
+        self.cpu0, self.cpu0_main = self._cpu(), self._cpu_main()
         self.last_stall = None
         self.held = None                                   # records read while extents are held, observed after
         self.unsorted, self.unsorted_n = [], 0             # records read, not yet given to self.in_flight
         self.own_io = np.zeros((0, 3), np.int64)           # the copier's I/Os whose records are not read yet
 
     @staticmethod
-    def _cpu():
-        r = resource.getrusage(resource.RUSAGE_SELF)
+    def _cpu(who=resource.RUSAGE_SELF):
+        r = resource.getrusage(who)
         return r.ru_utime + r.ru_stime
+
+    def _cpu_main(self):
+        """CPU seconds of the controller's own thread (this one; the agents train on another)."""
+        return self._cpu(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
 
     def foreground_latency(self):
         """The slowest member's read latency now (EWMA, ns), 0 before any was seen."""
@@ -1222,6 +1226,8 @@ class Controller:
             "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
                                      "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
             "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,
+            # of which the controller's thread (the rest: the agents' training thread, the uevent watch)
+            "controller_cpu_main": (self._cpu_main() - self.cpu0_main) / wall if wall > 0 else 0.0,
             "agents": self.engine.stats().get("agents", []),
             "ebpf": {"events": cs["events"], "lost": cs["lost"]},
             "unsure_after_crash": self.unsure,
