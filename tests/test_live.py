@@ -621,10 +621,11 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     c.pump = lambda timeout_ms=0: c.unsorted.extend(arriving)
     b = Batch.__new__(Batch)
     b.c, b.m, b.moving = c, types.SimpleNamespace(extent_bytes=MiB), np.array([3, 7], np.int64)
+    b.t = {}
 
-    def recs(device, offset):
+    def recs(device, offset, t=0):
         r = record.empty(1)
-        r["device"], r["offset"], r["length"] = device, offset, 4096
+        r["device"], r["offset"], r["length"], r["time_ns"] = device, offset, 4096, t
         return r
     assert not b.requested_since(0)
     arriving[:] = [recs(99, 4 * MiB), recs(5, 7 * MiB)]       # another extent; a member record
@@ -633,6 +634,12 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     assert b.requested_since(2)
     arriving[:] = []
     assert not b.requested_since(len(c.unsorted))            # only what was read since counts
+    # the requests to moving extents queued between the last look and the hold's routing
+    c.clock_offset = 1000
+    b.t.update(look=100, hold=150, held=200)
+    c.unsorted = [recs(99, 3 * MiB, 1099), recs(99, 3 * MiB, 1100), recs(99, 7 * MiB, 1199), recs(99, 4 * MiB, 1150),
+                  recs(5, 3 * MiB, 1150), recs(99, 7 * MiB, 1200)]
+    assert b.window_requests() == 2
 
 
 def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():

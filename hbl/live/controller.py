@@ -445,6 +445,7 @@ class Batch:
                 if time.monotonic_ns() >= deadline:
                     # out of time: the writes read since this pass (with the records read
                     # for the count) are copied now rather than in the hold
+                    self.t["look"] = time.monotonic_ns()
                     if self.copy_pass(limit=False):
                         c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
                     break
@@ -464,6 +465,7 @@ class Batch:
         """Read what records there are; whether those from c.unsorted[k] on hold a request
         (on the dm device) to a moving extent."""
         c = self.c
+        self.t["look"] = time.monotonic_ns()
         c.pump(0)
         ext = self.m.extent_bytes
         for b in c.unsorted[k:]:
@@ -471,6 +473,20 @@ class Batch:
             if len(log) and np.isin(log["offset"].astype(np.int64) // ext, self.moving).any():
                 return True
         return False
+
+    def window_requests(self):
+        """Requests to the moving extents queued between settle's last look (or its end) and the
+        hold's routing: the old view received them, so the drain waits for them (from the
+        records read since settle last sorted them out; a diagnostic)."""
+        c, t = self.c, self.t
+        lo, hi = t.get("look", t["hold"]) + c.clock_offset, t["held"] + c.clock_offset
+        n = 0
+        for b in c.unsorted:
+            log = b[b["device"] == c.dm_dev]
+            tt = log["time_ns"].astype(np.int64)
+            sel = (tt >= lo) & (tt < hi)
+            n += int(np.isin(log["offset"][sel].astype(np.int64) // self.m.extent_bytes, self.moving).sum())
+        return n
 
     def prepare(self):
         """The new mapping, its metadata and its table; the next view loaded with it, the hold
@@ -529,6 +545,7 @@ class Batch:
         except DmError as exc:
             self.rollback(exc)
             return False
+        self.t["held"] = time.monotonic_ns()
         c.crash("after_hold")
         return True
 
@@ -643,8 +660,9 @@ class Batch:
 
     def finish(self):
         c, m, ext = self.c, self.m, self.m.extent_bytes
-        c.track()                         # with the old mapping, the held extents' requests left out
         t = self.t
+        window = self.window_requests()
+        c.track()                         # with the old mapping, the held extents' requests left out
         hold_ms = (t["released"] - t["hold"]) / 1e6
         c.holds.append(hold_ms)
         c.stalls.extend([t["route"] / 1e6, t["route2"] / 1e6])
@@ -662,6 +680,7 @@ class Batch:
                         "moves": len(self.plan), "recopied_bytes": self.recopied,
                         "copied_whole_in_hold": sum(1 for mv in self.plan if mv.get("late")),
                         "late_writes": self.late_writes,
+                        "window_requests": window, "window_ms": (t["held"] - t.get("look", t["hold"])) / 1e6,
                         "moving_from": np.bincount([mv["src"] for mv in self.plan], minlength=len(m.members)).tolist()}
         c.steps.append(c.last_stall)
         c.recent_holds.append((self.moving, t["hold"] + c.clock_offset, t["released"] + c.clock_offset))

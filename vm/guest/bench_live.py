@@ -168,10 +168,11 @@ def main():
                 k, hw.get("p50") or 0, hw.get("p99") or 0, hw.get("max") or 0, hw.get("count") or 0))
             print("%s: slowest holds (ms): %s" % (k, "; ".join(
                 "%.0f = drain %.0f + records %.0f + recopy %.0f (%d whole, %d KiB) + metadata %.0f + release %.0f"
-                " [settle %.0f, in flight %d; moving from %s; re-copied writes done at %s ms]" % (
+                " [settle %.0f, in flight %d; %d requests in the %.1f ms from its last look to the hold; moving from %s;"
+                " re-copied writes done at %s ms]" % (
                     b["hold_ms"], b["drain"], b["records"], b["recopy"], b.get("copied_whole_in_hold", 0),
                     b["recopied_bytes"] // 1024, b["metadata"], b["release"], b["settle"], b["settle_in_flight"],
-                    b.get("moving_from"), " ".join("%+.1f" % t for _, t in b.get("late_writes", [])) or "-")
+                    b.get("window_requests", 0), b.get("window_ms", 0), b.get("moving_from"), " ".join("%+.1f" % t for _, t in b.get("late_writes", [])) or "-")
                 for b in reversed(r.get("slowest_holds", [])))))
 
 
