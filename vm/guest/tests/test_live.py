@@ -326,7 +326,8 @@ def test_no_acknowledged_write_lost_while_member_writes_are_slow(fresh):
         assert rc == 0, "after the run: %s" % vout
         print(json.dumps({"writer": run, "verify": json.loads(vout), "batches": st["batches"],
                           "promotions": st["promotions"], "evictions": st["evictions"],
-                          "recopied_bytes": st["recopied_bytes"], "rollbacks": st["rollbacks"]}))
+                          "recopied_bytes": st["recopied_bytes"], "rollbacks": st["rollbacks"],
+                          "copy_rate_limit": st["copy_rate_limit_bytes_s"], "steps_p50": st["batch_steps_ms_p50"]}))
         # the test is only as good as the races it made: many batches moved the extents,
         # while hundreds of slow writes were acknowledged
         assert st["rollbacks"] == 0 and st["batches"] >= 8
