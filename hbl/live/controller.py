@@ -435,7 +435,8 @@ class Batch:
         deadline = t0 + int(SETTLE_S * 1e9)
         try:
             while True:
-                t = time.monotonic_ns() + c.clock_offset
+                t_pass = time.monotonic_ns()
+                t = t_pass + c.clock_offset
                 done = self.copy_pass(limit=False)
                 if done:
                     c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
@@ -443,11 +444,7 @@ class Batch:
                 n = c.in_flight.count(t, self.moving, self.t["prepared"] + c.clock_offset)
                 self.settle_inflight = max(self.settle_inflight, n)
                 if time.monotonic_ns() >= deadline:
-                    # out of time: the writes read since this pass (with the records read
-                    # for the count) are copied now rather than in the hold
-                    self.t["look"] = time.monotonic_ns()
-                    if self.copy_pass(limit=False):
-                        c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
+                    self.t["look"] = t_pass      # (the records were last all read in this pass)
                     break
                 if not done and not n:
                     # the last look, just before the hold: a request to a moving extent read
@@ -475,8 +472,8 @@ class Batch:
         return False
 
     def window_requests(self):
-        """Requests to the moving extents queued between settle's last look (or its end) and the
-        hold's routing: the old view received them, so the drain waits for them (from the
+        """Requests to the moving extents queued between settle's last look (or the start of its
+        last pass, when it ran out of time) and the hold's routing: the old view received them, so the drain waits for them (from the
         records read since settle last sorted them out; a diagnostic)."""
         c, t = self.c, self.t
         lo, hi = t.get("look", t["hold"]) + c.clock_offset, t["held"] + c.clock_offset
