@@ -610,30 +610,36 @@ def test_copier_flushes_only_the_members_written_since_their_last_flush(tmp_path
 
 def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     """settle's last look reads what records there are: a request on the dm device to a
-    moving extent among them means one more round; one to another extent, or on a member,
-    does not."""
+    moving extent among them means one more round, and they are taken at once; one to
+    another extent, or on a member, does not, and they are taken (observed) only once the
+    hold has begun, so that the engine's work does not widen the window before it."""
     import types
     from hbl import record
     from hbl.live.controller import Batch
     MiB = 1 << 20
-    arriving = []
+    arriving, taken = [], []
     c = types.SimpleNamespace(dm_dev=99, unsorted=[])
-    c.pump = lambda timeout_ms=0: c.unsorted.extend(arriving)
+    c.cap = types.SimpleNamespace(poll=lambda timeout_ms: record.concat(arriving) if arriving else record.empty(0))
+    c.take = taken.append
     b = Batch.__new__(Batch)
     b.c, b.m, b.moving = c, types.SimpleNamespace(extent_bytes=MiB), np.array([3, 7], np.int64)
-    b.t = {}
+    b.t, b.looked = {}, None
 
     def recs(device, offset, t=0):
         r = record.empty(1)
         r["device"], r["offset"], r["length"], r["time_ns"] = device, offset, 4096, t
         return r
-    assert not b.requested_since(0)
+    assert not b.last_look() and b.looked is None and not taken
     arriving[:] = [recs(99, 4 * MiB), recs(5, 7 * MiB)]       # another extent; a member record
-    assert not b.requested_since(0)
-    arriving[:] = [recs(99, 7 * MiB + 8192)]
-    assert b.requested_since(2)
-    arriving[:] = []
-    assert not b.requested_since(len(c.unsorted))            # only what was read since counts
+    assert not b.last_look()
+    assert not taken and len(b.looked) == 2                  # kept for after the hold's routing
+    b.take_looked()
+    assert len(taken) == 1 and len(taken[0]) == 2 and b.looked is None
+    b.take_looked()
+    assert len(taken) == 1
+    arriving[:] = [recs(5, 3 * MiB), recs(99, 7 * MiB + 8192)]
+    assert b.last_look()
+    assert len(taken) == 2 and len(taken[1]) == 2 and b.looked is None     # taken now: settle goes round
     # the requests to moving extents queued between the last look and the hold's routing
     c.clock_offset = 1000
     b.t.update(look=100, hold=150, held=200)
@@ -653,6 +659,7 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     MiB = 1 << 20
     copies, flushed, in_flight = [], [], [2, 1, 0]
     c = types.SimpleNamespace(dm_dev=99, unsorted=[], clock_offset=0)
+    c.cap = types.SimpleNamespace(poll=lambda timeout_ms: np.zeros(0))
     c.meta = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": 0}, {"data_start": 4096}],
                                    written=np.array([0, 0, 0, 1], np.uint8))
     c.copier = types.SimpleNamespace(copy=lambda *a, **k: copies.append((a, k)), flush=flushed.append)
@@ -663,7 +670,7 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     b = Batch.__new__(Batch)
     b.c, b.m, b.moving = c, c.meta, np.array([3], np.int64)
     b.plan = [{"extent": 3, "src": 1, "src_slot": 5, "dst": 0, "dst_slot": 1, "copy": False}]
-    b.mwrites, b.mark, b.settle_inflight, b.t = [], 0, 0, {"prepared": 0}
+    b.mwrites, b.mark, b.settle_inflight, b.t, b.looked = [], 0, 0, {"prepared": 0}, None
     assert b.settle()
     # extent 3 was written since it was planned: copied whole, unlimited, and flushed
     assert len(copies) == 1 and copies[0][0][4] == MiB and copies[0][1] == {"limit": False}

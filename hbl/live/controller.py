@@ -334,6 +334,7 @@ class Batch:
         self.mwrites = []
         self.mark = 0
         self.settle_inflight = 0
+        self.looked = None               # records read by settle's last look, taken once the hold began
         self.written_in_hold = np.zeros(len(self.moving), bool)   # logical writes read in the hold
 
     def note_member_writes(self, dev, off, length, done_ns, unknown):
@@ -449,7 +450,7 @@ class Batch:
                 if not done and not n:
                     # the last look, just before the hold: a request to a moving extent read
                     # since this pass began is in flight, or soon written: one more round
-                    if not self.requested_since(len(c.unsorted)):
+                    if not self.last_look():
                         break
                 elif not done:
                     c.pump(2)              # a completion, or 2 ms
@@ -458,23 +459,34 @@ class Batch:
             return False
         return True
 
-    def requested_since(self, k):
-        """Read what records there are; whether those from c.unsorted[k] on hold a request
-        (on the dm device) to a moving extent."""
+    def last_look(self):
+        """Read the records there are; whether one is a request (on the dm device) to a moving
+        extent.  If one is, they are taken now (settle goes round again); if none is, they are
+        kept, not observed, until the hold has begun (observing them, the engine's work, took
+        10-20 ms under TCG, and a request to a moving extent issued meanwhile reached the old
+        view: the drain waited for it)."""
         c = self.c
         self.t["look"] = time.monotonic_ns()
-        c.pump(0)
-        ext = self.m.extent_bytes
-        for b in c.unsorted[k:]:
-            log = b[b["device"] == c.dm_dev]
-            if len(log) and np.isin(log["offset"].astype(np.int64) // ext, self.moving).any():
-                return True
+        b = c.cap.poll(0)
+        if not len(b):
+            return False
+        log = b[b["device"] == c.dm_dev]
+        if len(log) and np.isin(log["offset"].astype(np.int64) // self.m.extent_bytes, self.moving).any():
+            c.take(b)
+            return True
+        self.looked = b
         return False
+
+    def take_looked(self):
+        if self.looked is not None:
+            b, self.looked = self.looked, None
+            self.c.take(b)
 
     def window_requests(self):
         """Requests to the moving extents queued between settle's last look (or the start of its
-        last pass, when it ran out of time) and the hold's routing: the old view received them, so the drain waits for them (from the
-        records read since settle last sorted them out; a diagnostic)."""
+        last pass, when it ran out of time) and the hold's routing: the old view received them,
+        so the drain waits for them (from the records read since settle last sorted them out;
+        a diagnostic)."""
         c, t = self.c, self.t
         lo, hi = t.get("look", t["hold"]) + c.clock_offset, t["held"] + c.clock_offset
         n = 0
@@ -540,9 +552,11 @@ class Batch:
         try:
             c.stack.send(self.msg_hold)
         except DmError as exc:
+            self.take_looked()
             self.rollback(exc)
             return False
         self.t["held"] = time.monotonic_ns()
+        self.take_looked()               # (the records of settle's last look, observed after the release)
         c.crash("after_hold")
         return True
 
