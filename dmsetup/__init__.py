@@ -7,9 +7,9 @@
 Operations go through the dm ioctl interface (/dev/mapper/control) by default,
 or the dmsetup command (backend("command")).
 """
-from dmsetup.targets import (Cache, Delay, Error, Flakey, Linear, LogWrites, Raw, Switch, Table, TableError,
-                             Target, Zero)
+from dmsetup.targets import (Cache, Delay, Error, Flakey, Linear, LinearRuns, LogWrites, Raw, Switch, Table,
+                             TableError, Target, Zero)
 from dmsetup.device import Device, DmError, backend, device
 
-__all__ = ["Cache", "Delay", "Error", "Flakey", "Linear", "LogWrites", "Raw", "Switch", "Table", "TableError", "Target",
+__all__ = ["Cache", "Delay", "Error", "Flakey", "Linear", "LinearRuns", "LogWrites", "Raw", "Switch", "Table", "TableError", "Target",
            "Zero", "Device", "DmError", "backend", "device"]

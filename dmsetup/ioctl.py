@@ -10,6 +10,8 @@ import fcntl
 import os
 import struct
 
+import numpy as np
+
 DM_NAME_LEN, DM_UUID_LEN, DM_MAX_TYPE_NAME = 128, 129, 16
 VERSION = (4, 0, 0)
 
@@ -41,6 +43,21 @@ def decode_dev(dev):
     major = (dev >> 8) & 0xFFF
     minor = (dev & 0xFF) | ((dev >> 12) & 0xFFF00)
     return major, minor
+
+
+def pack(starts, sectors, types, params):
+    """dm_target_spec records, each followed by its parameters: one record size for all
+    (the longest parameters, NUL-padded to a multiple of 8), so that the whole payload is
+    one numpy array (the kernel finds each record by its `next`, relative to the record).
+    `types`: one per target, or one for all."""
+    width = _align8(max(len(p) for p in params) + 1)
+    rec = np.zeros(len(params), dtype=[("start", "<u8"), ("length", "<u8"), ("status", "<i4"), ("next", "<u4"),
+                                       ("type", "S%d" % DM_MAX_TYPE_NAME), ("params", "S%d" % width)])
+    assert rec.itemsize == SPEC.size + width
+    rec["start"], rec["length"], rec["next"] = starts, sectors, SPEC.size + width
+    rec["type"] = types[:DM_MAX_TYPE_NAME - 1] if isinstance(types, bytes) else [t[:DM_MAX_TYPE_NAME - 1] for t in types]
+    rec["params"] = np.array(params, "S%d" % width)
+    return rec.tobytes()
 
 
 class DmIoctlError(OSError):
@@ -111,15 +128,11 @@ class Control:
 
     def prepare(self, table):
         """The TABLE_LOAD payload of `table`, built ahead (to keep a suspend short)."""
-        payload = bytearray()
-        for start, t in table.segments():
-            params = t.args().encode() + b"\0"
-            nxt = _align8(SPEC.size + len(params))
-            spec = bytearray(nxt)
-            SPEC.pack_into(spec, 0, start, t.sectors, 0, nxt, t.type.encode()[:DM_MAX_TYPE_NAME - 1])
-            spec[SPEC.size:SPEC.size + len(params)] = params
-            payload += spec
-        return Prepared(bytes(payload), len(table))
+        if hasattr(table, "params"):          # a LinearRuns: its arrays as they are
+            return Prepared(pack(table.starts(), table.n, b"linear", table.params()), len(table))
+        seg = list(table.segments())
+        return Prepared(pack([a for a, _ in seg], [t.sectors for _, t in seg], [t.type.encode() for _, t in seg],
+                             [t.args().encode() for _, t in seg]), len(seg))
 
     def load(self, name, table):
         """Load `table` (a dmsetup.Table, or what prepare() made of one) as the inactive table of `name`."""

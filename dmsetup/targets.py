@@ -11,6 +11,8 @@ import os
 import shlex
 import stat
 
+import numpy as np
+
 
 class TableError(ValueError):
     """A table that device-mapper would refuse, with the line that is wrong."""
@@ -168,17 +170,20 @@ class Switch(Target):
     def mappings(regions, path):
         """The message sending `regions` (sorted or not) to path number `path`: runs of
         consecutive regions are written 'first:path R1,rest' (the kernel parses hex)."""
-        out, rs = [], sorted(set(int(r) for r in regions))
-        i = 0
-        while i < len(rs):
-            j = i
-            while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
-                j += 1
-            out.append("%x:%x" % (rs[i], path))
-            if j > i:
-                out.append("R1,%x" % (j - i))
-            i = j + 1
-        return "set_region_mappings " + " ".join(out) if out else ""
+        rs = np.sort(np.fromiter(regions, np.int64) if not isinstance(regions, np.ndarray)
+                     else regions.astype(np.int64))
+        if not len(rs):
+            return ""
+        rs = rs[np.concatenate(([True], rs[1:] != rs[:-1]))]
+        brk = np.flatnonzero(np.diff(rs) != 1) + 1           # where a run of consecutive regions ends
+        first = rs[np.concatenate(([0], brk))].tolist()
+        count = np.diff(np.concatenate(([0], brk, [len(rs)]))).tolist()
+        out = []
+        for r, k in zip(first, count):
+            out.append("%x:%x" % (r, path))
+            if k > 1:
+                out.append("R1,%x" % (k - 1))
+        return "set_region_mappings " + " ".join(out)
 
 
 @dataclasses.dataclass
@@ -286,3 +291,61 @@ class Table:
                 raise TableError("line %d: bad %s arguments: %r" % (lineno, f[2], line)) from None
             expect = start + length
         return cls(targets).validate()
+
+
+class LinearRuns(Table):
+    """Linear targets laid end to end, held as arrays: target i maps sectors[i] sectors to
+    paths[dev[i]] from sector offset[i].  A live device's table has a target per run of
+    extents, thousands of them: it is built, checked and packed for the kernel without
+    a Python object per target (`targets` makes them when asked)."""
+
+    def __init__(self, sectors, dev, offset, paths):
+        self.n = np.asarray(sectors, np.int64)
+        self.dev = np.asarray(dev, np.int64)
+        self.offset = np.asarray(offset, np.int64)
+        self.paths = list(paths)
+
+    @property
+    def targets(self):
+        return [Linear(n, self.paths[d], o) for n, d, o in
+                zip(self.n.tolist(), self.dev.tolist(), self.offset.tolist())]
+
+    def __len__(self):
+        return len(self.n)
+
+    @property
+    def sectors(self):
+        return int(self.n.sum())
+
+    def starts(self):
+        """The first sector of each target."""
+        return np.concatenate(([0], np.cumsum(self.n)[:-1])).astype(np.int64)
+
+    def params(self):
+        """Each target's argument string, as bytes."""
+        pb = [p.encode() for p in self.paths]
+        return [b"%s %d" % (pb[d], o) for d, o in zip(self.dev.tolist(), self.offset.tolist())]
+
+    def validate(self, check_devices=False):
+        if not len(self.n):
+            raise TableError("a table needs at least one target")
+        if not (len(self.dev) == len(self.offset) == len(self.n)):
+            raise TableError("lengths, devices and offsets differ in number")
+        bad = np.flatnonzero((self.n <= 0) | (self.offset < 0) | (self.dev < 0) | (self.dev >= len(self.paths)))
+        if len(bad):
+            i = int(bad[0])
+            n, d, o = int(self.n[i]), int(self.dev[i]), int(self.offset[i])
+            why = ("length must be a positive number of sectors, not %d" % n if n <= 0 else
+                   "offset must be >= 0" if o < 0 else "device number %d of %d" % (d, len(self.paths)))
+            raise TableError("line %d (linear at sector %d): %s" % (i + 1, int(self.starts()[i]), why))
+        if check_devices:
+            for d in np.unique(self.dev).tolist():
+                if not os.path.exists(self.paths[d]):
+                    i = int(np.flatnonzero(self.dev == d)[0])
+                    raise TableError("line %d (linear at sector %d): no such device %s"
+                                     % (i + 1, int(self.starts()[i]), self.paths[d]))
+        return self
+
+    def text(self):
+        return "".join("%d %d linear %s\n" % (a, n, p.decode()) for a, n, p in
+                       zip(self.starts().tolist(), self.n.tolist(), self.params()))

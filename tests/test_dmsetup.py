@@ -65,3 +65,53 @@ def test_switch_table_and_region_messages():
     assert Switch.mappings([5, 0, 1, 2, 3, 17, 18], 2) == "set_region_mappings 0:2 R1,3 5:2 11:2 R1,1"
     assert Switch.mappings(range(0x30), 1) == "set_region_mappings 0:1 R1,2f"
     assert Switch.mappings([], 0) == ""
+    import numpy as np
+    assert Switch.mappings(np.array([18, 17, 3, 2, 1, 0, 5, 3]), 2) == "set_region_mappings 0:2 R1,3 5:2 11:2 R1,1"
+
+
+def _walk(payload, count):
+    """The targets of a TABLE_LOAD payload, read the way the kernel reads it (dm-ioctl.c:
+    populate_table): each record found at the previous one plus its `next`, a multiple of 8,
+    its parameters a NUL-terminated string before the end."""
+    out, off = [], 0
+    for i in range(count):
+        start, length, _, nxt, ttype = ioctl.SPEC.unpack_from(payload, off)
+        params = payload[off + ioctl.SPEC.size:]
+        assert b"\0" in params, "target %d: parameters not terminated" % i
+        out.append("%d %d %s %s\n" % (start, length, ttype.rstrip(b"\0").decode(), params.split(b"\0", 1)[0].decode()))
+        assert nxt % 8 == 0 and nxt >= ioctl.SPEC.size
+        off += nxt
+    assert off == len(payload)
+    return "".join(out)
+
+
+def test_ioctl_payload_holds_the_table_as_the_kernel_reads_it():
+    from dmsetup import LinearRuns
+    ctl = ioctl.Control.__new__(ioctl.Control)          # packing opens nothing
+    t = Table([Linear(2048, "/dev/nvme0n1", 0), Linear(4096, "/dev/vda", 8192), Zero(8), Error(8)])
+    p = ctl.prepare(t)
+    assert p.count == 4 and _walk(p.payload, p.count) == t.text()
+    runs = LinearRuns([2048, 6144, 2048], [0, 1, 0], [2048, 12345678, 4096], ["/dev/nvme0n1", "/dev/vda"])
+    p = ctl.prepare(runs.validate())
+    assert _walk(p.payload, p.count) == runs.text() == Table(runs.targets).text()
+    assert runs.text() == ("0 2048 linear /dev/nvme0n1 2048\n2048 6144 linear /dev/vda 12345678\n"
+                           "8192 2048 linear /dev/nvme0n1 4096\n")
+    assert runs.sectors == 10240 and len(runs) == 3 and runs == Table(runs.targets)
+
+
+@pytest.mark.parametrize("n,d,o,msg", [
+    ([8, 0], [0, 0], [0, 8], "line 2 \\(linear at sector 8\\): length must be a positive"),
+    ([8, 8], [0, 0], [0, -8], "line 2 .*offset must be >= 0"),
+    ([8, 8], [0, 2], [0, 8], "line 2 .*device number 2 of 2"),
+    ([], [], [], "at least one target"),
+])
+def test_linear_runs_bad_targets_name_the_line(n, d, o, msg):
+    from dmsetup import LinearRuns
+    with pytest.raises(TableError, match=msg):
+        LinearRuns(n, d, o, ["/dev/a", "/dev/b"]).validate()
+
+
+def test_linear_runs_missing_device_is_named():
+    from dmsetup import LinearRuns
+    with pytest.raises(TableError, match="line 2 .*no such device /nonexistent"):
+        LinearRuns([8, 8], [0, 1], [0, 0], ["/dev/null", "/nonexistent"]).validate(check_devices=True)

@@ -531,6 +531,7 @@ class Batch:
             for v in (s.paths[s.next], s.paths[HOLD]):   # neither receives I/O: no one waits on the swap
                 v.load(self.new_table)
                 v.resume()
+                self.t.setdefault("next_loaded", time.monotonic_ns())
             s.paths[HOLD].suspend(flush=True)
             # the extents not moving leave the live view now (the next one maps them alike),
             # so that draining the live view later waits only for the moving extents' I/O
@@ -679,6 +680,8 @@ class Batch:
         c.stalls.extend([t["route"] / 1e6, t["route2"] / 1e6])
         c.last_stall = {"prepare": (t["prepared"] - t["start"]) / 1e6,
                         "prepare_build": (t["built"] - t["start"]) / 1e6,
+                        "prepare_next": (t["next_loaded"] - t["built"]) / 1e6,
+                        "prepare_hold": (t["prepared"] - t["next_loaded"] - t["route"]) / 1e6,
                         "copy": (t["pass2"] - self.t_start) / 1e6,
                         "copy_again": (t["copied"] - t["pass2"]) / 1e6,
                         "settle": (t["hold"] - t["settle"]) / 1e6, "settle_in_flight": self.settle_inflight,

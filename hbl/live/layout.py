@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from dmsetup import Linear, Table
+from dmsetup import LinearRuns
 from hbl.errors import HblError
 
 SECTOR = 512
@@ -82,12 +82,9 @@ def table(meta, paths=None):
     brk[1:] = (dev[1:] != dev[:-1]) | (slot[1:] != slot[:-1] + 1)
     starts = np.flatnonzero(brk)
     ends = np.append(starts[1:], n)
-    targets = []
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        d = int(dev[s])
-        off = (meta.members[d]["data_start"] // SECTOR) + int(slot[s]) * ext
-        targets.append(Linear((e - s) * ext, paths[d], off))
-    return Table(targets)
+    data_start = np.array([m["data_start"] // SECTOR for m in meta.members], np.int64)
+    d = dev[starts].astype(np.int64)
+    return LinearRuns((ends - starts) * ext, d, data_start[d] + slot[starts].astype(np.int64) * ext, paths)
 
 
 def free_slots(meta):
