@@ -435,14 +435,14 @@ def test_copy_throttle_never_exceeds_its_ceiling():
     from hbl.live.copier import Throttle
     t = Throttle(64 << 20, ceiling=2 << 20)
     assert t.rate == t.floor == 2 << 20
-    t.idle_latency(1_000_000)
+    t.idle_latency(1_000_000, 0.0)
     for _ in range(50):
         t.feedback(1_000_000)           # latency at the idle level: the rate would grow
     assert t.rate == 2 << 20
     d = Throttle()
     assert (d.rate, d.floor, d.ceiling) == (64 << 20, 4 << 20, 1 << 30)
     f = Throttle(16 << 20, floor=16 << 20, ceiling=16 << 20)     # hbl up --copy-rate 16M: fixed
-    f.idle_latency(1_000_000)
+    f.idle_latency(1_000_000, 0.0)
     f.feedback(10_000_000)              # 10x the idle latency: the adaptive rate would back off
     f.feedback(1_000_000)
     assert f.rate == 16 << 20

@@ -470,8 +470,7 @@ class Batch:
         b = c.cap.poll(0)
         if not len(b):
             return False
-        log = b[b["device"] == c.dm_dev]
-        if len(log) and np.isin(log["offset"].astype(np.int64) // self.m.extent_bytes, self.moving).any():
+        if self.to_moving(b).any():
             c.take(b)
             return True
         self.looked = b
@@ -491,11 +490,14 @@ class Batch:
         lo, hi = t.get("look", t["hold"]) + c.clock_offset, t["held"] + c.clock_offset
         n = 0
         for b in c.unsorted:
-            log = b[b["device"] == c.dm_dev]
-            tt = log["time_ns"].astype(np.int64)
-            sel = (tt >= lo) & (tt < hi)
-            n += int(np.isin(log["offset"][sel].astype(np.int64) // self.m.extent_bytes, self.moving).sum())
+            tt = b["time_ns"].astype(np.int64)
+            n += int((self.to_moving(b) & (tt >= lo) & (tt < hi)).sum())
         return n
+
+    def to_moving(self, b):
+        """Which of the records `b` are requests on the dm device to a moving extent."""
+        return (b["device"] == self.c.dm_dev) & np.isin(b["offset"].astype(np.int64) // self.m.extent_bytes,
+                                                         self.moving)
 
     def prepare(self):
         """The new mapping, its metadata and its table; the next view loaded with it, the hold

@@ -23,7 +23,7 @@ class Throttle:
     starting rate and the floor.  The level it compares with, the foreground latency with no
     copy running, is measured in intervals that copy nothing: those the policy plans nothing
     for, and one the controller leaves idle when the last is IDLE_EVERY_S old (a policy that
-    always has a move to make would otherwise keep the level of its first minute, and its
+    always has a move to make would otherwise keep the level of its first seconds, and its
     copies at the floor)."""
 
     def __init__(self, rate=64 << 20, floor=4 << 20, ceiling=None):
@@ -48,10 +48,10 @@ class Throttle:
                 return
             time.sleep(min(0.05, (n - self.tokens) / self.rate))
 
-    def idle_latency(self, ns, now=None):
+    def idle_latency(self, ns, now):
         """Foreground latency seen in an interval in which nothing was copied (0: no request
-        completed in it)."""
-        self.idle_t = time.monotonic() if now is None else now
+        completed in it), which ended at `now` (time.monotonic())."""
+        self.idle_t = now
         if ns > 0:
             self.baseline = ns if self.baseline is None else 0.7 * self.baseline + 0.3 * ns
 
