@@ -251,6 +251,39 @@ def test_layout_capacity_spares_and_merged_table():
     assert layout.free_slots(m)[0][0] == 5
 
 
+def test_tables_name_block_members_by_number(tmp_path):
+    """A table names a member MAJOR:MINOR (no path lookup per target in the kernel); a path
+    that is not a block device stays a path, for the load to name it."""
+    import glob
+    import stat as st_
+    f = tmp_path / "img"
+    f.write_bytes(b"")
+    blk = [p for p in sorted(glob.glob("/dev/loop*") + glob.glob("/dev/[sv]d?") + glob.glob("/dev/nvme?n?"))
+           if st_.S_ISBLK(os.stat(p).st_mode)][:1]
+    names = layout.kernel_names([{"path": str(f)}, {"path": "/nonexistent"}] + [{"path": p} for p in blk])
+    assert names[:2] == [str(f), "/nonexistent"]
+    if blk:
+        r = os.stat(blk[0]).st_rdev
+        assert names[2] == "%d:%d" % (os.major(r), os.minor(r))
+        m = meta()
+        m.members[1]["path"] = blk[0]
+        t = layout.table(m)
+        assert t.text().splitlines()[-1].split()[3] == names[2]
+
+
+def test_partial_table_maps_only_the_given_extents():
+    """The hold's table: the extents given, each where the mapping puts it, and an error
+    target everywhere else (no other extent is routed to the hold)."""
+    m = meta()
+    m.dev[5], m.slot[5] = 1, 59
+    t = layout.partial_table(m, [5, 0, 85, 5])
+    segs = [(s, x.sectors, x.type, getattr(x, "dev", None), getattr(x, "offset", None)) for s, x in t.segments()]
+    assert segs == [(0, 2048, "linear", "/dev/a", 2048), (2048, 4 * 2048, "error", None, None),
+                    (5 * 2048, 2048, "linear", "/dev/b", (1 + 59) * 2048), (6 * 2048, 79 * 2048, "error", None, None),
+                    (85 * 2048, 2048, "linear", "/dev/b", (1 + 58) * 2048)]
+    assert t.sectors == layout.table(m).sectors == 86 * 2048
+
+
 def test_sizes_parse():
     assert layout.parse_size("1M") == MIB and layout.parse_size("256K") == 256 << 10
     assert layout.parse_size("4194304") == 4 * MIB

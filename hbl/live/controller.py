@@ -274,8 +274,9 @@ class Batch:
     identical for it, by a message.  I/O to the moving extents waits in the hold
     from hold() to release().
 
-        prepare   the next view and the hold loaded with the new mapping while neither
-                  receives I/O, the hold then suspended (so that releasing it later is a
+        prepare   the next view loaded with the new mapping, the hold with the moving extents'
+                  part of it (and the last batch's), while neither receives I/O, the hold then
+                  suspended (so that releasing it later is a
                   resume without a table swap); every extent not moving routed to the
                   next view, which maps it alike (first, so that its I/O in flight on
                   the live view has long completed when that view is drained)
@@ -521,6 +522,9 @@ class Batch:
         new.validate(c.paths.meta)
         self.new, self.new_bytes = new, new.encode()
         self.new_table = c.dm.prepare(layout.table(new).validate())
+        # the hold maps the moving extents, and the last batch's (a request routed to the hold
+        # just before that batch's switch may reach it late); nothing else is routed to it
+        hold_table = c.dm.prepare(layout.partial_table(new, np.concatenate([self.moving, c.last_moving])).validate())
         self.old = self.m.copy()
         others = np.ones(self.m.nextents, bool)
         others[self.moving] = False
@@ -530,8 +534,8 @@ class Batch:
         self.msg_back = Switch.mappings(np.flatnonzero(others), s.live)
         self.t["built"] = time.monotonic_ns()
         try:
-            for v in (s.paths[s.next], s.paths[HOLD]):   # neither receives I/O: no one waits on the swap
-                v.load(self.new_table)
+            for v, table in ((s.paths[s.next], self.new_table), (s.paths[HOLD], hold_table)):
+                v.load(table)             # neither receives I/O: no one waits on the swap
                 v.resume()
                 self.t.setdefault("next_loaded", time.monotonic_ns())
             s.paths[HOLD].suspend(flush=True)
@@ -670,6 +674,7 @@ class Batch:
 
     def give_back(self, why):
         self.c.batch = None
+        self.c.last_moving = self.moving      # (some may have been routed to the hold)
         self.c._give_back(self.plan, why)
 
     def finish(self):
@@ -703,6 +708,7 @@ class Batch:
         if hold_ms > 200:
             c.log("long hold %.0f ms: %s" % (hold_ms, json.dumps(c.last_stall)))
         c.batch = None
+        c.last_moving = self.moving
         c._release_held()
         new = self.new
         new.written |= m.written          # writes observed since the new mapping was prepared
@@ -793,6 +799,7 @@ class Controller:
         self.idle_from = None                              # self.reads when an interval without copies began
         self.win = [0, 0]                                  # requests, fast hits in the current timeline window
         self.batch = None                                  # the Batch under way
+        self.last_moving = np.zeros(0, np.int64)          # the extents the last batch moved
         self.newest_ts = 0
         self.t0 = time.time()
         self.cpu0, self.cpu0_main = self._cpu(), self._cpu_main()

@@ -8,11 +8,12 @@ target per run of extents that are contiguous on the same member.
 """
 import fcntl
 import os
+import stat
 import struct
 
 import numpy as np
 
-from dmsetup import LinearRuns
+from dmsetup import Error, Linear, LinearRuns, Table
 from hbl.errors import HblError
 
 SECTOR = 512
@@ -71,9 +72,25 @@ def initial_mapping(members):
     return dev, slot, np.zeros(len(dev), np.uint8)
 
 
+def kernel_names(members):
+    """The members as a table names them: MAJOR:MINOR, which the kernel reads as it is, where
+    a path costs a lookup per target (a table has a target per run of extents, thousands),
+    or the path of one that is not a block device (the load then names it)."""
+    out = []
+    for m in members:
+        try:
+            st = os.stat(m["path"])
+        except OSError:
+            st = None
+        out.append("%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+                   if st is not None and stat.S_ISBLK(st.st_mode) else m["path"])
+    return out
+
+
 def table(meta, paths=None):
-    """The dm-linear table of a mapping: merged runs of contiguous extents."""
-    paths = paths or [m["path"] for m in meta.members]
+    """The dm-linear table of a mapping: merged runs of contiguous extents, on `paths` (by
+    default the members as kernel_names() gives them)."""
+    paths = paths or kernel_names(meta.members)
     ext = meta.extent_bytes // SECTOR
     dev, slot = meta.dev, meta.slot
     n = len(dev)
@@ -85,6 +102,24 @@ def table(meta, paths=None):
     data_start = np.array([m["data_start"] // SECTOR for m in meta.members], np.int64)
     d = dev[starts].astype(np.int64)
     return LinearRuns((ends - starts) * ext, d, data_start[d] + slot[starts].astype(np.int64) * ext, paths)
+
+
+def partial_table(meta, extents, paths=None):
+    """A table that maps only `extents` (as the mapping places them), one linear target each;
+    the rest of the logical space is an error target (what the hold's view needs: no other
+    extent is ever routed to it, and one that were would fail rather than reach a slot)."""
+    paths = paths or kernel_names(meta.members)
+    ext = meta.extent_bytes // SECTOR
+    targets, at = [], 0
+    for e in sorted(set(int(x) for x in extents)):
+        if e > at:
+            targets.append(Error((e - at) * ext))
+        d = int(meta.dev[e])
+        targets.append(Linear(ext, paths[d], meta.members[d]["data_start"] // SECTOR + int(meta.slot[e]) * ext))
+        at = e + 1
+    if at < meta.nextents:
+        targets.append(Error((meta.nextents - at) * ext))
+    return Table(targets)
 
 
 def free_slots(meta):

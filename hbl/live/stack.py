@@ -4,14 +4,17 @@
       NAME.0, NAME.1        linear views of the whole logical space, each extent at its
                             slot; one of them serves (the live path), the other is
                             loaded with the next mapping while idle
-      NAME.hold             the same kind of view, suspended while a batch of moving
-                            extents is switched: it alone holds their I/O
+      NAME.hold             a view of the moving extents alone (the rest an error target;
+                            at assembly the whole mapping), suspended while a batch of
+                            moving extents is switched: it alone holds their I/O
 
 A region is sent to another path by a message, without suspend, so I/O to extents
-that are not moving never waits on a migration.  Every path maps every extent
+that are not moving never waits on a migration.  Both live paths map every extent
 to the slot the mapping in force gives it (the next mapping differs only in the
-extents being moved, and those go through the hold), so whichever path a region
-uses, at any moment, it reaches the right data.
+extents being moved, and those go through the hold), so whichever of them a region
+uses, at any moment, it reaches the right data; only moving extents are routed to the
+hold, which maps them (loading it whole, a target per run of extents, would cost a
+batch a third table of thousands of targets).
 """
 from dmsetup import Device, Switch, Table
 from dmsetup.device import _ensure_node
