@@ -322,6 +322,10 @@ def cmd_status(a):
         print("  moving extents held: last %s, p50 %s, p99 %s, max %s (%d batches); other I/O never held "
               "(routing messages p99 %s)" % (f(h["last"] or None), f(h["p50"]), f(h["p99"]), f(h["max"]), h["count"],
                                              f(s["p99"])))
+        dr, db = st.get("decision_to_remap_ms") or {}, st.get("decision_to_batch_ms") or {}
+        if dr.get("p50") is not None:
+            print("  request seen -> remap done: p50 %s, p99 %s (of which waiting for a batch: p50 %s)" % (
+                f(dr["p50"]), f(dr["p99"]), f(db.get("p50"))))
         idle = st.get("copy_idle_read_latency_us")
         print("  copy: %s/s measured, limit %s/s%s; controller CPU %.1f%%; eBPF %d records, %d lost" % (
             _fmt_bytes(st["copy_bandwidth_bytes_s"]), _fmt_bytes(st["copy_rate_limit_bytes_s"]),

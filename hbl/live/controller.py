@@ -506,6 +506,8 @@ class Batch:
         c, s = self.c, self.c.stack
         c.batch = self
         self.t["start"] = time.monotonic_ns()
+        now = time.time_ns()
+        c.plan_ns.extend(now - mv["seen_ns"] for mv in self.plan if mv["seen_ns"])
         # writes of unknown completion to the old slots, recorded before this batch: any may
         # still be in flight (those recorded from now on are noted as they are read)
         c.open_writes.rotate()
@@ -789,6 +791,7 @@ class Controller:
         self.held_waits = collections.deque(maxlen=20000)   # per request that arrived in a hold: ms it waited
         self.recent_holds = collections.deque(maxlen=16)    # (moving extents, hold, release), capture clock
         self.decision_ns = collections.deque(maxlen=2000)
+        self.plan_ns = collections.deque(maxlen=2000)    # request seen -> its move's batch begun (ns)
         self.decisions = collections.deque(maxlen=40)
         self.timeline = collections.deque(maxlen=720)
         self.heat = np.zeros(m.nextents, np.float32)
@@ -1234,6 +1237,7 @@ class Controller:
         hw = sorted(self.held_waits)
         pct = lambda a, q: a[min(len(a) - 1, int(q * len(a)))] if a else None
         dec = sorted(self.decision_ns)
+        pl = sorted(self.plan_ns)
         wall = time.time() - self.t0
         total = self.count["reads"] + self.count["writes"]
         hot = np.argsort(-self.heat)[:20]
@@ -1267,6 +1271,9 @@ class Controller:
                            "count": len(hw)},
             "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
                                      "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
+            # of which the wait for a batch to begin (the rest: the batch, up to the switch)
+            "decision_to_batch_ms": {"p50": pct(pl, 0.5) and pct(pl, 0.5) / 1e6,
+                                     "p99": pct(pl, 0.99) and pct(pl, 0.99) / 1e6},
             "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,
             # of which the controller's thread (the rest: the agents' training thread, the uevent watch)
             "controller_cpu_main": (self._cpu_main() - self.cpu0_main) / wall if wall > 0 else 0.0,

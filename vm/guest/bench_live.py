@@ -65,7 +65,8 @@ def run_hbl(policy):
                                        env=env, check=True).stdout)
         res.update(promotions=st["promotions"], evictions=st["evictions"], migrated_mib=st["migrated_bytes"] / MIB,
                    fast_hit_ratio=st["fast_hit_ratio"], stall_ms=st["stall_ms"], hold_ms=st["hold_ms"],
-                   decision_to_remap_ms=st["decision_to_remap_ms"], controller_cpu=st["controller_cpu"],
+                   decision_to_remap_ms=st["decision_to_remap_ms"], decision_to_batch_ms=st["decision_to_batch_ms"],
+                   controller_cpu=st["controller_cpu"],
                    controller_cpu_main=st["controller_cpu_main"],
                    batch_steps_ms_p50=st["batch_steps_ms_p50"], slowest_holds=st["slowest_holds"],
                    held_io_ms=st["held_io_ms"],
@@ -152,11 +153,12 @@ def main():
     for k, r in rows.items():
         if "stall_ms" in r:
             print("%s: stall p50 %.1f ms p99 %.1f ms; hold p50 %.0f ms p99 %.0f ms max %.0f ms; request seen -> "
-                  "remap done p50 %.0f ms p99 %.0f ms; controller CPU %.0f%% (its thread %.0f%%); copies at %.1f MiB/s "
+                  "remap done p50 %.0f ms p99 %.0f ms (batch begun p50 %.0f ms); controller CPU %.0f%% (its thread %.0f%%); copies at %.1f MiB/s "
                   "(idle read latency %.1f ms)" % (
                       k, r["stall_ms"]["p50"] or 0, r["stall_ms"]["p99"] or 0, r["hold_ms"]["p50"] or 0,
                       r["hold_ms"]["p99"] or 0, r["hold_ms"]["max"] or 0,
                       r["decision_to_remap_ms"]["p50"] or 0, r["decision_to_remap_ms"]["p99"] or 0,
+                      (r.get("decision_to_batch_ms") or {}).get("p50") or 0,
                       100 * r["controller_cpu"], 100 * r.get("controller_cpu_main", 0), r["copy_bandwidth_mib_s"],
                       (r.get("copy_idle_read_latency_us") or 0) / 1e3))
             print("%s: %d batches, %d moves given back stale; per batch, median ms: %s" % (

@@ -173,6 +173,9 @@ def test_fio_verify_while_agents_migrate(fresh):
     # the copy throttle's idle level, measured under the workload (intervals without copies)
     assert st["copy_idle_read_latency_us"] > 0 and "read latency with no copy" in text
     assert 0 < st["controller_cpu_main"] < st["controller_cpu"]     # the training thread's share is apart
+    # seen -> remap, and the part of it spent waiting for a batch
+    assert 0 < st["decision_to_batch_ms"]["p50"] < st["decision_to_remap_ms"]["p50"]
+    assert "request seen -> remap done" in text
     hits = [w["fast_hit_ratio"] for w in st["timeline"] if w["fast_hit_ratio"] is not None and w["requests"] > 50]
     assert len(hits) >= 4
     assert max(hits[-3:]) > hits[0] + 0.2, hits          # the hot extents came to the NVMe
