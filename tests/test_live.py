@@ -643,9 +643,10 @@ def test_copier_flushes_only_the_members_written_since_their_last_flush(tmp_path
 
 def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     """settle's last look reads what records there are: a request on the dm device to a
-    moving extent among them means one more round, and they are taken at once; one to
-    another extent, or on a member, does not, and they are taken (observed) only once the
-    hold has begun, so that the engine's work does not widen the window before it."""
+    moving extent among them, or a member write to a moving extent's old slot, means one
+    more round, and they are taken at once; one to another extent, or another member
+    record, does not, and they are taken (observed) only once the hold has begun, so that
+    the engine's work does not widen the window before it."""
     import types
     from hbl import record
     from hbl.live.controller import Batch
@@ -657,10 +658,12 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     b = Batch.__new__(Batch)
     b.c, b.m, b.moving = c, types.SimpleNamespace(extent_bytes=MiB), np.array([3, 7], np.int64)
     b.t, b.looked = {}, None
+    c._member_index = lambda mem: np.where(mem["device"] == 5, 1, -1)        # device 5 is member 1
+    b.wdev, b.wlo = np.array([1, 1], np.int64), np.array([10 * MiB, 20 * MiB], np.int64)   # the old slots
 
-    def recs(device, offset, t=0):
+    def recs(device, offset, t=0, op=record.READ):
         r = record.empty(1)
-        r["device"], r["offset"], r["length"], r["time_ns"] = device, offset, 4096, t
+        r["device"], r["offset"], r["length"], r["time_ns"], r["op"] = device, offset, 4096, t, op
         return r
     assert not b.last_look() and b.looked is None and not taken
     arriving[:] = [recs(99, 4 * MiB), recs(5, 7 * MiB)]       # another extent; a member record
@@ -673,6 +676,13 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     arriving[:] = [recs(5, 3 * MiB), recs(99, 7 * MiB + 8192)]
     assert b.last_look()
     assert len(taken) == 2 and len(taken[1]) == 2 and b.looked is None     # taken now: settle goes round
+    # on a member: a read of an old slot, a write elsewhere, a write on another device: kept
+    arriving[:] = [recs(5, 10 * MiB), recs(5, 30 * MiB, op=record.WRITE), recs(6, 20 * MiB, op=record.WRITE)]
+    assert not b.last_look() and len(b.looked) == 3
+    b.take_looked()
+    # a write to an old slot (its request on the dm device read in an earlier pass): taken now
+    arriving[:] = [recs(5, 21 * MiB - 4096, op=record.WRITE)]
+    assert b.last_look() and len(taken) == 4 and b.looked is None
     # the requests to moving extents queued between the last look and the hold's routing
     c.clock_offset = 1000
     b.t.update(look=100, hold=150, held=200)

@@ -343,12 +343,16 @@ class Batch:
         only has to look at those read since the last check."""
         if not len(self.wdev) or not len(dev):
             return
-        ext = self.m.extent_bytes
-        hit = ((dev[:, None] == self.wdev) & (off[:, None] < self.wlo + ext) &
-               ((off + length)[:, None] > self.wlo)).any(1)
+        hit = self.to_old_slots(dev, off, length)
         if hit.any():
             self.mwrites.append(np.stack([dev[hit], off[hit], length[hit], done_ns[hit],
                                           unknown[hit].astype(np.int64)], 1))
+
+    def to_old_slots(self, dev, off, length):
+        """Which of the member writes (member, byte offset, length) touch a moving extent's old slot."""
+        ext = self.m.extent_bytes
+        return ((dev[:, None] == self.wdev) & (off[:, None] < self.wlo + ext) &
+                ((off + length)[:, None] > self.wlo)).any(1)
 
     def note_logical_writes(self, first, last):
         """In the hold: which moving extents the writes just read touched (their engine and
@@ -462,7 +466,7 @@ class Batch:
 
     def last_look(self):
         """Read the records there are; whether one is a request (on the dm device) to a moving
-        extent.  If one is, they are taken now (settle goes round again); if none is, they are
+        extent, or a member write to a moving extent's old slot.  If one is, they are taken now (settle goes round again); if none is, they are
         kept, not observed, until the hold has begun (observing them, the engine's work, took
         10-20 ms under TCG, and a request to a moving extent issued meanwhile reached the old
         view: the drain waited for it)."""
@@ -471,11 +475,21 @@ class Batch:
         b = c.cap.poll(0)
         if not len(b):
             return False
-        if self.to_moving(b).any():
+        if self.to_moving(b).any() or self.member_writes_to_old_slots(b):
             c.take(b)
             return True
         self.looked = b
         return False
+
+    def member_writes_to_old_slots(self, b):
+        """Whether the records `b` hold a member write to a moving extent's old slot (its request
+        on the dm device may have been read in an earlier pass: kept for the hold, the write
+        would be copied again there, read back from the HDD behind its queue)."""
+        mem = b[b["device"] != self.c.dm_dev]
+        idx = self.c._member_index(mem)
+        w = (mem["op"] == record.WRITE) & (idx >= 0)
+        return bool(w.any() and self.to_old_slots(idx[w].astype(np.int64), mem["offset"][w].astype(np.int64),
+                                                  mem["length"][w].astype(np.int64)).any())
 
     def take_looked(self):
         if self.looked is not None:
