@@ -641,6 +641,49 @@ def test_copier_flushes_only_the_members_written_since_their_last_flush(tmp_path
     cp.close()
 
 
+def test_copy_many_keeps_depth_copies_in_flight_and_copies_every_byte(tmp_path):
+    """A batch's copies, two at a time: every extent lands whole at its destination, the
+    bytes are counted once, and an error in one lane is raised once both have stopped."""
+    from hbl.live import copier
+    MiB = 1 << 20
+    rng = np.random.default_rng(3)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    data = rng.integers(0, 256, 6 * MiB, dtype=np.uint8).tobytes()
+    src.write_bytes(data)
+    dst.write_bytes(bytes(8 * MiB))
+    try:
+        cp = copier.Copier([str(src), str(dst)], copier.Throttle(1 << 30), depth=2)
+    except OSError as exc:
+        pytest.skip("O_DIRECT not supported under %s: %s" % (tmp_path, exc))
+    import threading
+    in_flight, most, lock = [0], [0], threading.Lock()
+    real = cp._io
+
+    def io(fn, d, part, off):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.02)
+        try:
+            return real(fn, d, part, off)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+    cp._io = io
+    jobs = [(0, i * MiB, 1, (7 - i) * MiB, MiB) for i in range(6)]
+    try:
+        cp.copy_many(jobs)
+    except OSError as exc:
+        pytest.skip("O_DIRECT I/O not supported under %s: %s" % (tmp_path, exc))
+    out = dst.read_bytes()
+    assert all(out[(7 - i) * MiB:(8 - i) * MiB] == data[i * MiB:(i + 1) * MiB] for i in range(6))
+    assert most[0] == 2 and cp.bytes == 6 * MiB
+    with pytest.raises(OSError, match="short read from .*src"):
+        cp.copy_many(jobs[:3] + [(0, 100 * MiB, 1, 0, MiB)])     # past the end of src: a short read
+    assert in_flight[0] == 0
+    cp.close()
+
+
 def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     """settle's last look reads what records there are: a request on the dm device to a
     moving extent among them, or a member write to a moving extent's old slot, means one

@@ -38,6 +38,7 @@ RUN_DIR = "/run/hbl"
 PROBE_S = 2.0          # seconds between health reads of the members
 COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
+COPY_DEPTH = 2         # a batch's copies in flight at once (each waits behind the HDD's queue)
 SETTLE_S = 0.1         # the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing)
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
@@ -379,11 +380,11 @@ class Batch:
         self.t_start = time.monotonic_ns()
         self.mark = self.rows()        # pass 2 copies the writes read from here on
         try:
-            for mv in self.plan:
-                if mv["copy"]:
-                    self.copy_whole(mv)
-                    c.pump(0)
-                    c.copier.throttle.feedback(c.foreground_latency())
+            c.copier.copy_many([(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
+                                 self.off(mv["dst"], mv["dst_slot"]), self.m.extent_bytes)
+                                for mv in self.plan if mv["copy"]])
+            c.pump(0)
+            c.copier.throttle.feedback(c.foreground_latency())
             # more passes while I/O still flows, each over what was written during the one
             # before, until one finds nothing (or COPY_PASSES), so that as little as possible
             # is left to copy while the moving extents are held: one HDD read there costs
@@ -897,7 +898,8 @@ class Controller:
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
         f = self.copy_fixed
         self.copier = Copier([x["path"] for x in m.members],
-                             Throttle(f, floor=f, ceiling=f) if f else Throttle(self.copy_rate, ceiling=self.copy_limit))
+                             Throttle(f, floor=f, ceiling=f) if f else Throttle(self.copy_rate, ceiling=self.copy_limit),
+                             depth=COPY_DEPTH)
         self.watch_members()
         self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (

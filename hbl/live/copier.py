@@ -7,7 +7,9 @@ multiplicative decrease), so migrations yield to the application.
 """
 import mmap
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -74,12 +76,17 @@ class MemberError(OSError):
 
 
 class Copier:
-    """O_DIRECT file descriptors on the members, one aligned buffer."""
+    """O_DIRECT file descriptors on the members, an aligned buffer per copy that may run at
+    once (`depth`: copy_many() keeps that many in flight)."""
 
-    def __init__(self, paths, throttle=None):
+    def __init__(self, paths, throttle=None, depth=1):
         self.paths = list(paths)
         self.fds = [os.open(p, os.O_RDWR | os.O_DIRECT) for p in paths]
-        self.buf = mmap.mmap(-1, CHUNK)
+        self.depth = max(1, int(depth))
+        self.bufs = [mmap.mmap(-1, CHUNK) for _ in range(self.depth)]
+        self.buf = self.bufs[0]
+        self.lock = threading.Lock()           # the throttle's bucket, between lanes
+        self.pool = ThreadPoolExecutor(self.depth - 1, thread_name_prefix="hbl-copy") if self.depth > 1 else None
         self.throttle = throttle or Throttle()
         self.bytes = 0
         self.seconds = 0.0
@@ -87,34 +94,71 @@ class Copier:
         self.own = []              # (member, offset, length) of every I/O issued, until taken (own_io)
 
     def close(self):
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
         for fd in self.fds:
             os.close(fd)
         self.fds = []
-        self.buf.close()
+        for b in self.bufs:
+            b.close()
 
-    def copy(self, src, src_off, dst, dst_off, length, limit=True):
+    def copy_many(self, jobs, limit=True):
+        """Copy each (src, src_off, dst, dst_off, length) of `jobs`, `depth` at once: each copy
+        on an HDD waits behind the application's queue, so one at a time a batch of them
+        waits that long for each.  The first error is raised once all have stopped."""
+        if self.pool is None or len(jobs) < 2:
+            for j in jobs:
+                self.copy(*j, limit=limit)
+            return
+        t = time.monotonic()
+        lanes = [jobs[i::self.depth] for i in range(self.depth)]
+        futs = [self.pool.submit(self._lane, lane, self.bufs[i], limit) for i, lane in enumerate(lanes) if i and lane]
+        err = None
+        try:
+            self._lane(lanes[0], self.bufs[0], limit)
+        except OSError as exc:
+            err = exc
+        for f in futs:
+            try:
+                f.result()
+            except OSError as exc:
+                err = err or exc
+        if err is not None:
+            raise err
+        self.bytes += sum(j[4] for j in jobs)
+        self.seconds += time.monotonic() - t
+
+    def _lane(self, jobs, buf, limit):
+        for j in jobs:
+            self.copy(*j, limit=limit, buf=buf, account=False)
+
+    def copy(self, src, src_off, dst, dst_off, length, limit=True, buf=None, account=True):
         """Copy length bytes (multiples of 4 KiB, aligned) from member src to member dst."""
         t = time.monotonic()
         done = 0
-        view = memoryview(self.buf)
-        while done < length:
-            n = min(CHUNK, length - done)
-            if limit:
-                self.throttle.take(n)
-            part = view[:n]
-            self.own.append((src, src_off + done, n))
-            got = self._io(os.preadv, src, part, src_off + done)
-            if got != n:
-                raise OSError("short read from %s at %d: %d of %d bytes" % (self.paths[src], src_off + done, got, n))
-            self.dirty.add(dst)
-            self.own.append((dst, dst_off + done, n))
-            put = self._io(os.pwritev, dst, part, dst_off + done)
-            if put != n:
-                raise OSError("short write to %s at %d: %d of %d bytes" % (self.paths[dst], dst_off + done, put, n))
-            done += n
-        view.release()
-        self.bytes += length
-        self.seconds += time.monotonic() - t
+        with memoryview(buf or self.buf) as view:       # released on an error too (the buffer stays closable)
+            while done < length:
+                n = min(CHUNK, length - done)
+                if limit:
+                    with self.lock:
+                        self.throttle.take(n)
+                with view[:n] as part:
+                    self.own.append((src, src_off + done, n))
+                    got = self._io(os.preadv, src, part, src_off + done)
+                    if got != n:
+                        raise OSError("short read from %s at %d: %d of %d bytes"
+                                      % (self.paths[src], src_off + done, got, n))
+                    self.dirty.add(dst)
+                    self.own.append((dst, dst_off + done, n))
+                    put = self._io(os.pwritev, dst, part, dst_off + done)
+                    if put != n:
+                        raise OSError("short write to %s at %d: %d of %d bytes"
+                                      % (self.paths[dst], dst_off + done, put, n))
+                done += n
+        if account:
+            self.bytes += length
+            self.seconds += time.monotonic() - t
 
     def flush(self, devs):
         """Make what was copied to members `devs` durable (device write caches included); a
