@@ -405,6 +405,7 @@ def test_status_and_top_of_a_device_that_is_down(tmp_path):
     (["up", "x", "--copy-limit", "100K"], "--copy-limit 100K: at least 1M a second"),
     (["up", "x", "--copy-rate", "512K"], "--copy-rate 512K: at least 1M a second"),
     (["up", "x", "--copy-rate", "8M", "--copy-limit", "8M"], "one or the other"),
+    (["up", "x", "--copy-depth", "0"], "--copy-depth 0: from 1 to 16"),
 ])
 def test_commands_name_what_is_wrong(tmp_path, args, message):
     r = subprocess.run([sys.executable, "-m", "hbl.cli"] + args + ["--state-dir", str(tmp_path)],

@@ -56,6 +56,10 @@ def add_parsers(sub):
     up.add_argument("--copy-rate", metavar="RATE",
                     help="migration copies at a fixed RATE bytes per second (e.g. 16M), the adaptive limit "
                          "off: every policy's copies then get the same share of the members")
+    up.add_argument("--copy-depth", type=int, default=2, metavar="N",
+                    help="a batch's extent copies in flight at once (default 2): each waits behind the "
+                         "members' queues, so one at a time a batch takes that wait per copy; more shortens a "
+                         "batch and puts more of its requests ahead of the application's")
     up.add_argument("--wait", type=float, default=120, help="daemon: seconds to wait for it to start")
     up.add_argument("--json", action="store_true", help="print the device's status as JSON once it is up")
     _state_arg(up)
@@ -155,6 +159,8 @@ def cmd_up(a):
         raise HblError("--copy-rate %s: at least 1M a second (one extent copy is up to 1 MiB)" % a.copy_rate)
     if copy_rate and copy_limit:
         raise HblError("--copy-rate and --copy-limit: one or the other (a fixed rate, or a cap on the adaptive one)")
+    if not 1 <= a.copy_depth <= 16:
+        raise HblError("--copy-depth %d: from 1 to 16 copies at once" % a.copy_depth)
     _root("hbl up")
     paths = _paths(a)
     paths.make()            # before anything is written to a device
@@ -170,13 +176,14 @@ def cmd_up(a):
     params = parse_params(a.param) if a.param else None
     if a.foreground:
         c = Controller(paths, policy=a.policy, params=params, agent=a.agent, interval=a.interval,
-                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit, copy_fixed=copy_rate)
+                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit, copy_fixed=copy_rate,
+                       copy_depth=a.copy_depth)
         c.start()
         c.run()
         return 0
     cmd = [sys.executable, "-m", "hbl.cli", "up", a.name, "--foreground", "--state-dir",
            os.path.dirname(paths.dir), "--interval", str(a.interval), "--max-batch", str(a.max_batch),
-           "--frontier", str(a.frontier)]
+           "--frontier", str(a.frontier), "--copy-depth", str(a.copy_depth)]
     if a.policy:
         cmd += ["--policy", a.policy]
     for p in a.param or []:

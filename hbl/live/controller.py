@@ -38,7 +38,7 @@ RUN_DIR = "/run/hbl"
 PROBE_S = 2.0          # seconds between health reads of the members
 COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
-COPY_DEPTH = 2         # a batch's copies in flight at once (each waits behind the HDD's queue)
+COPY_DEPTH = 2         # a batch's copies in flight at once, by default (each waits behind the HDD's queue)
 SETTLE_S = 0.1         # the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing)
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
@@ -750,7 +750,7 @@ class Batch:
 
 class Controller:
     def __init__(self, paths, policy=None, params=None, agent=None, interval=0.25, max_batch=8, frontier=4,
-                 copy_rate=None, copy_limit=None, copy_fixed=None, seed=1, log=None):
+                 copy_rate=None, copy_limit=None, copy_fixed=None, copy_depth=COPY_DEPTH, seed=1, log=None):
         from hbl.live.engine import Engine
         self.paths = paths
         self.log = log or (lambda msg: print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True))
@@ -767,6 +767,7 @@ class Controller:
         self.copy_rate = copy_rate or int(os.environ.get("HBL_COPY_RATE", 64 << 20))
         self.copy_limit = copy_limit          # bytes/s the copies never exceed (None: the adaptive limit only)
         self.copy_fixed = copy_fixed          # bytes/s the copies always get (the adaptive limit off)
+        self.copy_depth = copy_depth          # a batch's copies in flight at once
         self.crash_at = os.environ.get("HBL_CRASH_AT", "")
         self.crash_after = int(os.environ.get("HBL_CRASH_AFTER", "0"))
         if self.crash_at and self.crash_at not in CRASH_POINTS:
@@ -899,7 +900,7 @@ class Controller:
         f = self.copy_fixed
         self.copier = Copier([x["path"] for x in m.members],
                              Throttle(f, floor=f, ceiling=f) if f else Throttle(self.copy_rate, ceiling=self.copy_limit),
-                             depth=COPY_DEPTH)
+                             depth=self.copy_depth)
         self.watch_members()
         self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (
@@ -1274,6 +1275,7 @@ class Controller:
             "stale_moves": self.count["stale_moves"],
             "pending_moves": len(self.pending),
             "copy_bandwidth_bytes_s": self.copier.bandwidth(), "copy_rate_limit_bytes_s": self.copier.throttle.rate,
+            "copy_depth": self.copier.depth,
             "copy_idle_read_latency_us": self.copier.throttle.baseline and self.copier.throttle.baseline / 1e3,
             "stall_ms": {"last": st and self.stalls[-1], "p50": pct(st, 0.5), "p99": pct(st, 0.99),
                          "max": st[-1] if st else None, "count": len(st)},

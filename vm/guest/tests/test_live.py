@@ -175,6 +175,7 @@ def test_fio_verify_while_agents_migrate(fresh):
     assert 0 < st["controller_cpu_main"] < st["controller_cpu"]     # the training thread's share is apart
     # seen -> remap, and the part of it spent waiting for a batch
     assert 0 < st["decision_to_batch_ms"]["p50"] < st["decision_to_remap_ms"]["p50"]
+    assert st["copy_depth"] == 2            # the default, through the daemon's command line
     assert "request seen -> remap done" in text
     hits = [w["fast_hit_ratio"] for w in st["timeline"] if w["fast_hit_ratio"] is not None and w["requests"] > 50]
     assert len(hits) >= 4
