@@ -371,18 +371,20 @@ class Batch:
     def off(self, d, s):
         return layout.slot_offset(self.m, d, s)
 
+    def whole(self, mv):
+        """The copy job of move mv's whole extent: (src, src offset, dst, dst offset, length)."""
+        return (mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"], self.off(mv["dst"], mv["dst_slot"]),
+                self.m.extent_bytes)
+
     def copy_whole(self, mv, limit=True):
-        self.c.copier.copy(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
-                           self.off(mv["dst"], mv["dst_slot"]), self.m.extent_bytes, limit=limit)
+        self.c.copier.copy(*self.whole(mv), limit=limit)
 
     def copy(self):
         c = self.c
         self.t_start = time.monotonic_ns()
         self.mark = self.rows()        # pass 2 copies the writes read from here on
         try:
-            c.copier.copy_many([(mv["src"], self.off(mv["src"], mv["src_slot"]), mv["dst"],
-                                 self.off(mv["dst"], mv["dst_slot"]), self.m.extent_bytes)
-                                for mv in self.plan if mv["copy"]])
+            c.copier.copy_many([self.whole(mv) for mv in self.plan if mv["copy"]])
             c.pump(0)
             c.copier.throttle.feedback(c.foreground_latency())
             # more passes while I/O still flows, each over what was written during the one
@@ -467,8 +469,8 @@ class Batch:
 
     def last_look(self):
         """Read the records there are; whether one is a request (on the dm device) to a moving
-        extent, or a member write to a moving extent's old slot.  If one is, they are taken now (settle goes round again); if none is, they are
-        kept, not observed, until the hold has begun (observing them, the engine's work, took
+        extent, or a member write to a moving extent's old slot.  If one is, they are taken now
+        (settle goes round again); if none is, they are kept, not observed, until the hold has begun (observing them, the engine's work, took
         10-20 ms under TCG, and a request to a moving extent issued meanwhile reached the old
         view: the drain waited for it)."""
         c = self.c
@@ -538,10 +540,12 @@ class Batch:
         new.counters = dict(c.count)
         new.validate(c.paths.meta)
         self.new, self.new_bytes = new, new.encode()
-        self.new_table = c.dm.prepare(layout.table(new).validate())
+        names = layout.kernel_names(new.members)
+        self.new_table = c.dm.prepare(layout.table(new, names).validate())
         # the hold maps the moving extents, and the last batch's (a request routed to the hold
         # just before that batch's switch may reach it late); nothing else is routed to it
-        hold_table = c.dm.prepare(layout.partial_table(new, np.concatenate([self.moving, c.last_moving])).validate())
+        hold_table = c.dm.prepare(layout.partial_table(new, np.concatenate([self.moving, c.last_moving]),
+                                                       names).validate())
         self.old = self.m.copy()
         others = np.ones(self.m.nextents, bool)
         others[self.moving] = False

@@ -115,7 +115,7 @@ def partial_table(meta, extents, paths=None):
         if e > at:
             targets.append(Error((e - at) * ext))
         d = int(meta.dev[e])
-        targets.append(Linear(ext, paths[d], meta.members[d]["data_start"] // SECTOR + int(meta.slot[e]) * ext))
+        targets.append(Linear(ext, paths[d], slot_offset(meta, d, meta.slot[e]) // SECTOR))
         at = e + 1
     if at < meta.nextents:
         targets.append(Error((meta.nextents - at) * ext))
