@@ -49,3 +49,15 @@ def test_dm_device_and_members_with_remaps(ioctl_dm, fast):
     assert set(remaps["old_dev"].tolist()) == {dm_dev}
     assert set(remaps["dev"].tolist()) <= {fast_dev, slow_dev}
     assert st["lost"] == 0
+
+
+def test_the_capture_tracepoints_are_pinned_by_the_guest_init():
+    """Each tracepoint the capture attaches to already has two probes (the guest init's idle
+    ftrace events, in the top trace array and an instance), so attaching or detaching a
+    capture patches no kernel code: under TCG a vCPU running through a call site as it is
+    patched can livelock (vm/guest/stress_tracepoints.py).  Recording stays off in both."""
+    t = "/sys/kernel/tracing"
+    for base in (t, t + "/instances/hbl-pin"):
+        assert open(base + "/tracing_on").read().strip() == "0", base
+        for ev in ("block_rq_issue", "block_rq_complete", "block_bio_queue", "block_bio_remap"):
+            assert open("%s/events/block/%s/enable" % (base, ev)).read().strip() == "1", (base, ev)
