@@ -763,12 +763,23 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     assert len(copies) == 1 and copies[0][0][4] == MiB and copies[0][1] == {"limit": False}
     assert b.plan[0]["copy"] and flushed == [[0]]
     assert b.settle_inflight == 2 and not in_flight      # it went round until nothing was in flight
+    assert not b.settle_timed_out
     # nothing ever settles: it ends at its limit
     c.in_flight.count = lambda *a: 1
     t0 = time.monotonic()
     assert b.settle()
     assert ctl.SETTLE_S <= time.monotonic() - t0 < ctl.SETTLE_S + 1
+    assert b.settle_timed_out
 
+
+
+def test_settle_summary_splits_the_holds_by_whether_settle_ran_out_of_time():
+    from hbl.live import controller as ctl
+    steps = [{"hold_ms": float(h), "settle_timed_out": h >= 40} for h in (5, 10, 12, 45, 80)]
+    assert ctl.settle_summary(steps) == {"settle_timeouts": 2,
+                                         "hold_ms_by_settle": {"timed_out_p99": 80.0, "settled_p99": 12.0}}
+    assert ctl.settle_summary([]) == {"settle_timeouts": 0,
+                                      "hold_ms_by_settle": {"timed_out_p99": None, "settled_p99": None}}
 
 def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_plans():
     """An interval that copies nothing gives the throttle its idle level (the slowest member's

@@ -336,6 +336,7 @@ class Batch:
         self.mwrites = []
         self.mark = 0
         self.settle_inflight = 0
+        self.settle_timed_out = False
         self.looked = None               # records read by settle's last look, taken once the hold began
         self.written_in_hold = np.zeros(len(self.moving), bool)   # logical writes read in the hold
 
@@ -442,6 +443,7 @@ class Batch:
         t0 = time.monotonic_ns()
         self.t["settle"] = t0
         deadline = t0 + int(SETTLE_S * 1e9)
+        self.settle_timed_out = False
         try:
             while True:
                 t_pass = time.monotonic_ns()
@@ -454,6 +456,7 @@ class Batch:
                 self.settle_inflight = max(self.settle_inflight, n)
                 if time.monotonic_ns() >= deadline:
                     self.t["look"] = t_pass      # (the records were last all read in this pass)
+                    self.settle_timed_out = True
                     break
                 if not done and not n:
                     # the last look, just before the hold: a request to a moving extent read
@@ -713,6 +716,7 @@ class Batch:
                         "copy": (t["pass2"] - self.t_start) / 1e6,
                         "copy_again": (t["copied"] - t["pass2"]) / 1e6,
                         "settle": (t["hold"] - t["settle"]) / 1e6, "settle_in_flight": self.settle_inflight,
+                        "settle_timed_out": self.settle_timed_out,
                         "hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
                         "records": (t["records"] - t["drained"]) / 1e6,
                         "recopy": (t["recopied"] - t["records"]) / 1e6,
@@ -748,6 +752,17 @@ class Batch:
                 c.decision_ns.append(self.done_wall - mv["seen_ns"])
             c.decisions.append({"time": time.time(), "extent": mv["extent"], "from": mv["src"], "to": mv["dst"],
                                 "copy": mv["copy"]})
+
+
+def settle_summary(steps):
+    """How many batches' settle ran out of time (SETTLE_S), and the hold p99 of those beside
+    the others' (None where there is none)."""
+    def p99(a):
+        a = sorted(a)
+        return a[min(len(a) - 1, int(0.99 * len(a)))] if a else None
+    return {"settle_timeouts": sum(bool(b["settle_timed_out"]) for b in steps),
+            "hold_ms_by_settle": {"timed_out_p99": p99([b["hold_ms"] for b in steps if b["settle_timed_out"]]),
+                                  "settled_p99": p99([b["hold_ms"] for b in steps if not b["settle_timed_out"]])}}
 
 
 # ---- the controller ----
@@ -1286,9 +1301,10 @@ class Controller:
             "hold_ms": {"last": ho and self.holds[-1], "p50": pct(ho, 0.5), "p99": pct(ho, 0.99),
                         "max": ho[-1] if ho else None, "count": len(ho), "last_breakdown": self.last_stall},
             "batch_steps_ms_p50": {k: float(np.median([b[k] for b in self.steps])) for k, v in self.steps[0].items()
-                                   if not isinstance(v, list)}
+                                   if not isinstance(v, (list, bool))}
             if self.steps else {},
             "slowest_holds": sorted(self.steps, key=lambda b: b["hold_ms"])[-5:],
+            **settle_summary(self.steps),
             "held_io_ms": {"p50": pct(hw, 0.5), "p99": pct(hw, 0.99), "max": hw[-1] if hw else None,
                            "count": len(hw)},
             "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,

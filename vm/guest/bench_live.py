@@ -70,6 +70,7 @@ def run_hbl(policy):
                    controller_cpu_main=st["controller_cpu_main"],
                    batch_steps_ms_p50=st["batch_steps_ms_p50"], slowest_holds=st["slowest_holds"],
                    held_io_ms=st["held_io_ms"],
+                   settle_timeouts=st["settle_timeouts"], hold_ms_by_settle=st["hold_ms_by_settle"],
                    copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
                    copy_idle_read_latency_us=st["copy_idle_read_latency_us"],
                    stale_moves=st["stale_moves"], batches=st["batches"],
@@ -168,6 +169,9 @@ def main():
             hw = r.get("held_io_ms") or {}
             print("%s: requests that arrived in a hold waited p50 %.1f ms p99 %.1f ms max %.1f ms (%d requests)" % (
                 k, hw.get("p50") or 0, hw.get("p99") or 0, hw.get("max") or 0, hw.get("count") or 0))
+            hs = r.get("hold_ms_by_settle") or {}
+            print("%s: settle ran out of time in %d of %d batches; hold p99 %.0f ms in those, %.0f ms in the others" % (
+                k, r.get("settle_timeouts", 0), r["batches"], hs.get("timed_out_p99") or 0, hs.get("settled_p99") or 0))
             print("%s: slowest holds (ms): %s" % (k, "; ".join(
                 "%.0f = drain %.0f + records %.0f + recopy %.0f (%d whole, %d KiB) + metadata %.0f + release %.0f"
                 " [settle %.0f, in flight %d; %d requests in the %.1f ms from its last look to the hold; moving from %s;"
