@@ -39,7 +39,11 @@ PROBE_S = 2.0          # seconds between health reads of the members
 COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
 COPY_DEPTH = 2         # a batch's copies in flight at once, by default (each waits behind the HDD's queue)
-SETTLE_S = 0.1         # the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing)
+# the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing): a
+# settle that runs out of time holds with a request in flight (the drain waits for it) or a
+# write read in its last pass (re-copied in the hold), an HDD request behind the workload's
+# queue either way
+SETTLE_S = 0.3
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
 IN_FLIGHT_S = 1.0      # a request to a moving extent this old with no completion seen is taken as completed
