@@ -693,7 +693,7 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     the engine's work does not widen the window before it."""
     import types
     from hbl import record
-    from hbl.live.controller import Batch
+    from hbl.live.controller import Batch, Controller
     MiB = 1 << 20
     arriving, taken = [], []
     c = types.SimpleNamespace(dm_dev=99, unsorted=[])
@@ -703,6 +703,7 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     b.c, b.m, b.moving = c, types.SimpleNamespace(extent_bytes=MiB), np.array([3, 7], np.int64)
     b.t, b.looked = {}, None
     c._member_index = lambda mem: np.where(mem["device"] == 5, 1, -1)        # device 5 is member 1
+    c.member_writes = lambda mem: Controller.member_writes(c, mem)
     b.wdev, b.wlo = np.array([1, 1], np.int64), np.array([10 * MiB, 20 * MiB], np.int64)   # the old slots
 
     def recs(device, offset, t=0, op=record.READ):

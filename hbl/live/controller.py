@@ -495,11 +495,8 @@ class Batch:
         """Whether the records `b` hold a member write to a moving extent's old slot (its request
         on the dm device may have been read in an earlier pass: kept for the hold, the write
         would be copied again there, read back from the HDD behind its queue)."""
-        mem = b[b["device"] != self.c.dm_dev]
-        idx = self.c._member_index(mem)
-        w = (mem["op"] == record.WRITE) & (idx >= 0)
-        return bool(w.any() and self.to_old_slots(idx[w].astype(np.int64), mem["offset"][w].astype(np.int64),
-                                                  mem["length"][w].astype(np.int64)).any())
+        _, dev, off, length = self.c.member_writes(b[b["device"] != self.c.dm_dev])
+        return bool(len(dev) and self.to_old_slots(dev, off, length).any())
 
     def take_looked(self):
         if self.looked is not None:
@@ -1029,14 +1026,19 @@ class Controller:
             idx[mem["device"] == dev_t] = i
         return idx
 
+    def member_writes(self, mem, idx=None):
+        """The writes among member records `mem`: (which rows, member index, byte offset,
+        length), the last three int64 arrays of the writes alone."""
+        idx = self._member_index(mem) if idx is None else idx
+        w = (mem["op"] == record.WRITE) & (idx >= 0)
+        return w, idx[w].astype(np.int64), mem["offset"][w].astype(np.int64), mem["length"][w].astype(np.int64)
+
     def _note_member_writes(self, mem, idx=None):
         if not len(mem):
             return
-        idx = self._member_index(mem) if idx is None else idx
-        w = (mem["op"] == record.WRITE) & (idx >= 0)
-        if not w.any():
+        w, dev, off, length = self.member_writes(mem, idx)
+        if not len(dev):
             return
-        dev, off, length = idx[w].astype(np.int64), mem["offset"][w].astype(np.int64), mem["length"][w].astype(np.int64)
         self.open_writes.add(dev, off, length, mem["pid"][w])
         if self.batch is not None:
             self.batch.note_member_writes(dev, off, length, (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64),
