@@ -773,7 +773,6 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     assert b.settle_timed_out
 
 
-
 def test_settle_summary_splits_the_holds_by_whether_settle_ran_out_of_time():
     from hbl.live import controller as ctl
     steps = [{"hold_ms": float(h), "settle_timed_out": h >= 40} for h in (5, 10, 12, 45, 80)]
@@ -781,6 +780,7 @@ def test_settle_summary_splits_the_holds_by_whether_settle_ran_out_of_time():
                                          "hold_ms_by_settle": {"timed_out_p99": 80.0, "settled_p99": 12.0}}
     assert ctl.settle_summary([]) == {"settle_timeouts": 0,
                                       "hold_ms_by_settle": {"timed_out_p99": None, "settled_p99": None}}
+
 
 def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_plans():
     """An interval that copies nothing gives the throttle its idle level (the slowest member's

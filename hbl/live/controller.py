@@ -340,7 +340,6 @@ class Batch:
         self.mwrites = []
         self.mark = 0
         self.settle_inflight = 0
-        self.settle_timed_out = False
         self.looked = None               # records read by settle's last look, taken once the hold began
         self.written_in_hold = np.zeros(len(self.moving), bool)   # logical writes read in the hold
 
@@ -755,15 +754,17 @@ class Batch:
                                 "copy": mv["copy"]})
 
 
+def pct(a, q):
+    """The q-quantile of the sorted list `a` (None if empty)."""
+    return a[min(len(a) - 1, int(q * len(a)))] if a else None
+
+
 def settle_summary(steps):
     """How many batches' settle ran out of time (SETTLE_S), and the hold p99 of those beside
     the others' (None where there is none)."""
-    def p99(a):
-        a = sorted(a)
-        return a[min(len(a) - 1, int(0.99 * len(a)))] if a else None
+    split = lambda to: sorted(b["hold_ms"] for b in steps if bool(b["settle_timed_out"]) == to)
     return {"settle_timeouts": sum(bool(b["settle_timed_out"]) for b in steps),
-            "hold_ms_by_settle": {"timed_out_p99": p99([b["hold_ms"] for b in steps if b["settle_timed_out"]]),
-                                  "settled_p99": p99([b["hold_ms"] for b in steps if not b["settle_timed_out"]])}}
+            "hold_ms_by_settle": {"timed_out_p99": pct(split(True), 0.99), "settled_p99": pct(split(False), 0.99)}}
 
 
 # ---- the controller ----
@@ -1277,7 +1278,6 @@ class Controller:
         st = sorted(self.stalls)
         ho = sorted(self.holds)
         hw = sorted(self.held_waits)
-        pct = lambda a, q: a[min(len(a) - 1, int(q * len(a)))] if a else None
         dec = sorted(self.decision_ns)
         pl = sorted(self.plan_ns)
         wall = time.time() - self.t0
