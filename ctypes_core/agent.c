@@ -6,7 +6,7 @@
  * every sync_every decisions (Sibyl's scheme).  It is quantized (int16
  * weights and activations, nn.c): a decision costs half the FP32 forward
  * pass, its greedy action is the FP32 network's on >= 99.9% of real states
- * (results/inference.txt), and it takes half the memory.  Training is FP32.
+ * (results/inference/inference.txt), and it takes half the memory.  Training is FP32.
  *
  * Two value heads: DQN (one Q per action, Huber loss) and categorical C51
  * (a distribution over `atoms` fixed returns per action, cross-entropy to the

@@ -9,7 +9,7 @@
 #include "hbl_internal.h"
 
 /* The 7-feature state of Harmonia (arXiv:2503.20507, its state table); Sibyl used the first six.
- * HBL_F_QUEUE is ours and opt-in (harmonia's queue_feature=1, an experiment: results/writeonly.txt):
+ * HBL_F_QUEUE is ours and opt-in (harmonia's queue_feature=1, an experiment: results/diagnosis/writeonly.txt):
  * how full the background queues an eviction from the fastest device uses are, i.e. whether
  * absorbing a write there now makes its eviction synchronous.  Agents see a prefix of the state. */
 enum { HBL_F_TYPE, HBL_F_SIZE, HBL_F_INTERVAL, HBL_F_COUNT, HBL_F_FREE, HBL_F_DEVICE, HBL_F_SINCE_MIG,

@@ -882,7 +882,7 @@ def build_parser():
                         "I/O into ~/.cache/hbl/workloads/NAME.hbltrace, used as the trace workload:NAME.")
     wsub = wl.add_subparsers(dest="workloads_command", metavar="ACTION", required=True)
     wsub.add_parser("list", help="the recipes and whether each is captured").add_argument("--json", action="store_true")
-    ws = wsub.add_parser("summary", help="trace-info figures of every cached capture (results/workloads.*)")
+    ws = wsub.add_parser("summary", help="trace-info figures of every cached capture (results/workloads/workloads.*)")
     ws.add_argument("--json", action="store_true")
     wsub.add_parser("slice", help="write the first 20,000 requests of a cached capture to hbl/data/traces/apps/"
                     ).add_argument("name")

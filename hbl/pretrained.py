@@ -9,7 +9,7 @@ The training suite shares no workload with the evaluation: it is five synthetic
 families (hbl/trace/synthetic.py) other than the four of `hbl compare`'s default
 suite, and no real trace.  The training recipe (suite, passes, the reward in device
 time) was chosen on these families' seed-2 traces, never on the evaluation's
-(results/pretrain.txt).
+(results/pretrain/pretrain.txt).
 
 Agents are stored per policy, HSS preset and pretraining seed; a run with seed k
 starts from the agents of pretraining seed (k - 1) % SEEDS + 1, so a learned figure

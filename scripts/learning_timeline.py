@@ -7,9 +7,9 @@ the agents' final quality on the very same requests, and the ratio of the two ru
 per window is how far the learning agents still are from it.  Learning fast means: over the
 first tenth of the requests, the first run is within 5% of the final agents (ratio <= 1.05).
 
-    scripts/learning_timeline.py --output results/learning.json --plot results/learning.png > results/learning.txt
+    scripts/learning_timeline.py --output results/learning/learning.json --plot results/learning/learning.png > results/learning/learning.txt
 
---trace limits it to some workloads; --tenths adds the ratio over every tenth, per seed (results/learndiag.txt).
+--trace limits it to some workloads; --tenths adds the ratio over every tenth, per seed (results/learning/learndiag.txt).
 """
 import argparse
 import json

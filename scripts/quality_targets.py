@@ -4,7 +4,7 @@ Harmonia against the papers' prior set and against the production baselines, per
 Sibyl against the rest of the prior set, and the workloads where Harmonia is more than 3%
 slower than the best production baseline.
 
-    scripts/quality_targets.py results/quality.json > results/targets.txt
+    scripts/quality_targets.py results/quality/quality.json > results/quality/targets.txt
 """
 import json
 import math
@@ -47,4 +47,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "results/quality.json"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "results/quality/quality.json"))

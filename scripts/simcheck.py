@@ -13,7 +13,7 @@ the measured phase's mean latency, against the targets (0.05, 25%).
 
     sudo .venv/bin/python scripts/simcheck.py [--warm 90] [--seconds 60] [--out DIR]
     .venv/bin/python scripts/simcheck.py --from DIR      # re-simulate a kept guest output
-Writes results/simcheck.json and results/simcheck.txt.
+Writes results/simcheck/simcheck.json and results/simcheck/simcheck.txt.
 """
 import argparse
 import datetime
@@ -193,7 +193,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=2400, help="seconds before QEMU is killed (default 2400)")
     ap.add_argument("--out", help="keep the guest's output (traces, profiles) here")
     ap.add_argument("--from", dest="from_dir", metavar="DIR", help="simulate a kept guest output, no VM")
-    ap.add_argument("--results", default=os.path.join(ROOT, "results"), help="where simcheck.json/.txt go")
+    ap.add_argument("--results", default=os.path.join(ROOT, "results", "simcheck"),
+                    help="where simcheck.json/.txt go (default results/simcheck)")
     a = ap.parse_args()
     try:
         guest_dir = a.from_dir or run_guest(a)

@@ -2,8 +2,8 @@
 """Why Harmonia loses on the write-only MSR slices: where writes go, what the evictions
 they force cost, and whether the loss is in the first part of the trace or steady.
 --reads and --rounds do the same for reads: read hits, promotions, and the migration agent's
-rounds (its candidates, values and moves) (results/missdiag.txt).  --learning takes apart why the
-first tenth of a long workload is slower than the agents a run ends with (results/learndiag.txt).
+rounds (its candidates, values and moves) (results/diagnosis/missdiag.txt).  --learning takes apart why the
+first tenth of a long workload is slower than the agents a run ends with (results/learning/learndiag.txt).
 
     .venv/bin/python scripts/writeonly_diag.py [--hss perf,cost,tri,quad] [--trace bundled:hm_1 ...]
         [--seeds 3] [--head 0.1] [--agents DIR]
@@ -117,8 +117,8 @@ def main():
                          "production baselines on every workload of `hbl compare`'s default suite found here")
     ap.add_argument("--learning", action="store_true",
                     help="instead: why harmonia's first --head of a long workload is slower than the agents it ends "
-                         "with (results/learning.txt): the first --head from the shipped agents against the same "
-                         "requests from the final agents, as is and with one agent frozen (results/learndiag.txt)")
+                         "with (results/learning/learning.txt): the first --head from the shipped agents against the same "
+                         "requests from the final agents, as is and with one agent frozen (results/learning/learndiag.txt)")
     ap.add_argument("--migrate-every", type=int, metavar="N",
                     help="simulator option: a migration round every N requests (default 1000; a diagnostic)")
     args = ap.parse_args()
@@ -211,7 +211,7 @@ def new_page_cutoff(agent, ndev):
 
 
 def learning(args):
-    """results/learning.txt's ratio taken apart.  Per workload, HSS and seed: run 1 replays the whole
+    """results/learning/learning.txt's ratio taken apart.  Per workload, HSS and seed: run 1 replays the whole
     trace from the shipped agents (as a user runs it) and saves its final agents; run 2 replays the
     first --head from those final agents.  ratio = run 1's latency over the head / run 2's (the
     learning.txt figure).  The same with the placement agent frozen (train_every huge: it never takes
@@ -226,7 +226,7 @@ def learning(args):
         "".join(" --param " + x for x in args.param or [])))
     p("# ratio: run 1 (shipped agents, learning) / run 2 (its final agents) average latency over the first %d%%"
       % round(100 * args.head))
-    p("#   of the requests (results/learning.txt's figure); fw: written pages placed on the fastest device")
+    p("#   of the requests (results/learning/learning.txt's figure); fw: written pages placed on the fastest device")
     p("#   (1 - fw: bypassed); prom/1k: promotions per 1000 requests; rhit: page reads served by the fastest")
     p("#   device; sync%: latency share waiting for synchronous evictions; ev/req: evictions per request;")
     p("#   fast: requests served by the fastest device alone; each 'run 1 > run 2' over the head.")

@@ -76,7 +76,7 @@ def test_simulate_agent_none_starts_untrained(capsys):
 
 @pytest.mark.parametrize("frozen", [0, 1])
 def test_a_train_every_beyond_the_run_freezes_one_harmonia_agent(frozen):
-    """results/learndiag.txt freezes one agent at a time this way (lr must stay > 0): that agent
+    """results/learning/learndiag.txt freezes one agent at a time this way (lr must stay > 0): that agent
     keeps its shipped weights through the run, the other one still learns."""
     from hbl.devices import load_hss
     from hbl.record import concat

@@ -32,8 +32,8 @@ static const struct hbl_param_doc params[] = {
  * - Its network is smaller (Sibyl: hidden 20, 30, 51 atoms): hidden 16, 16 and 11
  *   atoms did better on the training workloads (pretrained the same way, validated
  *   on the training families' seed-2 traces, 3 seeds: perf 2.458 -> 2.421, cost
- *   219.7 -> 209.9 x Fast-Only, results/pretrain.txt) and decides in about two
- *   thirds of the time (results/inference.txt).
+ *   219.7 -> 209.9 x Fast-Only, results/pretrain/pretrain.txt) and decides in about two
+ *   thirds of the time (results/inference/inference.txt).
  * - No eviction penalty in its reward: in Harmonia, eviction is the migration
  *   agent's work, and charging the placement agent for the evictions its writes
  *   force made it worse on every HSS (the 4 long synthetic workloads, mean x
@@ -45,14 +45,14 @@ static const struct hbl_param_doc params[] = {
  *   the training workloads (hbl/pretrained.py: 5 synthetic families other than
  *   the evaluation's; validated on their seed-2 traces after 3 pretraining
  *   passes): geomean x Fast-Only perf 2.64 -> 2.48, cost 234.5 -> 219.3 against
- *   the same agents without it (results/pretrain.txt).
+ *   the same agents without it (results/pretrain/pretrain.txt).
  * - With a migration agent to move data, it acts on writes only (Harmonia's
  *   division of labour).  Measured on the four 1M-request synthetic workloads:
  *   1.95 x Fast-Only on perf against 2.11 when it also acts on reads (untrained
  *   agents, Sibyl's network; later, with the pretrained agents, acting on reads
- *   was rejected on the training families' validation, results/pretrain.txt).
+ *   was rejected on the training families' validation, results/pretrain/pretrain.txt).
  *   On the short read-heavy MSR slices acting on reads does better, since the
- *   migration agent promotes little there (hm_0: results/missdiag.txt).  Alone
+ *   migration agent promotes little there (hm_0: results/diagnosis/missdiag.txt).  Alone
  *   (harmonia-placement-only) it decides reads too, as Sibyl's does. */
 #define HARMONIA_PLACEMENT(reads) \
     {.hidden1 = 16, .hidden2 = 16, .atoms = 11, .penalty = 0, .device_time = 1, .place_reads = (reads)}

@@ -1,6 +1,6 @@
 """The simulator check's pipeline (scripts/simcheck.py), short, inside the VM: measured
 profiles that look like the emulated devices, one live run, a capture, and the simulator's
-figures beside the live ones.  The targets themselves are in results/simcheck.*, not here.
+figures beside the live ones.  The targets themselves are in results/simcheck/simcheck.*, not here.
 Needs a scratch disk spanning the live device's fio region (/dev/vdb of 1400 MiB or more,
 as scripts/simcheck.py adds): `hbl vm test --extra 1 --slow-mb 1536 -k simcheck` (7 minutes
 under TCG); skipped in the default testbed, which has none."""
