@@ -10,8 +10,8 @@
  * HIR (to Q's end); a miss evicts the front of Q, and the page comes in as LIR if it was in S, as
  * HIR otherwise.  The first c - h pages are LIR, the next h HIR, as in the paper.
  *
- * Defaults: h = 1% of the cache (`hir_share`, at least one page), the paper's setting (Sec. 5)
- * and libCacheSim's LIRS.c hirs_ratio.  S is bounded at 2c entries by forgetting the oldest
+ * Defaults: h = 1% of the cache (`hir_share`, at least one page), the paper's setting and
+ * libCacheSim's LIRS.c hirs_ratio.  S is bounded at 2c entries by forgetting the oldest
  * non-resident HIR pages, as libCacheSim does (the paper leaves S unbounded). */
 #include <stdio.h>
 #include <stdlib.h>

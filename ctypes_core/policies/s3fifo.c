@@ -10,9 +10,9 @@
  * goes back to M's head with its frequency less one if it has been hit (a 2-bit CLOCK), else it
  * leaves.
  *
- * Defaults, the paper's and libCacheSim's S3FIFO.c (DEFAULT_CACHE_PARAMS): S 10% of the cache
- * (`small_share`), G as many entries as M (90%, `ghost_share`), `move_to_main` 2 (the paper's
- * Algorithm 1: freq > 1).  Before the first eviction, a new page goes to M once S is full, as in
+ * Defaults: S 10% of the cache (`small_share`) and G as many entries as M (90%, `ghost_share`),
+ * the paper's and libCacheSim's S3FIFO.c (DEFAULT_CACHE_PARAMS); `move_to_main` 2, libCacheSim's
+ * move-to-main-threshold.  Before the first eviction, a new page goes to M once S is full, as in
  * libCacheSim's S3FIFO.c (its S3FIFOv0.c, like the paper, fills S first); M and the pages moved
  * from S start at frequency 0, as there. */
 #include <stdio.h>

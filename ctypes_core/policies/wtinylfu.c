@@ -4,29 +4,30 @@
  * evicts goes to the slower device (cachelist.h has how the model and the devices stay one).
  *
  * A window LRU takes new pages; the main cache is a segmented LRU of two fixed-size segments, a
- * probation one for pages admitted from the window and a protected one for pages hit there (a hit
- * in probation moves the page to protected, whose least recently used page, when protected is
- * over its size, goes back to probation's head).  When the cache is full, the window's LRU page is
- * the candidate: while the main cache has room it is admitted outright (to probation, or to
+ * probation one for pages admitted from the window and a protected one for pages hit there (a
+ * hit in probation moves the page to protected, whose least recently used page, when protected
+ * is over its size, goes back to probation's head).  When the cache is full, the window's LRU page
+ * is the candidate: while the main cache has room it is admitted outright (to probation, or to
  * protected while probation is full, as libCacheSim's SLRU.c inserts in the lowest segment with
- * room: on the bundled slices this warm-up rule moves the hit ratio by up to 7 points against leaving
- * protected to hits alone); otherwise it is admitted, and the main cache's victim (probation's
- * LRU, protected's when probation is empty) evicted, only if TinyLFU estimates it more frequent
- * than the victim; else the candidate leaves.  TinyLFU counts every
- * access in a count-min sketch of 4 rows of 4-bit counters (at most 15), behind a doorkeeper
- * Bloom filter that takes each page's first access of a period; the estimate is the sketch's
- * minimum plus one if the doorkeeper has the page.  Every W accesses (the sample) the counters and
- * the access count are halved and the doorkeeper cleared (the paper's reset, Sec. 3.3).
+ * room: on the bundled slices this warm-up rule moves the hit ratio by up to 7 points against
+ * leaving protected to hits alone); otherwise it is admitted, and the main cache's victim
+ * (probation's LRU, protected's when probation is empty) evicted, only if TinyLFU estimates it
+ * more frequent than the victim; else the candidate leaves.  TinyLFU counts every access in a
+ * count-min sketch of 4 rows of 4-bit counters (at most 15), behind a doorkeeper Bloom filter
+ * that takes each page's first access of a period; the estimate is the sketch's minimum plus one
+ * if the doorkeeper has the page.  Every W accesses (the sample) the counters and the access
+ * count are halved and the doorkeeper cleared (the paper's reset).
  *
  * Defaults: window 1% of the cache (`window_share`, at least one page) and protected 80% of the
- * main cache (`protected_share`), the paper's W-TinyLFU(1%) with SLRU 20/80 (Sec. 4) and
- * libCacheSim's WTinyLFU.c (window-size=0.01, main SLRU seg-size=1:4); sample W = 10 x the cache
+ * main cache (`protected_share`), the paper's W-TinyLFU(1%) with SLRU 20/80 and libCacheSim's
+ * WTinyLFU.c (window-size=0.01, main SLRU seg-size=1:4); sample W = 10 x the cache
  * (`sample_factor`) and 16 counters per page of the cache (4 rows, each 4 times the cache rounded
  * up to a power of two), as in Caffeine's FrequencySketch (its authors' implementation); a
- * doorkeeper of W bits (a power of two) and 3 hash functions.  libCacheSim's TinyLFU differs:
- * a counting Bloom filter without doorkeeper, window hits not counted, the candidate counted again
- * at each contest, halving every 32 x main-cache hits; with the sketch's own noise (its hash seed
- * alone moves a short slice's hit ratio by up to 2 points) the two agree within about a point. */
+ * doorkeeper of W bits (a power of two) and 3 hash functions.  libCacheSim's TinyLFU differs: a
+ * counting Bloom filter and no doorkeeper, window hits not counted, the candidate counted again
+ * at each contest, a halving every 32 x the main cache's size in main-cache hits.  With the
+ * sketch's own noise (its hash seed alone moves a short slice's hit ratio by up to 2 points) the
+ * two agree within about a point (tests/test_baselines.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
