@@ -6,11 +6,13 @@
 extern const struct hbl_policy_ops hbl_policy_fast_only, hbl_policy_slow_only, hbl_policy_oracle,
     hbl_policy_lru, hbl_policy_cde, hbl_policy_hps, hbl_policy_smq, hbl_policy_nhit,
     hbl_policy_seqcutoff, hbl_policy_sibyl, hbl_policy_harmonia, hbl_policy_harmonia_placement_only,
-    hbl_policy_harmonia_migration_only, hbl_policy_archivist, hbl_policy_rnn_hss, hbl_policy_python;
+    hbl_policy_harmonia_migration_only, hbl_policy_archivist, hbl_policy_rnn_hss, hbl_policy_python,
+    hbl_policy_arc, hbl_policy_lirs, hbl_policy_s3fifo, hbl_policy_wtinylfu;
 
 static const struct hbl_policy_ops *const policies[] = {
     &hbl_policy_fast_only, &hbl_policy_slow_only, &hbl_policy_oracle, &hbl_policy_lru,
     &hbl_policy_cde, &hbl_policy_hps, &hbl_policy_smq, &hbl_policy_nhit, &hbl_policy_seqcutoff,
+    &hbl_policy_arc, &hbl_policy_lirs, &hbl_policy_s3fifo, &hbl_policy_wtinylfu,
     &hbl_policy_sibyl, &hbl_policy_harmonia, &hbl_policy_harmonia_placement_only,
     &hbl_policy_archivist, &hbl_policy_rnn_hss, &hbl_policy_harmonia_migration_only, &hbl_policy_python,
 };

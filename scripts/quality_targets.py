@@ -11,7 +11,7 @@ import math
 import sys
 
 PRIOR = ("cde", "hps", "archivist", "rnn-hss", "sibyl")         # the papers' prior set
-PRODUCTION = ("lru", "smq", "nhit", "seqcutoff")                # the production baselines
+PRODUCTION = ("lru", "smq", "nhit", "seqcutoff", "arc", "lirs", "s3fifo", "wtinylfu")  # production and cache baselines
 
 
 def geo(xs):
