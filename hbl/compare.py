@@ -164,7 +164,7 @@ def summarize(results, workloads, hss_list, pols):
             harmonia[h] = {"all": standing}
             if long_wl:
                 harmonia[h]["long"] = dict(_harmonia_standing({p: geomean([norm[h][w][p] for w in long_wl])
-                                                               for p in geo}), workloads=long_wl)
+                                                               for p in geo[h]}), workloads=long_wl)
     order = {p: i for i, p in enumerate(pols)}
     results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["workload"]), order[r["policy"]],
                                 r.get("seed", 1)))
