@@ -248,16 +248,14 @@ def cmd_simulate(a):
     elif a.agent and not os.path.isfile(a.agent):
         raise HblError("%s: no such file" % a.agent)
     from hbl import progress as prog
-
-    def progress(chunks, what):
-        return prog.chunks(chunks, what, quiet=a.quiet)
     if policy.startswith("python:"):
         from hbl.plugin import check, load_policy
         plugin = load_policy(policy)
 
-        def progress(chunks, what):   # a plugin's failure stops the run at the next chunk
-            for c in prog.chunks(chunks, what, quiet=a.quiet):
-                yield c
+    def progress(chunks, what):   # a plugin's failure stops the run at the next chunk
+        for c in prog.chunks(chunks, what, quiet=a.quiet):
+            yield c
+            if plugin is not None:
                 check(plugin)
     r = simulate(a.trace, hss=a.hss, policy=policy, fast_capacity=a.fast_capacity, params=a.param,
                  plugin=plugin, seed=a.seed, fmt=a.fmt, lenient=a.lenient, reader_options=_reader_options(a),
@@ -749,8 +747,11 @@ def build_parser():
 
     c = sub.add_parser("compare", help="policies x workloads x HSS configs, the papers' table",
                        description="Run every policy on every workload and HSS configuration (in parallel) "
-                       "and print average latency normalized to Fast-Only per workload and the mean, "
-                       "p99 and migrations.", epilog=EPILOG_TRACES)
+                       "and print, per HSS, a summary (policies by the geomean of average latency normalized "
+                       "to Fast-Only, against the best non-learning policy and the oracle) and the latency "
+                       "per workload, within 100 columns; --wide prints the one wide table with p99 latency "
+                       "and migrations, --out FILE every run as a table (hbl.results.load reads it).",
+                       epilog=EPILOG_TRACES)
     c.add_argument("--hss", default="perf,cost", help="comma-separated HSS configs (default perf,cost)")
     c.add_argument("--policies", default="all", help="comma-separated policies, or all (default)")
     c.add_argument("--jobs", type=whole(1, 256), help="parallel simulations (default: number of cores)")

@@ -1,7 +1,6 @@
 """Policies x workloads x HSS configurations, in parallel, as the papers' table:
 average latency normalized to Fast-Only, per workload, the geometric and arithmetic means, and a
 check that the oracle bounds every policy."""
-import math
 import os
 import sys
 import tempfile

@@ -163,7 +163,7 @@ def _write_parquet(path, rows, columns):
         raise HblError("%s: Parquet needs pyarrow: pip install pyarrow (or hbl[sweep]); "
                        ".csv and .json need nothing" % path[:-len(".tmp")])
     import pyarrow
-    import pyarrow.parquet
+    import pyarrow.parquet as pq
     cols = {}
     for c in columns:    # one type a column: ints among floats as floats, anything else mixed as text
         vals = [row.get(c) for row in rows]
@@ -173,7 +173,7 @@ def _write_parquet(path, rows, columns):
         elif len(kinds) > 1:
             vals = [None if v is None else str(v) for v in vals]
         cols[c] = vals
-    pyarrow.parquet.write_table(pyarrow.table(cols), path)
+    pq.write_table(pyarrow.table(cols), path)
 
 
 def _json_value(v):

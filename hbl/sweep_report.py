@@ -2,7 +2,6 @@
 summary (geomean of average latency normalized to Fast-Only, min-max over seeds, the change
 against the best non-learning policy, the share of the gap to the oracle closed, wins and
 losses per workload), then the per-workload table."""
-import json
 import os
 
 from hbl import results, tables
