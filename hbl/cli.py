@@ -190,26 +190,6 @@ def _check_profiles(name, hss):
                                % (name, i, f.name, show(v), "whole " if kind == "int" else ""))
 
 
-def _progress(chunks, what):
-    """Pass chunks through, with a live count on stderr when it is a terminal and the pass is long."""
-    import time
-    if not sys.stderr.isatty():
-        yield from chunks
-        return
-    t0 = last = time.time()
-    n = 0
-    for c in chunks:
-        n += len(c)
-        now = time.time()
-        if now - last >= 1:
-            print("\r%s: %d requests, %.0f k/s   " % (what, n, n / (now - t0) / 1e3), end="", file=sys.stderr,
-                  flush=True)
-            last = now
-        yield c
-    if last != t0:
-        print("\r%s: %d requests in %.1f s   " % (what, n, time.time() - t0), file=sys.stderr)
-
-
 def _check_output_dir(*paths):
     """Before any work: every file the command will write can be created."""
     for path in paths:
@@ -267,14 +247,15 @@ def cmd_simulate(a):
         a.agent = False
     elif a.agent and not os.path.isfile(a.agent):
         raise HblError("%s: no such file" % a.agent)
-    progress = _progress
+    from hbl import progress as prog
     if policy.startswith("python:"):
         from hbl.plugin import check, load_policy
         plugin = load_policy(policy)
 
-        def progress(chunks, what):   # a plugin's failure stops the run at the next chunk
-            for c in _progress(chunks, what):
-                yield c
+    def progress(chunks, what):   # a plugin's failure stops the run at the next chunk
+        for c in prog.chunks(chunks, what, quiet=a.quiet):
+            yield c
+            if plugin is not None:
                 check(plugin)
     r = simulate(a.trace, hss=a.hss, policy=policy, fast_capacity=a.fast_capacity, params=a.param,
                  plugin=plugin, seed=a.seed, fmt=a.fmt, lenient=a.lenient, reader_options=_reader_options(a),
@@ -324,9 +305,16 @@ def cmd_simulate(a):
 
 
 def cmd_compare(a):
-    from hbl import compare as cmp
+    from hbl import compare as cmp, results
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
-    _check_output_dir(a.output, a.plot)
+    _check_output_dir(a.output, a.plot, a.out)
+    if a.out:
+        fmt = os.path.splitext(a.out)[1].lstrip(".").lower()
+        if fmt not in results.FORMATS:
+            raise HblError("--out %s: give a file ending in .csv, .parquet or .json" % a.out)
+        if fmt == "parquet" and not results.parquet_available():
+            raise HblError("--out %s: Parquet needs pyarrow: pip install pyarrow (or hbl[sweep]); "
+                           ".csv and .json need nothing" % a.out)
     if a.from_json:
         summary = cmp.from_results(a.from_json)
     else:
@@ -340,7 +328,9 @@ def cmd_compare(a):
         raise HblError("no trace with reads or writes to compare")
     if a.output:
         _write_json(a.output, summary)
-    return _show(a, summary, cmp.format_table, cmp.plot)
+    if a.out:
+        results.write(a.out, results.from_compare(summary))
+    return _show(a, summary, cmp.format_wide if a.wide else cmp.format_text, cmp.plot)
 
 
 def _show(a, report, format_text, plot):
@@ -375,8 +365,8 @@ def cmd_sweep(a):
                             a.out, hss=[h.strip() for h in (a.hss or "cost").split(",") if h.strip()],
                             seeds=list(range(a.seed, a.seed + (a.seeds or 1))), test=a.test or [],
                             options={k: v for k, v in options.items() if v is not None}, workers=a.workers,
-                            address=a.address, progress=None if a.json or not sys.stderr.isatty() else
-                            lambda line: print(line, file=sys.stderr))
+                            address=a.address, progress=None if a.quiet else
+                            lambda line: print(line, file=sys.stderr, flush=True))
         if a.json:
             print_json(r)
         else:
@@ -402,7 +392,8 @@ def cmd_sweep(a):
         raise HblError("hbl sweep: give --out DIR (or out = \"DIR\" in the spec)")
     if where.get("workers") and where.get("address"):
         raise HblError("--workers sizes the embedded cluster; with --address the cluster has its own workers")
-    summary = sweep.run(grid, where["out"], workers=where.get("workers"), address=where.get("address"))
+    summary = sweep.run(grid, where["out"], workers=where.get("workers"), address=where.get("address"),
+                        progress=not a.quiet)
     if a.json:
         print_json(summary)
     else:
@@ -415,7 +406,8 @@ def cmd_trace_info(a):
     from hbl.info import format_info, trace_info
     from hbl.trace import open_trace
     reader = open_trace(a.trace, fmt=a.fmt, lenient=a.lenient, **_reader_options(a))
-    info = trace_info(_progress(reader, "reading"), page_size=a.page_size or 4096,
+    from hbl.progress import chunks
+    info = trace_info(chunks(reader, "reading", quiet=a.quiet), page_size=a.page_size or 4096,
                       source=a.trace, skipped=lambda: reader.skipped)
     if a.json:
         print_json(info)
@@ -432,9 +424,10 @@ def cmd_convert(a):
         raise HblError("%s: refusing to overwrite the input" % a.output)
     _check_output_dir(a.output)
     opts = {"filename": a.fio_file} if to == "fio" and a.fio_file else {}
+    from hbl.progress import chunks
     with tracemod.writer(a.output + ".part", to, source=getattr(reader, "source", a.input),
                          compress=a.output.endswith(".gz"), **opts) as w:
-        for chunk in _progress(reader, "converting"):
+        for chunk in chunks(reader, "converting", quiet=a.quiet):
             w.write(chunk)
     os.replace(a.output + ".part", a.output)
     summary = {"trace": a.input, "out": a.output, "format": to, "compressed": a.output.endswith(".gz"),
@@ -480,24 +473,25 @@ def cmd_trace(a):
     stop = {"now": False}
     old = signal.signal(signal.SIGINT, lambda *_: stop.__setitem__("now", True))
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("now", True))
-    live = sys.stderr.isatty() and not a.quiet
     if not a.quiet:
         print("tracing %s -> %s (%s, %s); Ctrl-C stops" % (names, a.out, to, a.backend), file=sys.stderr)
+    from hbl.progress import Progress
     t0 = last = time.time()
-    n = nbytes = n_last = b_last = 0
+    n = nbytes = b_last = 0
+    bar = Progress("tracing", unit="records", quiet=a.quiet)
     try:
         for batch in cap.batches(duration=duration, count=a.count, stop=lambda: stop["now"]):
             w.write(batch)
             n += len(batch)
             nbytes += int(batch["length"].sum())
             now = time.time()
-            if live and now - last >= 1:
-                st = cap.stats()
-                print("\r%8.1fs %9.0f events/s %9.1f MiB/s  %d records, lost %d   " % (
-                    now - t0, (n - n_last) / (now - last), (nbytes - b_last) / (now - last) / 2 ** 20, n,
-                    st["lost"]), end="", file=sys.stderr, flush=True)
-                last, n_last, b_last = now, n, nbytes
+            note = None
+            if now - last >= 1:
+                note = "%.1f MiB/s, lost %d" % ((nbytes - b_last) / (now - last) / 2 ** 20, cap.stats()["lost"])
+                last, b_last = now, nbytes
+            bar.update(len(batch), note=note)
     finally:
+        bar.close()
         signal.signal(signal.SIGINT, old)
         st = cap.stats()
         cap.close()
@@ -511,8 +505,6 @@ def cmd_trace(a):
     if a.json:
         print_json(summary)
     elif not a.quiet:
-        if live:
-            print(file=sys.stderr)
         print("%s: %d records (%.1f MiB) in %.1f s, %d lost%s" % (
             a.out, w.count, nbytes / 2 ** 20, elapsed, st["lost"], " (interrupted)" if stop["now"] else ""),
             file=sys.stderr)
@@ -748,20 +740,29 @@ def build_parser():
                    "'none' for untrained agents (default: the shipped pretrained agents of the policy, HSS preset "
                    "and seed, where there are some; `hbl pretrain`)")
     s.add_argument("--save-agent", metavar="FILE", help="learning policies: save the trained agents to FILE")
+    s.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _trace_args(s)
     _sim_args(s)
     s.set_defaults(func=cmd_simulate)
 
     c = sub.add_parser("compare", help="policies x workloads x HSS configs, the papers' table",
                        description="Run every policy on every workload and HSS configuration (in parallel) "
-                       "and print average latency normalized to Fast-Only per workload and the mean, "
-                       "p99 and migrations.", epilog=EPILOG_TRACES)
+                       "and print, per HSS, a summary (policies by the geomean of average latency normalized "
+                       "to Fast-Only, against the best non-learning policy and the oracle) and the latency "
+                       "per workload, within 100 columns; --wide prints the one wide table with p99 latency "
+                       "and migrations, --out FILE every run as a table (hbl.results.load reads it).",
+                       epilog=EPILOG_TRACES)
     c.add_argument("--hss", default="perf,cost", help="comma-separated HSS configs (default perf,cost)")
     c.add_argument("--policies", default="all", help="comma-separated policies, or all (default)")
     c.add_argument("--jobs", type=whole(1, 256), help="parallel simulations (default: number of cores)")
     c.add_argument("--synthetic-requests", type=whole(1, 1 << 40),
                    help="requests per synthetic workload of the default suite (default 1000000)")
     c.add_argument("--json", action="store_true", help="print the full summary as JSON")
+    c.add_argument("--wide", action="store_true",
+                   help="print one wide table per HSS (policies x workloads, with p99 latency and migrations) "
+                        "instead of the summary and the per-workload table, which fit 100 columns")
+    c.add_argument("--out", metavar="FILE", help="also write every run, one row each with every metric, to FILE: "
+                   ".csv, .parquet (needs pyarrow) or .json (hbl.results.load reads it)")
     c.add_argument("--output", metavar="FILE", help="also write the full summary as JSON to FILE")
     c.add_argument("--plot", metavar="PNG", help="write a bar chart like the papers' figures")
     c.add_argument("--seeds", type=whole(1, 100), default=3,
@@ -793,6 +794,7 @@ def build_parser():
     sw.add_argument("--workers", type=int, help="local cluster size (default: the cores)")
     sw.add_argument("--address", help="scheduler of an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
     sw.add_argument("--json", action="store_true", help="print a JSON summary (report: the full report)")
+    sw.add_argument("--quiet", action="store_true", help="no progress on stderr")
     sw.add_argument("--plot", metavar="PNG", help="report: bar chart with min-max over seeds")
     sw.add_argument("--space", action="append", metavar="NAME=LOW:HIGH[:log|:int]",
                     help="tune: a parameter's search range (repeatable)")
@@ -808,6 +810,7 @@ def build_parser():
                        "inter-arrival times and reuse distances of a trace.", epilog=EPILOG_TRACES)
     t.add_argument("trace")
     t.add_argument("--json", action="store_true")
+    t.add_argument("--quiet", action="store_true", help="no progress on stderr")
     t.add_argument("--page-size", type=page_size, help="page size for footprint and reuse (default 4096)")
     _trace_args(t)
     t.set_defaults(func=cmd_trace_info)
@@ -821,6 +824,7 @@ def build_parser():
     v.add_argument("--to", choices=["native", "msrc", "fio"], help="output format")
     v.add_argument("--fio-file", help="fio format: device or file name written in the iolog")
     v.add_argument("--json", action="store_true", help="print a JSON summary")
+    v.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _trace_args(v)
     v.set_defaults(func=cmd_convert)
 

@@ -1,19 +1,19 @@
 """Policies x workloads x HSS configurations, in parallel, as the papers' table:
 average latency normalized to Fast-Only, per workload, the geometric and arithmetic means, and a
 check that the oracle bounds every policy."""
-import math
 import os
 import sys
 import tempfile
 
+from hbl import tables
 from hbl import trace as tracemod
 from hbl.devices import load_hss
 from hbl.errors import HblError
 from hbl.pool import run_all
+from hbl.progress import Progress
 from hbl.sim import footprint_pages, policy_names, replay_label, replay_mode, simulate
+from hbl.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
-
-BASELINE = "fast-only"
 
 
 def default_traces(synthetic_requests=None):
@@ -57,19 +57,6 @@ def _materialize(name, path, fmt, lenient, reader_options):
     return path, footprint_pages(tracemod.open_trace(path)), getattr(reader, "skipped", 0)
 
 
-def _label(name):
-    """A short column name; synthetic workloads end in '*', full application captures in '+'."""
-    from hbl import workloads
-    kind, _, rest = name.partition(":")
-    if kind == "bundled":
-        return rest
-    if kind == "synth":
-        return rest.split(":")[0] + "*"
-    if kind in ("apps", "workload") and rest in workloads.RECIPES:
-        return rest + ("+" if kind == "workload" else "") + ("*" if workloads.RECIPES[rest].synthetic else "")
-    return os.path.splitext(os.path.basename(name))[0]
-
-
 def _run(job):
     label, name, path, footprint, hss, policy, seed, opts = job
     r = simulate(path, hss=hss, policy=policy, footprint=footprint, fmt="native", seed=seed, **opts)
@@ -89,22 +76,21 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
         load_hss(h, sim_options.get("fast_capacity"))  # fail early on a bad config
     replay_mode(sim_options)                           # and on contradictory replay options
     with tempfile.TemporaryDirectory(prefix="hbl-compare-") as work:
-        prepared, labels, skipped = [], [], {}
-        for i, name in enumerate(traces):
-            if progress:
-                print("\r[prepare %d/%d] %s" % (i + 1, len(traces), name), end="", file=sys.stderr, flush=True)
-            path, fp, bad = _materialize(name, os.path.join(work, "%d.hbltrace" % i), fmt if not name.startswith(("synth:", "bundled:")) else None,
-                                    lenient, reader_options or {})
-            label = _label(name)
-            while label in labels:
-                label += "'"
-            labels.append(label)
-            if bad:
-                skipped[label] = bad
-            if fp:
-                prepared.append((label, name, path, fp))
-            elif progress:
-                print("\nhbl: %s has no reads or writes, left out" % name, file=sys.stderr)
+        prepared, skipped = [], {}
+        labels = tables.labels(traces)
+        with Progress("prepare", total=len(traces), unit="traces", quiet=not progress) as bar:
+            for i, name in enumerate(traces):
+                path, fp, bad = _materialize(name, os.path.join(work, "%d.hbltrace" % i),
+                                             fmt if not name.startswith(("synth:", "bundled:")) else None,
+                                             lenient, reader_options or {})
+                label = labels[name]
+                if bad:
+                    skipped[label] = bad
+                if fp:
+                    prepared.append((label, name, path, fp))
+                elif progress:
+                    print("hbl: %s has no reads or writes, left out" % name, file=sys.stderr)
+                bar.update(note=label)
         if not prepared:
             raise HblError("no workload with reads or writes to compare")
         opts = dict(sim_options, load_agents=False) if untrained else sim_options
@@ -113,15 +99,12 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
         # longest first (the oracle and the learning policies), so the pool does not end on one straggler
         work_items.sort(key=lambda j: -(j[3] * (3 if j[5] in LEARNING | FUTURE else 1)))
         results = run_all(_run, work_items, jobs, progress and (
-            lambda r: "simulate %-8s %-10s %-10s" % (r["hss"], r["policy"], r["workload"])))
+            lambda r: "%s %s %s" % (r["hss"], r["policy"], r["workload"])))
     summary = summarize(results, [p[0] for p in prepared], list(hss_list), pols)
     summary["bad_lines_skipped"] = skipped
     return summary
 
 
-LEARNING = frozenset(policy_names("learns"))       # seeded: run once per seed
-FUTURE = frozenset(policy_names("needs_future"))   # bounds, not contenders
-REFERENCES = FUTURE | {BASELINE}                   # the bounds and the normalization point
 LONG = 100_000   # requests: a workload long enough for online learning to matter
 
 
@@ -158,67 +141,44 @@ def from_results(path):
         raise HblError("%s: not a comparison saved by hbl compare --output (%s)" % (path, exc)) from None
 
 
-def _geomean(values):
-    return math.exp(sum(math.log(max(v, 1e-12)) for v in values) / len(values))
-
-
 def summarize(results, workloads, hss_list, pols):
     """Normalized latencies (the mean over seeds for learning policies), their arithmetic and
-    geometric means with the min-max over seeds, Harmonia's standing, and every run that beats
-    the oracle (which would mean the oracle is not a bound)."""
-    runs = {}
+    geometric means with the min-max over seeds, the summary of each HSS (hbl.tables), Harmonia's
+    standing, and every run that beats the oracle (which would mean the oracle is not a bound)."""
     for r in results:
-        runs.setdefault((r["hss"], r.get("workload", r["trace"]), r["policy"]), []).append(r)
-    for v in runs.values():
-        v.sort(key=lambda r: r.get("seed", 1))
-    first = lambda h, w, p: runs[(h, w, p)][0]
-    norm, mean, geomean, spread, harmonia, beats = {}, {}, {}, {}, {}, []
-    long_wl = [w for w in workloads if first(hss_list[0], w, BASELINE)["requests"] >= LONG] if hss_list else []
-    for h in hss_list:
-        norm[h], per_seed = {}, {}
-        for w in workloads:
-            base = first(h, w, BASELINE)["avg_latency_us"]
-            norm[h][w] = {}
-            for p in pols:
-                vals = [r["avg_latency_us"] / base if base else float("nan") for r in runs[(h, w, p)]]
-                norm[h][w][p] = sum(vals) / len(vals)
-                per_seed.setdefault(p, []).append(vals)
-            if "oracle" in pols:
-                bound = first(h, w, "oracle")["avg_latency_us"]
-                for p in pols:
-                    for r in runs[(h, w, p)]:
-                        if p not in REFERENCES and r["avg_latency_us"] < bound * (1 - 1e-9):
-                            beats.append(dict(hss=h, workload=w, policy=p, seed=r.get("seed", 1),
-                                              latency_vs_oracle=r["avg_latency_us"] / bound))
-        mean[h] = {p: sum(norm[h][w][p] for w in workloads) / len(workloads) for p in pols} if workloads else {}
-        geomean[h] = {p: _geomean([norm[h][w][p] for w in workloads]) for p in pols} if workloads else {}
-        spread[h] = {}
-        for p in pols:
-            n = min(len(v) for v in per_seed.get(p, [[0]]))
-            if n > 1:   # one geometric mean per seed
-                g = [_geomean([v[i] for v in per_seed[p]]) for i in range(n)]
-                spread[h][p] = {"seeds": n, "geomean_min": min(g), "geomean_max": max(g)}
-        standing = _harmonia_standing(geomean[h])
+        r.setdefault("workload", r["trace"])   # saved before runs carried their label
+    configs = tables.summarize(results, workloads, hss_list, pols)
+    norm, mean, geo, spread, harmonia, beats, rows = {}, {}, {}, {}, {}, [], {}
+    long_wl = [w for w in workloads if any(r["policy"] == BASELINE and r["workload"] == w and
+                                           r["requests"] >= LONG for r in results)]
+    for h, c in zip(hss_list, configs):
+        norm[h] = {w: {p: s["mean"] for p, s in c["normalized"][w].items()} for w in c["workloads"]}
+        mean[h], geo[h], rows[h] = c["mean"], c["geomean"], c["rows"]
+        spread[h] = {p: {"seeds": len(g), "geomean_min": min(g.values()), "geomean_max": max(g.values())}
+                     for p, g in c["seed_geomeans"].items() if len(g) > 1}
+        beats += [dict(hss=h, workload=b["workload"], policy=b["policy"], seed=b["seed"],
+                       latency_vs_oracle=b["latency_vs_oracle"]) for b in c["beats"]]
+        standing = _harmonia_standing(geo[h])
         if standing:
             harmonia[h] = {"all": standing}
             if long_wl:
-                harmonia[h]["long"] = dict(_harmonia_standing({p: _geomean([norm[h][w][p] for w in long_wl])
-                                                               for p in pols}), workloads=long_wl)
+                harmonia[h]["long"] = dict(_harmonia_standing({p: geomean([norm[h][w][p] for w in long_wl])
+                                                               for p in geo[h]}), workloads=long_wl)
     order = {p: i for i, p in enumerate(pols)}
-    results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r.get("workload", r["trace"])), order[r["policy"]],
+    results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["workload"]), order[r["policy"]],
                                 r.get("seed", 1)))
     replay = results[0].get("replay") if results else None
     agents = sorted({r["agents_from"].split(":")[0] for r in results if "agents_from" in r})
     return {"workloads": workloads, "hss": hss_list, "policies": pols, "replay": replay, "agents": agents,
             "background": results[0].get("background") if results else None,
             "synthetic": [w for w in workloads if w.endswith("*")],
-            "normalized_avg_latency": norm, "geomean_normalized_avg_latency": geomean,
+            "normalized_avg_latency": norm, "geomean_normalized_avg_latency": geo,
             "mean_normalized_avg_latency": mean, "seed_spread": spread, "beats_oracle": beats,
-            "harmonia_summary": harmonia, "long_workloads": long_wl, "results": results}
+            "summary": rows, "harmonia_summary": harmonia, "long_workloads": long_wl, "results": results}
 
 
-def format_table(summary):
-    """The paper-style table, one row per policy: average latency / Fast-Only per workload, the
+def format_wide(summary):
+    """The paper-style table (--wide), one row per policy: average latency / Fast-Only per workload, the
     geometric and arithmetic means (min-max over seeds for learning policies), then mean p99 and
     total migrations."""
     pols, wl, lines = summary["policies"], summary["workloads"], []
@@ -229,18 +189,10 @@ def format_table(summary):
     pw = max(len(p) for p in pols) + 1
     cw = 9                                     # the summary columns
     ww = {w: max(len(w), 6) + 2 for w in wl}   # each workload's column fits its name
-    if summary.get("replay"):
-        bg = summary.get("background") or {}
-        lines.append("replay: %s; background I/O in idle time, backlog %s pages per device%s" % (
-            replay_label(summary["replay"]), bg.get("background_backlog", "?"),
-            ", %g MB/s cap" % bg["background_rate_mb_s"] if bg.get("background_rate_mb_s") else ""))
-    if summary.get("agents"):
-        lines.append("learning policies' agents: %s (hbl pretrain: trained on synthetic families that are not "
-                     "in the default suite)" % " and ".join(summary["agents"]))
+    lines += _preamble(summary)
     for h in summary["hss"]:
-        names = "+".join(p.name for p in load_hss(h).devices) if not h.endswith(".json") else h
         lines.append("")
-        lines.append("HSS %s (%s): average latency normalized to Fast-Only (lower is better)" % (h, names))
+        lines.append("%s: average latency normalized to Fast-Only (lower is better)" % _title(h))
         lines.append("policy".ljust(pw) + "".join(w.rjust(ww[w]) for w in wl) + "geomean".rjust(cw) +
                      "mean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw) + "  geomean over seeds")
         best = {w: min(v for p, v in summary["normalized_avg_latency"][h][w].items()
@@ -250,31 +202,19 @@ def format_table(summary):
             for w in wl:
                 v = summary["normalized_avg_latency"][h][w][p]
                 mark = "!" if (h, w, p) in beaten else "<" if v == best[w] and p not in REFERENCES else " "
-                cells.append((_num(v) + mark).rjust(ww[w]))
+                cells.append((num(v) + mark).rjust(ww[w]))
             p99 = sum(runs[(h, w, p)][0]["p99_latency_us"] for w in wl) / len(wl)
             mig = sum(runs[(h, w, p)][0]["promotions"] + runs[(h, w, p)][0]["evictions"] for w in wl)
             sp = summary.get("seed_spread", {}).get(h, {}).get(p)
             lines.append(p.ljust(pw) + "".join(cells) +
-                         (_num(summary["geomean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
-                         (_num(summary["mean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
-                         (_short(p99) + " ").rjust(cw) + (_short(mig) + " ").rjust(cw) +
-                         ("  %s-%s (%d seeds)" % (_num(sp["geomean_min"]), _num(sp["geomean_max"]), sp["seeds"])
+                         (num(summary["geomean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
+                         (num(summary["mean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
+                         (short(p99) + " ").rjust(cw) + (short(mig) + " ").rjust(cw) +
+                         ("  %s-%s (%d seeds)" % (num(sp["geomean_min"]), num(sp["geomean_max"]), sp["seeds"])
                           if sp else ""))
     for h, both in summary.get("harmonia_summary", {}).items():
         for scope, e in both.items():
-            label = "all workloads" if scope == "all" else "workloads of %d+ requests" % LONG
-            parts = ["HSS %s, %s: harmonia %s (geomean)" % (h, label, _num(e["harmonia"]))]
-            if "best_heuristic" in e:
-                parts.append("%+.1f%% vs the best non-learning policy (%s, %s)" % (
-                    100 * e["improvement_over_best_heuristic"], e["best_heuristic"], _num(e["best_heuristic_value"])))
-            if "improvement_over_sibyl" in e:
-                parts.append("%+.1f%% vs sibyl" % (100 * e["improvement_over_sibyl"]))
-            if e.get("oracle_gap_closed") is not None:
-                parts.append("closes %.0f%% of the gap to oracle (%s)" % (100 * e["oracle_gap_closed"],
-                                                                        _num(e["oracle"])))
-            elif "oracle" in e:
-                parts.append("oracle (%s) is no better: no gap to close" % _num(e["oracle"]))
-            lines.append(", ".join(parts))
+            lines.append(_standing_line(h, scope, e))
     if summary.get("beats_oracle"):
         lines.append("")
         lines.append("! faster than the oracle, which is then no bound there: " + "; ".join(
@@ -291,16 +231,66 @@ def format_table(summary):
     return "\n".join(lines)
 
 
-def _num(x):
-    """A normalized latency in at most 7 characters."""
-    return "%.2f" % x if x < 1000 else _short(x)
+def _standing_line(h, scope, e):
+    label = "all workloads" if scope == "all" else "workloads of %d+ requests" % LONG
+    parts = ["HSS %s, %s: harmonia %s (geomean)" % (h, label, num(e["harmonia"]))]
+    if "best_heuristic" in e:
+        parts.append("%+.1f%% vs the best non-learning policy (%s, %s)" % (
+            100 * e["improvement_over_best_heuristic"], e["best_heuristic"], num(e["best_heuristic_value"])))
+    if "improvement_over_sibyl" in e:
+        parts.append("%+.1f%% vs sibyl" % (100 * e["improvement_over_sibyl"]))
+    if e.get("oracle_gap_closed") is not None:
+        parts.append("closes %.0f%% of the gap to oracle (%s)" % (100 * e["oracle_gap_closed"], num(e["oracle"])))
+    elif "oracle" in e:
+        parts.append("oracle (%s) is no better: no gap to close" % num(e["oracle"]))
+    return ", ".join(parts)
 
 
-def _short(x):
-    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= div * 10:
-            return "%.0f%s" % (x / div, unit)
-    return "%.0f" % x if abs(x) >= 10 else "%.1f" % x
+def _preamble(summary):
+    lines = []
+    if summary.get("replay"):
+        bg = summary.get("background") or {}
+        lines.append("replay: %s; background I/O in idle time, backlog %s pages per device%s" % (
+            replay_label(summary["replay"]), bg.get("background_backlog", "?"),
+            ", %g MB/s cap" % bg["background_rate_mb_s"] if bg.get("background_rate_mb_s") else ""))
+    if summary.get("agents"):
+        lines.append("learning policies' agents: %s (hbl pretrain: trained on synthetic families that are not "
+                     "in the default suite)" % " and ".join(summary["agents"]))
+    return lines
+
+
+def _title(h):
+    return "HSS %s (%s)" % (h, "+".join(p.name for p in load_hss(h).devices)) if not h.endswith(".json") else \
+        "HSS " + h
+
+
+def format_text(summary):
+    """The first screen: per HSS a summary of a policy a line, then the per-workload tables, every
+    line within 100 columns (--wide: format_wide)."""
+    configs = tables.summarize(summary["results"], summary["workloads"], summary["hss"], summary["policies"])
+    lines = [x for text in _preamble(summary) for x in tables.wrap(text, "  ")]
+    for h, c in zip(summary["hss"], configs):
+        lines.append("")
+        lines += tables.format_summary(c, _title(h))
+        long = summary.get("harmonia_summary", {}).get(h, {}).get("long")
+        if long:
+            lines += tables.wrap(_standing_line(h, "long", long) + " (%s)" % ", ".join(long["workloads"]), "  ")
+    lines += [""] + tables.wrap(tables.SUMMARY_NOTE)
+    for h, c in zip(summary["hss"], configs):
+        lines.append("")
+        lines += tables.format_workloads(c, _title(h))
+    lines += [""] + tables.wrap(tables.WORKLOADS_NOTE + " * synthetic workload (the rest are real traces); + full "
+                                "capture of a real application (hbl workloads).")
+    if summary.get("beats_oracle"):
+        lines += tables.wrap("! faster than the oracle: " + "; ".join(
+            "%s on %s (%s, seed %d) %.3fx" % (b["policy"], b["workload"], b["hss"], b["seed"], b["latency_vs_oracle"])
+            for b in summary["beats_oracle"]), "  ")
+    if summary.get("bad_lines_skipped"):
+        lines += tables.wrap("--lenient skipped malformed lines: " + ", ".join(
+            "%s %d" % kv for kv in summary["bad_lines_skipped"].items()))
+    lines += tables.wrap("--wide: one table with p99 latency and migrations; --out FILE: every run as a table "
+                         "(hbl.results.load reads it into a data frame)")
+    return "\n".join(lines)
 
 
 def plot(summary, path):

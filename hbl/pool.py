@@ -1,21 +1,18 @@
-"""Independent simulations on a pool of forked processes, with one line of progress on stderr."""
+"""Independent simulations on a pool of forked processes, with their progress on stderr."""
 import multiprocessing
 import os
-import sys
-import time
+
+from hbl.progress import Progress
 
 
-def run_all(fn, items, jobs=None, progress=None):
+def run_all(fn, items, jobs=None, progress=None, what="simulate"):
     """fn over items in parallel (jobs processes, default the number of cores); results in the
-    order they finish.  progress(result) -> str, if given, labels the progress line after each."""
-    out, t0 = [], time.time()
+    order they finish.  progress(result) -> str, if given, labels the progress after each."""
+    out = []
     ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(max(1, min(jobs or os.cpu_count() or 1, len(items)))) as pool:
-        for k, r in enumerate(pool.imap_unordered(fn, items), 1):
+    with ctx.Pool(max(1, min(jobs or os.cpu_count() or 1, len(items)))) as pool, \
+            Progress(what, total=len(items), unit="runs", quiet=not progress) as bar:
+        for r in pool.imap_unordered(fn, items):
             out.append(r)
-            if progress:
-                print("\r[%s %d/%d] %5.0fs" % (progress(r), k, len(items), time.time() - t0),
-                      end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
+            bar.update(note=progress(r) if progress else None)
     return out

@@ -95,7 +95,7 @@ def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, par
     work = [(p, h, s, agent_file(p, h, s, out), traces, passes, params)
             for p in policies for h in hss_list for s in range(1, seeds + 1)]
     rows = run_all(_train, work, jobs, progress and (
-        lambda r: "pretrain %-24s %-5s seed %d" % (r["policy"], r["hss"], r["seed"])))
+        lambda r: "%s %s seed %d" % (r["policy"], r["hss"], r["seed"])), what="pretrain")
     return sorted(rows, key=lambda r: (r["policy"], r["hss"], r["seed"]))
 
 

@@ -13,7 +13,6 @@ a rerun after a crash or Ctrl-C computes only the cells the journal lacks. The t
 DIR/results.csv (always) and DIR/results.parquet (when pyarrow is installed) are rebuilt from
 the journal every few seconds and at the end.
 """
-import csv
 import dataclasses
 import functools
 import hashlib
@@ -26,16 +25,16 @@ import tempfile
 import time
 
 from hbl import __version__
+from hbl import results
 from hbl.compare import _materialize
 from hbl.errors import HblError
+from hbl.progress import Progress
+from hbl.results import JOURNAL, read_journal
 from hbl.sim import parse_params, policy_names
 
-JOURNAL = "cells.jsonl"
 MANIFEST = "sweep.json"
 CSV_TABLE = "results.csv"
 PARQUET_TABLE = "results.parquet"
-CELL_COLUMNS = ("key", "status", "error", "trace", "hss", "policy", "seed", "params", "options",
-                "wall_s", "worker")
 FLUSH_EVERY = 5.0   # seconds between rewrites of the tidy tables
 
 
@@ -225,113 +224,12 @@ def run_cell(cell, options, data, digest, footprint, version):
 
 # ---- results ----
 
-def _flatten(value, prefix, into):
-    """Nested dicts and lists as dotted columns: used_pages.0, agents.1.epsilon."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flatten(v, "%s.%s" % (prefix, k) if prefix else str(k), into)
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _flatten(v, "%s.%d" % (prefix, i), into)
-    else:
-        into[prefix] = value
-
-
-def tidy_row(record):
-    """One journal record as a flat row: the cell's inputs, then every metric of the result
-    (whatever simulate returns; the cell's own trace/params win over the result's)."""
-    row = {}
-    _flatten(record.get("result") or {}, "", row)
-    row.pop("trace", None)
-    for k in list(row):
-        if k.startswith("params."):
-            del row[k]
-    cell = {c: record.get(c) for c in CELL_COLUMNS}
-    cell["params"] = json.dumps(record.get("params") or {}, sort_keys=True)
-    cell["options"] = json.dumps(record.get("options") or {}, sort_keys=True, default=str)
-    for k, v in (record.get("params") or {}).items():
-        cell["param." + k] = v
-    return dict(cell, **row)
-
-
-def read_journal(out_dir):
-    """The latest record of every cell in DIR (a rerun of a failed cell supersedes it)."""
-    path = os.path.join(out_dir, JOURNAL)
-    records = {}
-    if not os.path.exists(path):
-        return records
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                if line.endswith("\n"):
-                    raise HblError("%s:%d: not a JSON record" % (path, lineno)) from None
-                break      # the last line, cut by a crash mid-write: that cell reruns
-            records[r["key"]] = r
-    return records
-
-
 def write_tables(out_dir, records):
-    """results.csv (always) and results.parquet (with pyarrow), atomically replaced."""
-    rows = [tidy_row(r) for r in records.values()]
-    columns = list(dict.fromkeys(c for row in rows for c in row))
-    tmp = os.path.join(out_dir, CSV_TABLE + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, columns)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, os.path.join(out_dir, CSV_TABLE))
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        return
-    cols = {}
-    for c in columns:
-        vals = [row.get(c) for row in rows]
-        kinds = {type(v) for v in vals if v is not None}
-        if kinds == {int, float}:
-            vals = [None if v is None else float(v) for v in vals]
-        elif len(kinds) > 1:
-            vals = [None if v is None else str(v) for v in vals]
-        cols[c] = vals
-    tmp = os.path.join(out_dir, PARQUET_TABLE + ".tmp")
-    pyarrow.parquet.write_table(pyarrow.table(cols), tmp)
-    os.replace(tmp, os.path.join(out_dir, PARQUET_TABLE))
-
-
-class _Progress:
-    """done/total, rate, ETA and failures on one stderr line, only on a terminal."""
-
-    def __init__(self, total, skipped):
-        self.total, self.done, self.failed = total, skipped, 0
-        self.skipped, self.t0, self.last = skipped, time.time(), 0.0
-        self.live = sys.stderr.isatty()
-
-    def step(self, failed):
-        self.done += 1
-        self.failed += failed
-        now = time.time()
-        if self.done == self.skipped + 1:   # the rate counts from the first result, after start-up
-            self.t0 = now
-        if not self.live or (now - self.last < 0.5 and self.done < self.total):
-            return
-        self.last = now
-        n = self.done - self.skipped - 1
-        rate = n / max(now - self.t0, 1e-9)
-        eta = _duration((self.total - self.done) / rate) if rate > 0 else "?"
-        print("\rsweep: %d/%d cells, %.1f cells/s, ETA %s, %d failed   " % (
-            self.done, self.total, rate, eta, self.failed), end="", file=sys.stderr, flush=True)
-
-    def close(self):
-        if self.live and self.last:
-            print(file=sys.stderr)
-
-
-def _duration(s):
-    s = int(s + 0.5)
-    return "%dh%02dm" % (s // 3600, s // 60 % 60) if s >= 3600 else "%dm%02ds" % (s // 60, s % 60)
+    """results.csv (always) and results.parquet (with pyarrow), each replaced atomically."""
+    rows = [results.tidy_row(r) for r in records.values()]
+    results.write(os.path.join(out_dir, CSV_TABLE), rows)
+    if results.parquet_available():
+        results.write(os.path.join(out_dir, PARQUET_TABLE), rows)
 
 
 def _client(distributed, workers, address):
@@ -414,11 +312,10 @@ class Session:
 def prepare(grid, options, progress=True):
     """The grid's traces read and converted once, and its cells with their keys."""
     traces = {}
-    for i, name in enumerate(grid.traces):
-        if progress and sys.stderr.isatty():
-            print("\rsweep: reading trace %d/%d %s   " % (i + 1, len(grid.traces), name), end="",
-                  file=sys.stderr, flush=True)
-        traces[name] = prepare_trace(name, grid)
+    with Progress("sweep: read", total=len(grid.traces), unit="traces", quiet=not progress) as bar:
+        for name in grid.traces:
+            traces[name] = prepare_trace(name, grid)
+            bar.update(note=name)
     cells = []
     for c in grid.cells():
         c["key"] = cell_key(c, traces[c["trace"]].digest, options)
@@ -436,18 +333,17 @@ def run(grid, out_dir, workers=None, address=None, progress=True):
             json.dump(dict(dataclasses.asdict(grid), hbl=__version__, cells=len(cells)), f, indent=1, default=str)
         todo = [c for c in cells if not session.done(c)]
         summary = dict(cells=len(cells), computed=0, skipped=len(cells) - len(todo), failed=0, out=out_dir)
-        bar = _Progress(len(cells), summary["skipped"]) if progress else None
+        bar = Progress("sweep", total=len(cells), unit="cells", initial=summary["skipped"], quiet=not progress)
         try:
             for rec in session.run(todo, traces, options):
                 summary["computed"] += 1
                 summary["failed"] += rec["status"] != "ok"
-                if bar:
-                    bar.step(rec["status"] != "ok")
+                bar.update(note="%d failed" % summary["failed"] if summary["failed"] else None)
         except KeyboardInterrupt:
-            print("\nsweep: interrupted after %d of %d cells; the same command resumes" % (
+            bar.close()
+            print("sweep: interrupted after %d of %d cells; the same command resumes" % (
                 summary["computed"], len(todo)), file=sys.stderr)
             raise
         finally:
-            if bar:
-                bar.close()
+            bar.close()
     return summary

@@ -12,7 +12,7 @@ seeded, so a rerun replays the same trials and computes only the cells that are 
 import json
 import os
 
-from hbl.compare import BASELINE
+from hbl.tables import BASELINE
 from hbl.errors import HblError
 from hbl.sim import parse_params
 from hbl.sweep import Grid, Session, cell_key, prepare

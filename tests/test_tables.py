@@ -1,0 +1,109 @@
+"""hbl.tables on runs made up by hand: the summary's figures, the oracle that is no bound, and text
+that stays within 100 columns however many policies and workloads there are."""
+import math
+import re
+
+import pytest
+
+from hbl import tables
+
+# average latency (us) per workload; Fast-Only is 10 everywhere
+LAT = {
+    "fast-only": {"a": [10], "b": [10], "c": [10]},
+    "oracle": {"a": [12], "b": [15], "c": [11]},
+    "lru": {"a": [20], "b": [30], "c": [12]},
+    "smq": {"a": [18], "b": [40], "c": [13]},
+    "harmonia": {"a": [16, 18], "b": [25, 29], "c": [14, 12]},
+}
+
+
+def runs(lat=LAT, hss="h"):
+    return [dict(hss=hss, workload=w, policy=p, seed=s, avg_latency_us=x)
+            for p, by_w in lat.items() for w, xs in by_w.items() for s, x in enumerate(xs, 1)]
+
+
+def geo(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def test_summary_figures():
+    (c,) = tables.summarize(runs())
+    rows = {r["variant"]: r for r in c["rows"]}
+    harmonia = [(16 + 18) / 20, (25 + 29) / 20, (14 + 12) / 20]
+    lru, smq = [2.0, 3.0, 1.2], [1.8, 4.0, 1.3]
+    assert rows["harmonia"]["geomean"] == pytest.approx(geo(harmonia))
+    assert c["best"] == "lru" and geo(lru) < geo(smq)        # oracle and harmonia are no heuristics
+    assert rows["harmonia"]["vs_best"] == pytest.approx(geo(harmonia) / geo(lru) - 1)
+    oracle = geo([1.2, 1.5, 1.1])
+    assert rows["harmonia"]["oracle_gap_closed"] == pytest.approx((geo(lru) - geo(harmonia)) / (geo(lru) - oracle))
+    assert rows["harmonia"]["oracle_bound"]
+    assert (rows["harmonia"]["wins"], rows["harmonia"]["losses"]) == (2, 1)      # a, b faster; c slower
+    assert (rows["smq"]["wins"], rows["smq"]["losses"]) == (1, 2)
+    assert "wins" not in rows["lru"]
+    assert rows["harmonia"]["seeds"] == 2
+    assert rows["harmonia"]["geomean_min"] == pytest.approx(geo([1.6, 2.5, 1.4]))     # seed 1
+    assert rows["harmonia"]["geomean_max"] == pytest.approx(geo([1.8, 2.9, 1.2]))     # seed 2
+    assert [r["variant"] for r in c["rows"]] == sorted(rows, key=lambda v: rows[v]["geomean"])
+    assert c["beats"] == []
+
+
+def test_an_oracle_beaten_is_no_bound_and_the_text_says_so():
+    lat = dict(LAT, harmonia={"a": [11, 18], "b": [25, 29], "c": [14, 12]})   # seed 1 beats the oracle on a
+    (c,) = tables.summarize(runs(lat))
+    assert [(b["workload"], b["variant"], b["seed"]) for b in c["beats"]] == [("a", "harmonia", 1)]
+    rows = {r["variant"]: r for r in c["rows"]}
+    assert not rows["harmonia"]["oracle_bound"] and rows["smq"]["oracle_bound"]
+    text = tables.format_summary(c, "HSS h")
+    line = next(x for x in text if x.startswith("harmonia"))
+    assert line.split()[-2] == "!"
+    assert re.search(r"\s-?\d+%\s", next(x for x in text if x.startswith("smq")))
+    table = "\n".join(tables.format_workloads(c, "HSS h"))
+    assert re.search(r"^a\s.*1\.45!", table, re.M)     # harmonia's mean on a, marked
+
+
+def test_no_oracle_no_gap_and_a_missing_baseline_is_named():
+    lat = {p: v for p, v in LAT.items() if p != "oracle"}
+    lat["lru"] = dict(lat["lru"], d=[5])                 # no Fast-Only run on d
+    (c,) = tables.summarize(runs(lat))
+    assert c["no_baseline"] == ["d"] and c["workloads"] == ["a", "b", "c"]
+    assert all("oracle_gap_closed" not in r for r in c["rows"])
+
+
+def test_many_long_policies_and_workloads_fit_100_columns():
+    names = ["fast-only", "slow-only", "oracle", "lru", "cde", "hps", "smq", "nhit", "seqcutoff", "sibyl",
+             "harmonia", "harmonia-placement-only", "archivist", "rnn-hss", "harmonia-migration-only"]
+    workloads = ["sysbench-mariadb+", "build-linux", "fio-zipf+*"] + ["w%d" % i for i in range(20)]
+    lat = {p: {w: [10 * (1 + i) + 100 * (w == "w3") + j] * (2 if p.startswith("harmonia") else 1)
+               for j, w in enumerate(workloads)} for i, p in enumerate(names)}
+    (c,) = tables.summarize(runs(lat, hss="cost"))
+    lines = tables.format_summary(c, "HSS cost (H+L)") + tables.format_workloads(c, "HSS cost (H+L)")
+    lines += tables.wrap(tables.SUMMARY_NOTE) + tables.wrap(tables.WORKLOADS_NOTE)
+    assert max(len(x) for x in lines) <= 100
+    table = tables.format_workloads(c, "HSS cost (H+L)")
+    blocks = "\n".join(table).split("\n\n")[1:]
+    assert len(blocks) >= 2
+    # every policy but Fast-Only is a column of one block (its name folded at hyphens), every
+    # workload a row of each, in the order of the summary
+    shown = []
+    for b in blocks:
+        lines = b.splitlines()
+        ends = [m.end() for m in re.finditer(r"\S+", lines[-1])][1:]    # the geomean row's cells
+        starts = [0] + ends[:-1]
+        for lo, hi in zip(starts, ends):
+            shown.append("".join("".join(x[lo:hi].split()) for x in lines[:-len(workloads) - 1]))
+        shown[-len(ends)] = shown[-len(ends)].replace("workload", "")
+    assert shown == [r["variant"] for r in c["rows"]][1:]
+    for b in blocks:
+        assert [x.split()[0] for x in b.splitlines()[-len(workloads) - 1:]] == sorted(workloads) + ["geomean"]
+
+
+def test_fold_cuts_after_hyphens_and_at_spaces():
+    assert tables._fold("harmonia-placement-only", 10) == ["harmonia-", "placement-", "only"]
+    assert tables._fold("harmonia-placement-only", 14) == ["harmonia-", "placement-only"]
+    assert tables._fold("smq promote=2", 9) == ["smq", "promote=2"]
+    assert tables._fold("lru", 9) == ["lru"]
+
+
+def test_labels_are_unique_in_order():
+    assert tables.labels(["synth:zipf:requests=10", "synth:zipf:requests=20", "bundled:hm_0"]) == {
+        "synth:zipf:requests=10": "zipf*", "synth:zipf:requests=20": "zipf*'", "bundled:hm_0": "hm_0"}
