@@ -109,6 +109,26 @@ double hbl_reference_latency(const struct hbl_sim *s)
     return d->read_latency_ns + s->cfg.page_size / d->read_bytes_per_ns;
 }
 
+/* How long a page stays on the fastest device unaccessed before the LRU order pushes it off:
+ * the age of its least recently used page (the characteristic time of Che's approximation).
+ * A move's effect lasts about that long, so it is the horizon of its credit (horizon 0). */
+static uint32_t characteristic_time(const struct hbl_sim *s)
+{
+    uint32_t tail = s->lru_tail[0];
+    uint64_t age = tail == HBL_NONE || s->pt.last[tail] == HBL_NEVER ? HBL_MAX_HORIZON : s->nreq - s->pt.last[tail];
+    uint32_t lo = s->cfg.migrate_every ? s->cfg.migrate_every : 1;
+    return age < lo ? lo : age > HBL_MAX_HORIZON ? HBL_MAX_HORIZON : (uint32_t)age;
+}
+
+/* Hindsight rewards are in this unit: the device time saved by one page read moved from the
+ * slowest device to the fastest. */
+static double hindsight_unit(const struct hbl_sim *s)
+{
+    double u = hbl_page_time(&s->cfg.dev[hbl_slowest(s)], 0, 1, s->cfg.page_size)
+             - hbl_page_time(&s->cfg.dev[0], 0, 1, s->cfg.page_size);
+    return u > 0 ? u : hbl_reference_latency(s);
+}
+
 /* ---- placement agent ---- */
 
 int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_params *p,
@@ -123,6 +143,14 @@ int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, 
         c.hidden[1] = (int32_t)hbl_param(p, "hidden2", own->hidden2);
         c.atoms = (int32_t)hbl_param(p, "atoms", own->atoms);
     }
+    pa->page_reward = (int)setting(p, S_reward, s);
+    if (pa->page_reward == 2) {
+        /* hindsight rewards are each action's own, over a horizon: a contextual bandit, nothing
+         * to bootstrap; they are differences, so they can be negative */
+        c.gamma = (float)hbl_param(p, "gamma", 0.0);
+        c.vmin = (float)hbl_param(p, "vmin", HBL_HINDSIGHT_VMIN);
+        c.vmax = (float)hbl_param(p, "vmax", HBL_HINDSIGHT_VMAX);
+    }
     pa->ag = hbl_agent_new(&c, err, errlen);
     if (!pa->ag) return -1;
     pa->nfeatures = nfeatures;
@@ -131,8 +159,19 @@ int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, 
     pa->lref = hbl_reference_latency(s);
     pa->evict_ns = own_setting(p, S_device_time, s, own ? &own->device_time : NULL) && s->cfg.ndev > 1
                  ? s->cfg.dev[1].write_latency_ns : 0;
-    pa->page_reward = (int)setting(p, S_reward, s);
     pa->resolve = -1;
+    if (pa->page_reward == 2) {
+        double h = setting(p, S_horizon, s);
+        if (h < 0 || h > HBL_MAX_HORIZON) { snprintf(err, errlen, "horizon must be 0..%d", HBL_MAX_HORIZON); return -1; }
+        pa->horizon = (uint32_t)h;
+        /* one decision a request at most; those beyond the queue's room are not credited */
+        if (hbl_evalq_init(&pa->evalq, 2 * HBL_MAX_HORIZON, nfeatures, 0)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        pa->unit = hindsight_unit(s);
+        return 0;
+    }
     double w = setting(p, S_window, s);
     if (pa->page_reward) {
         if (w < 1 || w > (1 << 24)) { snprintf(err, errlen, "window must be 1..%d", 1 << 24); return -1; }
@@ -149,6 +188,33 @@ void hbl_placement_agent_free(struct hbl_placement_agent *pa)
     pa->ag = NULL;
     free(pa->ring);
     pa->ring = NULL;
+    hbl_evalq_free(&pa->evalq);
+}
+
+/* Hindsight: every action of a decision whose horizon has passed, rewarded with the device
+ * time it saved against the default, in units of one read moved from the slowest device to
+ * the fastest, within the value head's support. */
+static void credit(struct hbl_agent *ag, struct hbl_features *feat, struct hbl_evalq *q, struct hbl_sim *s,
+                   double unit, const double *space, double *space_out)
+{
+    struct hbl_agent_config c;
+    hbl_agent_get_config(ag, &c);
+    const struct hbl_judged *e;
+    double bg = hbl_background_share(s);
+    while ((e = hbl_evalq_pop_due(q, s))) {
+        int d = e->from;
+        if (space_out && e->mark && d >= 0 && d < hbl_slowest(s)) {   /* a cold page of d: what staying saved */
+            uint64_t k = (uint64_t)++space_out[4 + d];
+            space_out[d] += (e->cost[d + 1] - e->cost[d] - space_out[d]) / (double)(k < 256 ? k : 256);
+        }
+        uint8_t next[HBL_NFEATURES];
+        hbl_features_encode(feat, s, 0, 1, e->slot, next);
+        for (int a = 0; a < s->cfg.ndev; a++) {
+            double r = hbl_evalq_benefit(s, e, a, space, bg) / unit;
+            r = r < c.vmin ? c.vmin : r > c.vmax ? c.vmax : r;
+            hbl_agent_remember(ag, e->s, a, (float)r, next);
+        }
+    }
 }
 
 /* reward=1: a new decision takes the oldest ring entry; if that one is still
@@ -177,6 +243,16 @@ void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s
     int write = r->op == HBL_OP_WRITE;
     uint8_t state[HBL_NFEATURES];
     hbl_features_encode(&pa->feat, s, write, (uint32_t)n, slots[0], state);
+    if (pa->page_reward == 2) {
+        credit(pa->ag, &pa->feat, &pa->evalq, s, pa->unit, pa->space, NULL);
+        if (!write && !pa->act_on_reads) return;
+        int a = hbl_agent_act(pa->ag, state);
+        hbl_agent_tick(pa->ag);
+        hbl_evalq_push(&pa->evalq, s, slots[0], state, write ? HBL_JUDGE_WRITE : HBL_JUDGE_READ, 0,
+                       pa->horizon ? pa->horizon : characteristic_time(s));
+        for (int i = 0; i < n; i++) targets[i] = (int8_t)a;
+        return;
+    }
     if (pa->page_reward) {   /* this access answers the page's previous decision */
         uint32_t d = s->pt.decision[slots[0]];
         pa->resolve = d && pa->ring[d - 1].live && pa->ring[d - 1].slot == slots[0] ? (int64_t)d - 1 : -1;
@@ -196,8 +272,10 @@ void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s
     for (int i = 0; i < n; i++) targets[i] = (int8_t)a;
 }
 
-void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim *s, double latency_ns)
+void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_request *r,
+                                 const uint32_t *slots, int n, double latency_ns)
 {
+    if (pa->page_reward == 2) { hbl_evalq_observe(&pa->evalq, s, slots, n, r->op == HBL_OP_WRITE); return; }
     /* the evictions this request's decision forced */
     double forced = (double)(s->st.fallback_evictions - pa->evictions_before);
     double pen = pa->penalty * forced;
@@ -208,8 +286,8 @@ void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim 
     if (pa->page_reward) {
         if (pa->resolve >= 0 && pa->ring[pa->resolve].live) {
             struct hbl_pdecision *e = &pa->ring[pa->resolve];
-            double r = speed - e->pen;
-            hbl_agent_remember(pa->ag, e->s, e->a, (float)(r > 0 ? r : 0), pa->next);
+            double v = speed - e->pen;
+            hbl_agent_remember(pa->ag, e->s, e->a, (float)(v > 0 ? v : 0), pa->next);
             e->live = 0;
         }
         pa->resolve = -1;
@@ -218,8 +296,8 @@ void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim 
         return;
     }
     if (pa->pending != -1) return;
-    double r = speed - pen;
-    pa->reward = (float)(r > 0 ? r : 0);
+    double v = speed - pen;
+    pa->reward = (float)(v > 0 ? v : 0);
     pa->pending = 1;
 }
 
@@ -245,6 +323,21 @@ int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, 
     ma->ag = hbl_agent_new(&c, err, errlen);
     if (!ma->ag) return -1;
     ma->lref = hbl_reference_latency(s);
+    if (ma->page_reward == 2) {
+        double h = setting(p, S_m_horizon, s);
+        if (h < 0 || h > HBL_MAX_HORIZON) {
+            snprintf(err, errlen, "m_horizon must be 0..%d", HBL_MAX_HORIZON);
+            return -1;
+        }
+        ma->horizon = (uint32_t)h;
+        /* every round's candidates stay queued for the horizon and one round more */
+        uint32_t rounds = HBL_EVAL_SPAN * (h ? (uint32_t)h : HBL_MAX_HORIZON) / (s->cfg.migrate_every ? s->cfg.migrate_every : 1) + 2;
+        if (hbl_evalq_init(&ma->evalq, (uint32_t)ma->candidates * rounds, HBL_F_QUEUE, 1)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        ma->unit = hindsight_unit(s);
+    }
     return 0;
 }
 
@@ -252,10 +345,12 @@ void hbl_migration_agent_free(struct hbl_migration_agent *ma)
 {
     hbl_agent_free(ma->ag);
     ma->ag = NULL;
+    hbl_evalq_free(&ma->evalq);
 }
 
 static void migration_reward(struct hbl_migration_agent *ma, struct hbl_sim *s)
 {
+    if (ma->page_reward == 2) { credit(ma->ag, &ma->feat, &ma->evalq, s, ma->unit, ma->space, ma->space); return; }
     if (!ma->collecting || (!ma->page_reward && !ma->lat_n)) return;
     double round_r = ma->lat_n ? ma->lat_n * ma->lref / (ma->lat_sum > 1 ? ma->lat_sum : 1) : 0;
     for (int i = 0; i < ma->npend; i++) {
@@ -273,7 +368,7 @@ static void migration_reward(struct hbl_migration_agent *ma, struct hbl_sim *s)
 }
 
 void hbl_migration_agent_observe(struct hbl_migration_agent *ma, struct hbl_sim *s,
-                                 const uint32_t *slots, int n, double latency_ns)
+                                 const uint32_t *slots, int n, int write, double latency_ns)
 {
     /* promotion candidates: pages just accessed that live below the fastest device */
     if (s->pt.dev[slots[0]] > 0) {
@@ -281,6 +376,7 @@ void hbl_migration_agent_observe(struct hbl_migration_agent *ma, struct hbl_sim 
         ma->rhead = (ma->rhead + 1) % 1024;
         if (ma->nrecent < 1024) ma->nrecent++;
     }
+    if (ma->page_reward == 2) { hbl_evalq_observe(&ma->evalq, s, slots, n, write); return; }
     if (!ma->collecting) return;
     if (ma->page_reward) {   /* credit each decided page with its own accesses */
         for (int i = 0; i < n; i++) {
@@ -314,6 +410,7 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
     }
     qsort(keyed, (size_t)nk, sizeof(uint64_t), hbl_cmp_u64_desc);
     for (int i = 0; i < nk && nc < half; i++) cand[nc++] = (uint32_t)keyed[i];
+    int nhot = nc;
     ma->nrecent = ma->rhead = 0;
     /* the coldest pages of the faster devices (least recently used first) */
     for (int d = 0; d < s->cfg.ndev - 1 && nc < ma->candidates; d++) {
@@ -325,6 +422,7 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
         }
     }
     int m = 0, limit = max < ma->max_moves ? max : ma->max_moves;
+    uint32_t horizon = ma->horizon ? ma->horizon : characteristic_time(s);
     ma->npend = 0;
     ma->round++;
     for (int i = 0; i < nc; i++) {
@@ -333,6 +431,11 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
         hbl_features_encode(&ma->feat, s, 0, 1, x, st);
         int a = hbl_agent_act(ma->ag, st);
         hbl_agent_tick(ma->ag);
+        if (ma->page_reward == 2) {   /* every candidate is judged, moved or not */
+            hbl_evalq_push(&ma->evalq, s, x, st, HBL_JUDGE_MOVE, i >= nhot, horizon);
+            if (a != pt->dev[x] && m < limit) { slots[m] = x; targets[m] = (int8_t)a; m++; }
+            continue;
+        }
         float pen = 0;
         if (a != pt->dev[x] && m < limit) {
             slots[m] = x; targets[m] = (int8_t)a; m++;

@@ -6,7 +6,13 @@
  */
 #ifndef HBL_RL_H
 #define HBL_RL_H
-#include "hbl_internal.h"
+#include "hindsight.h"
+
+#define HBL_MAX_HORIZON 32768   /* hindsight horizons (horizon, m_horizon), requests */
+/* The value support of a placement agent with hindsight rewards (reward=2), in units of one
+ * read moved from the slowest device to the fastest (ours: a write absorbed and 3 hits). */
+#define HBL_HINDSIGHT_VMIN -2.0
+#define HBL_HINDSIGHT_VMAX 4.0
 
 /* The 7-feature state of Harmonia (arXiv:2503.20507, its state table); Sibyl used the first six.
  * HBL_F_QUEUE is ours and opt-in (harmonia's queue_feature=1, an experiment: results/diagnosis/writeonly.txt):
@@ -86,8 +92,11 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
     X(place_reads, 1, 1, "Sibyl", "1: the placement agent decides reads too (moving the page); 0: writes only") \
     /* reward=1 did worse in the simulator (perf, 4 long workloads: 1.97-2.23 x Fast-Only against 1.88) */ \
     X(reward, 0, 1, "ours", "0: a placement is rewarded with its own request's latency; " \
-      "1: with its page's next access's, 0 if none within window") \
-    X(window, 4096, 4096, "ours", "reward=1: decisions waiting for their page's next access")
+      "1: with its page's next access's, 0 if none within window; 2: hindsight, every action credited " \
+      "with the device time it saved over horizon against the slowest device (writes) or staying (hindsight.h)") \
+    X(window, 4096, 4096, "ours", "reward=1: decisions waiting for their page's next access") \
+    X(horizon, 0, 0, "ours", "reward=2: requests after a decision over which it is credited; 0: the fastest " \
+      "device's characteristic time (the age of its least recently used page), at most 32768")
 
 /* Both m_reward forms taught the agent to move very little on our workloads (README). */
 #define HBL_MIGRATION_SETTINGS(X) \
@@ -98,8 +107,11 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
     X(m_pingpong, 100, 100, "ours", \
       "a move is charged this / (1 + requests since the page's last move): no ping-pong") \
     X(m_reward, 0, 0, "ours", "0: the round's reward (the paper's); 1: each page's own accesses until the " \
-      "next round, t_ref / their mean latency (an experiment)") \
-    X(m_move_cost, 0.05, 0.05, "ours", "m_reward=1: charged per move")
+      "next round, t_ref / their mean latency (an experiment); 2: hindsight, each candidate credited per " \
+      "action with the device time its accesses over m_horizon saved against staying (hindsight.h)") \
+    X(m_move_cost, 0.05, 0.05, "ours", "m_reward=1: charged per move") \
+    X(m_horizon, 0, 0, "ours", "m_reward=2: requests after a decision over which it is credited; 0: the " \
+      "fastest device's characteristic time (the age of its least recently used page), at most 32768")
 
 #define HBL_FEATURE_SETTINGS(X) \
     X(octave_interval, 3, 3, "ours", "bins per doubling of the access interval (63 bins reach 2^21 requests)") \
@@ -141,6 +153,12 @@ struct hbl_placement_agent {
     int64_t resolve;        /* ring entry answered by the current request, -1 if none */
     uint32_t decided;       /* ring entry of the current request's decision */
     uint8_t next[HBL_NFEATURES];
+    /* reward=2: decisions under evaluation; space: the value of a page of each device when full
+     * (the migration agent's estimate where there is one, else NULL) */
+    struct hbl_evalq evalq;
+    uint32_t horizon;
+    double unit;
+    const double *space;
 };
 
 /* A policy's own defaults for its placement agent, where they differ from the tables'
@@ -155,7 +173,8 @@ int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, 
 void hbl_placement_agent_free(struct hbl_placement_agent *pa);
 void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_request *r,
                                const uint32_t *slots, int n, int8_t *targets);
-void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim *s, double latency_ns);
+void hbl_placement_agent_observe(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_request *r,
+                                 const uint32_t *slots, int n, double latency_ns);
 
 #define HBL_MIG_MAX_CAND 256
 struct hbl_migration_agent {
@@ -172,13 +191,20 @@ struct hbl_migration_agent {
                              * 1: each page's own accesses until the next round (ours) */
     double move_cost;       /* page reward: subtracted for a move */
     uint64_t round;         /* tags pages of the current round in pt.aux64 */
+    /* m_reward=2: the candidates under evaluation, the device time of one page read
+     * moved from the slowest device to the fastest (a reward of 1), and the value of a
+     * page of each faster device when it is full: what its coldest pages, the ones a
+     * move onto it pushes off, saved by staying there (a running mean) */
+    struct hbl_evalq evalq;
+    uint32_t horizon;       /* 0: adaptive */
+    double unit, space[8];   /* [4 + d]: how many cold pages of d the mean of space[d] is over */
 };
 
 int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, const struct hbl_params *p,
                              char *err, int errlen);
 void hbl_migration_agent_free(struct hbl_migration_agent *ma);
 void hbl_migration_agent_observe(struct hbl_migration_agent *ma, struct hbl_sim *s,
-                                 const uint32_t *slots, int n, double latency_ns);
+                                 const uint32_t *slots, int n, int write, double latency_ns);
 int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *s, uint32_t *slots,
                                 int8_t *targets, int max);
 

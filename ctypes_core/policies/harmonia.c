@@ -70,6 +70,7 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
                                               err, errlen))
         goto fail;
     if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;
+    if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
     *out = st;
     return 0;
 fail:
@@ -108,8 +109,8 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
                     const uint32_t *slots, int n, double lat)
 {
     struct state *st = v;
-    if (st->use_placement) hbl_placement_agent_observe(&st->pa, s, lat);
-    if (st->use_migration) hbl_migration_agent_observe(&st->ma, s, slots, n, lat);
+    if (st->use_placement) hbl_placement_agent_observe(&st->pa, s, r, slots, n, lat);
+    if (st->use_migration) hbl_migration_agent_observe(&st->ma, s, slots, n, r->op == HBL_OP_WRITE, lat);
 }
 
 static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max)

@@ -33,7 +33,7 @@ static void place(void *st, struct hbl_sim *s, const struct hbl_request *r,
 static void observe(void *st, struct hbl_sim *s, const struct hbl_request *r,
                     const uint32_t *slots, int n, double lat)
 {
-    hbl_placement_agent_observe(st, s, lat);
+    hbl_placement_agent_observe(st, s, r, slots, n, lat);
 }
 
 static int agents(void *st, struct hbl_agent **out)

@@ -1,0 +1,76 @@
+/*
+ * Hindsight credit: an evaluation queue of decisions on pages (after Pythia,
+ * Bera et al., MICRO'21), each credited when its horizon has passed with the
+ * device time every alternative would have cost, from the page's own accesses
+ * in that horizon.
+ *
+ * In closed-loop replay the requests a page receives do not depend on where it
+ * is, so once a decision's horizon is over the cost of every action is known,
+ * not only the taken one's: a decision is credited with a difference reward
+ * (Wolpert and Tumer) per action, against a default action (leave the page
+ * where it is; for a write, put it on the slowest device).  Nothing here knows
+ * what an agent is; the agents (rl.c) turn the benefits into transitions.
+ */
+#ifndef HBL_HINDSIGHT_H
+#define HBL_HINDSIGHT_H
+#include "hbl_internal.h"
+
+/* What acting on a decision costs besides the page's accesses. */
+enum hbl_judged_kind {
+    HBL_JUDGE_MOVE,     /* a migration: the page is read from its device and written to the new one */
+    HBL_JUDGE_READ,     /* a read that may move its page: the data is at hand, only the write is paid */
+    HBL_JUDGE_WRITE,    /* a write's placement: no copy; the default is the slowest device */
+};
+
+struct hbl_judged {
+    uint32_t slot;
+    int8_t from;              /* the page's device when decided (the default action) */
+    uint8_t kind;             /* enum hbl_judged_kind */
+    uint8_t full;             /* bit d: device d was full when decided (7/8 or more used) */
+    uint8_t live;
+    uint8_t mark;             /* the queue's user's: what kind of candidate it was */
+    uint8_t skip;             /* accesses not to count: the deciding read itself */
+    uint8_t s[16];            /* the state the decision was taken in */
+    uint64_t due;             /* request index at which the horizon ends */
+    uint64_t queued_due;      /* due when the entry took its place in the FIFO */
+    uint64_t last_due;        /* the latest the horizon may end */
+    uint32_t horizon;
+    double cost[4];           /* device time of the page's accesses in the horizon, had it been on device d */
+    uint32_t accesses;
+};
+
+#define HBL_EVAL_SPAN 4
+
+struct hbl_evalq {
+    struct hbl_judged *e;
+    uint32_t cap, head, n;    /* a FIFO: decisions leave in the order they were taken */
+    uint8_t nstate;
+    uint8_t tag64;            /* the page table field that tags a page under evaluation: aux64, or decision */
+};
+
+int hbl_evalq_init(struct hbl_evalq *q, uint32_t cap, int nstate, int tag64);
+void hbl_evalq_free(struct hbl_evalq *q);
+/* A decision on page `slot` taken in `state`, credited with the page's accesses for as long as
+ * a page that had moved would stay: until `horizon` requests pass without an access (LRU
+ * residency; the first access of an HBL_JUDGE_READ, the deciding read, not counted), at most
+ * HBL_EVAL_SPAN horizons; `mark` is the caller's.  A page already under evaluation is not queued again (its first decision keeps
+ * its accesses); nor is one when the queue is full. */
+void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const uint8_t *state,
+                    enum hbl_judged_kind kind, int mark, uint32_t horizon);
+/* A request served: credit the decisions on its pages with what it costs on each device. */
+void hbl_evalq_observe(struct hbl_evalq *q, struct hbl_sim *s, const uint32_t *slots, int n, int write);
+/* The oldest decision whose horizon has passed, or NULL; valid until the next call. */
+const struct hbl_judged *hbl_evalq_pop_due(struct hbl_evalq *q, struct hbl_sim *s);
+/* Device time taking action `to` saved over the default's, in the horizon (negative: it cost
+ * more), what acting costs included: a copy's device time times `bg`, the foreground time one
+ * unit of background work takes; space[d] is the value of one page of device d when it is
+ * full (NULL: none), and a page pushed off a full device is also copied down. */
+double hbl_evalq_benefit(const struct hbl_sim *s, const struct hbl_judged *e, int to, const double *space,
+                         double bg);
+/* The foreground time one unit of background device time has cost so far: the time requests
+ * waited behind background I/O or for evictions made synchronous, over the background busy time. */
+double hbl_background_share(const struct hbl_sim *s);
+/* Device time of one page of an n-page request on device p (reads or writes). */
+double hbl_page_time(const struct hbl_device_params *p, int write, int n, uint32_t page_size);
+
+#endif
