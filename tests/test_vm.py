@@ -32,7 +32,7 @@ if WHY:
 @pytest.mark.skipif(WHY is not None, reason=WHY or "")
 def test_guest_device_mapper_suite():
     # the simulator check needs its own testbed (a large scratch disk) and 7 minutes: scripts/simcheck.py
-    # (11 minutes on an idle 2-core host, 15-25 on a loaded one: the timeouts are for a stuck guest)
+    # (11 minutes on an idle 2-core host, 31 beside a CPU hog at load 5-10: the timeouts are for a stuck guest)
     p = subprocess.run([sys.executable, "-m", "hbl.cli", "vm", "test", "--timeout", str(3 * DEADLINE), "--",
                         "-v", "-k", "not simcheck"],
                        cwd=ROOT, capture_output=True, text=True, timeout=3 * DEADLINE + 300)
