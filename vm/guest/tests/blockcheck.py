@@ -13,13 +13,16 @@ version or a later one (a write in flight at a crash may or may not have
 landed).  Exit status 0 when everything checks; the report is one JSON line.
 With --threads T, T writers run at once (T writes in flight on a slow device),
 thread i on the blocks b with b % T == i, so that each block's versions are
-still written one after the other.
+still written one after the other.  `run` stops at --seconds or at SIGTERM,
+whichever comes first (a test that waits for events gives a long --seconds as
+its deadline and ends the run when it has them), and reports either way.
 """
 import argparse
 import json
 import mmap
 import os
 import random
+import signal
 import struct
 import sys
 import threading
@@ -99,13 +102,15 @@ def cmd_run(a):
     errors = []
     failed = []
     T = max(1, a.threads)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
     def worker(i):
         dev = Dev(a.device, a.offset)
         rng = random.Random(a.seed if T == 1 else a.seed * 1000 + i)
         seq = seq0 + i                      # thread i's sequence numbers: seq0 + i + k*T, increasing
         writes = reads = bad = 0
-        while time.time() - t0 < a.seconds:
+        while time.time() - t0 < a.seconds and not stop.is_set():
             b = skewed(rng, a.blocks)
             if T > 1:
                 b = b - b % T + i
@@ -146,7 +151,8 @@ def cmd_run(a):
         for t in threads:
             t.join()
     log.close()
-    print(json.dumps(dict(totals, errors=(failed + errors)[:10], seconds=time.time() - t0)))
+    print(json.dumps(dict(totals, errors=(failed + errors)[:10], seconds=time.time() - t0,
+                          stopped=stop.is_set())))
     return 1 if totals["bad_reads"] or failed else 0
 
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import FAST, SLOW
+from conftest import FAST, SLOW, wait_for
 from dmsetup import Linear, Table, device
 from test_dm import EXT, MIB, write_random, read_digests
 
@@ -22,13 +22,26 @@ def test_dm_device_and_members_with_remaps(ioctl_dm, fast):
             time.sleep(0.3)
             write_random(d.path, 0, 8 * MIB, seed=11)      # 8 x 1 MiB: 4 land on NVMe, 4 on the HDD
             read_digests(d.path, 0, 8 * MIB)
-            time.sleep(0.5)
-            got = record.concat([cap.poll(200) for _ in range(10)])
+            dm_dev, _, _ = capture.resolve_device(d.path)
+            fast_dev, _, _ = capture.resolve_device(FAST)
+            slow_dev, _, _ = capture.resolve_device(SLOW)
+            # every request completed before its call returned, so its record is in the ring
+            # buffer or on its way: read until the 16 logical requests and 8 MiB written to the
+            # members are in (a busy host's reader is late, not short), then a last look
+            parts = []
+
+            def seen():
+                parts.append(cap.poll(200))
+                got = record.concat(parts)
+                member_writes = got[(got["device"] != dm_dev) & (got["op"] == record.WRITE)]
+                return {"logical": int((got["device"] == dm_dev).sum()),
+                        "member MiB written": int(member_writes["length"].sum()) // MIB}
+            wait_for("16 logical requests and 8 MiB written to the members", seen,
+                     lambda n: n["logical"] >= 16 and n["member MiB written"] >= 8, 120, every=0)
+            parts.append(cap.poll(200))
+            got = record.concat(parts)
             remaps = cap.remaps()
             st = cap.stats()
-        dm_dev, _, _ = capture.resolve_device(d.path)
-        fast_dev, _, _ = capture.resolve_device(FAST)
-        slow_dev, _, _ = capture.resolve_device(SLOW)
     logical = got[got["device"] == dm_dev]
     # the dm device: logical offsets, as the application issued them, no latency
     for op in (record.WRITE, record.READ):   # 8 writes then 8 reads of 1 MiB, as issued

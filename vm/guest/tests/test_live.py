@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import FAST, SLOW
+from conftest import FAST, SLOW, wait_for, wait_for_counts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HBL = [sys.executable, "-m", "hbl.cli"]
@@ -23,6 +23,9 @@ STATE = "/run/hbl-test"
 MIB = 1 << 20
 REGION = 600 * MIB            # the workload's region starts on the HDD part of the logical space
 BLOCKS = 65536                # 256 MiB of 4 KiB blocks
+# how long a test waits for the events it needs (batches, migrations, a crash point) before it
+# fails: a stuck run, not a slow one (a loaded 2-core host takes a few times the unloaded time)
+DEADLINE = 600
 
 pytest.importorskip("hbl.capture")
 
@@ -37,6 +40,39 @@ def hbl(*args, env=None, check=True, timeout=300):
 
 def status(name):
     return json.loads(hbl("status", name, "--json").stdout)
+
+
+def live_status(name):
+    """What `hbl status NAME --json` prints, read in this process: polling it every second
+    starts no interpreter in the guest, whose CPUs the controller and the workload need."""
+    from hbl.live.cli import status_of
+    from hbl.live.controller import Paths
+    return status_of(Paths(name, STATE), name)
+
+
+def running(proc, what):
+    """Fails at once if the background workload ended before the test had its events."""
+    if proc.poll() is not None:
+        out, err = proc.communicate()
+        raise AssertionError("%s ended (status %d) before the test had the events it waits for: %s %s" % (
+            what, proc.returncode, out[-2000:], err[-2000:]))
+
+
+def stop(writer):
+    """Ends a background blockcheck run (on SIGTERM it stops and reports); its status and report."""
+    if writer.poll() is None:
+        writer.send_signal(signal.SIGTERM)
+    out, err = writer.communicate(timeout=300)
+    return writer.returncode, out, err
+
+
+def acknowledged(log):
+    """Writes acknowledged so far, by the blockcheck log (a line each)."""
+    try:
+        with open(log) as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return 0
 
 
 def heads():
@@ -60,10 +96,24 @@ def wipe():
     shutil.rmtree(STATE, ignore_errors=True)
 
 
+WRITERS = []      # background workloads, ended by the fixture if a test fails while they run
+
+
+def start_background(cmd):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    WRITERS.append(p)
+    return p
+
+
 @pytest.fixture
 def fresh():
     wipe()
     yield
+    while WRITERS:
+        p = WRITERS.pop()
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
     for name in ("h0", "h1", "h2"):
         if os.path.exists(os.path.join(STATE, name, "meta")):
             hbl("down", name, check=False)
@@ -79,10 +129,12 @@ CRASH_BLOCKS = 180_000        # 700 MiB from offset 0: more than the NVMe holds,
 
 
 def blockcheck(action, log, seconds=10, seed=1, background=False):
+    """A blockcheck run or verify over /dev/mapper/h1; in the background, seconds is the
+    writer's deadline and the test stops it when it has what it waits for."""
     cmd = [sys.executable, os.path.join(HERE, "blockcheck.py"), action, "/dev/mapper/h1", log,
            "--blocks", str(CRASH_BLOCKS), "--offset", "0", "--seconds", str(seconds), "--seed", str(seed)]
     if background:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return start_background(cmd)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     return r.returncode, r.stdout + r.stderr
 
@@ -148,14 +200,35 @@ def test_fio_verify_while_agents_migrate(fresh):
     hbl("up", "h0", "--dev", FAST, "--dev", SLOW)          # harmonia
     st0 = status("h0")
     assert st0["state"] == "running" and st0["policy"] == "harmonia"
-    seconds = int(os.environ.get("HBL_LIVE_SECONDS", "75"))
-    r = subprocess.run(["fio", "--name=zipf", "--filename=/dev/mapper/h0", "--direct=1", "--ioengine=libaio",
-                        "--iodepth=4", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--offset=%d" % REGION,
-                        "--size=%d" % (BLOCKS * 4096), "--random_distribution=zipf:1.2", "--verify=crc32c",
-                        "--verify_backlog=256", "--verify_fatal=1", "--time_based", "--runtime=%d" % seconds,
-                        "--output-format=json"], capture_output=True, text=True, timeout=seconds + 300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    job = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
+    # fio verifies until the run has what the assertions below are about (migrations, a trained
+    # agent, the copy throttle's idle level, four timeline windows and the hot extents on the
+    # NVMe), then it is stopped; its runtime is only the deadline
+    fio = subprocess.Popen(["fio", "--name=zipf", "--filename=/dev/mapper/h0", "--direct=1", "--ioengine=libaio",
+                            "--iodepth=4", "--rw=randrw", "--rwmixread=70", "--bs=4k", "--offset=%d" % REGION,
+                            "--size=%d" % (BLOCKS * 4096), "--random_distribution=zipf:1.2", "--verify=crc32c",
+                            "--verify_backlog=256", "--verify_fatal=1", "--time_based", "--runtime=%d" % DEADLINE,
+                            "--output-format=json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    try:
+        def progress():
+            running(fio, "fio")
+            st = live_status("h0")
+            hits = window_hits(st)
+            return {"batches": st["batches"], "promotions": st["promotions"],
+                    "train_steps": st["agents"][0]["train_steps"],
+                    "idle level measured": int(bool(st["copy_idle_read_latency_us"])),
+                    "timeline windows": len(hits),
+                    "hit ratio rise (%)": int(100 * (max(hits[-3:]) - hits[0])) if hits else 0}
+        got = wait_for_counts({"batches": 1, "promotions": 1, "train_steps": 1, "idle level measured": 1,
+                               "timeline windows": 4, "hit ratio rise (%)": 21}, progress, DEADLINE, every=2)
+    finally:
+        stopped = fio.poll() is None
+        if stopped:
+            fio.send_signal(signal.SIGTERM)
+        out, err = fio.communicate(timeout=300)
+    print("fio ran %.0f s: %s" % (time.time() - t0, got))
+    assert fio.returncode == (128 if stopped else 0), err[-2000:]        # (128: fio's status when signalled)
+    job = json.loads(out[out.index("{"):])["jobs"][0]
     assert job["error"] == 0
     time.sleep(2)
     st = status("h0")
@@ -177,7 +250,7 @@ def test_fio_verify_while_agents_migrate(fresh):
     assert 0 < st["decision_to_batch_ms"]["p50"] < st["decision_to_remap_ms"]["p50"]
     assert st["copy_depth"] == 2            # the default, through the daemon's command line
     assert "request seen -> remap done" in text
-    hits = [w["fast_hit_ratio"] for w in st["timeline"] if w["fast_hit_ratio"] is not None and w["requests"] > 50]
+    hits = window_hits(st)
     assert len(hits) >= 4
     assert max(hits[-3:]) > hits[0] + 0.2, hits          # the hot extents came to the NVMe
     # down and up: same mapping, the data still verifies
@@ -190,13 +263,36 @@ def test_fio_verify_while_agents_migrate(fresh):
     assert "hbl top h0" in top and "latest decisions" in top
 
 
+def window_hits(st):
+    """The fast-device hit ratio of each timeline window (5 s) with enough requests to tell."""
+    return [w["fast_hit_ratio"] for w in st["timeline"] if w["fast_hit_ratio"] is not None and w["requests"] > 50]
+
+
 # ---- crashes ----
 
-def wait_dead(name, timeout=120):
-    t = time.time()
-    while controller_alive(name) and time.time() - t < timeout:
-        time.sleep(0.2)
-    return not controller_alive(name)
+def wait_dead(name, writer, what):
+    """Until the controller is gone, the writer still writing (its I/O drives the batches that
+    reach a crash point)."""
+    wait_for(what, lambda: (running(writer, "the writer"), controller_alive(name))[1], lambda alive: not alive,
+             DEADLINE, every=0.2)
+
+
+AFTER_UP = 100        # writes acknowledged through the re-assembled device before the writer stops
+
+
+def write_on_after_up(name, writer, log):
+    """`hbl up` again, then the writer goes on until AFTER_UP more writes were acknowledged (the
+    held I/O resumed and new I/O flows), and stops; its status and report."""
+    before = acknowledged(log)
+    t0 = time.time()
+    hbl("up", name)                                    # re-assembles: reload + resume the held I/O
+    t1 = time.time()
+    wait_for_counts({"writes acknowledged after the up": AFTER_UP},
+                    lambda: (running(writer, "the writer"),
+                             {"writes acknowledged after the up": acknowledged(log) - before})[1],
+                    DEADLINE, every=0.5)
+    print("  up in %.1f s, %d writes after it in %.1f s" % (t1 - t0, AFTER_UP, time.time() - t1), flush=True)
+    return stop(writer)
 
 
 def test_crash_at_every_protocol_step_and_at_random(fresh):
@@ -212,11 +308,12 @@ def test_crash_at_every_protocol_step_and_at_random(fresh):
         print("crash point %s" % point, flush=True)
         hbl("down", "h1")
         hbl("up", "h1", "--interval", "0.3", env={"HBL_CRASH_AT": point})
-        writer = blockcheck("run", log, seconds=10, seed=200 + i, background=True)
-        assert wait_dead("h1"), "the controller did not reach crash point %s" % point
-        hbl("up", "h1")                                    # re-assembles: reload + resume the held I/O
-        out, err = writer.communicate(timeout=300)
-        assert writer.returncode == 0, "%s: %s %s" % (point, out, err)
+        writer = blockcheck("run", log, seconds=2 * DEADLINE, seed=200 + i, background=True)
+        t0 = time.time()
+        wait_dead("h1", writer, "the controller to reach crash point %s and die" % point)
+        print("  the controller died %.1f s after the writer started" % (time.time() - t0), flush=True)
+        rc, out, err = write_on_after_up("h1", writer, log)
+        assert rc == 0, "%s: %s %s" % (point, out, err)
         rc, vout = blockcheck("verify", log)
         assert rc == 0, "after a crash at %s: %s" % (point, vout)
         logtext = open(os.path.join(STATE, "h1", "controller.log")).read()
@@ -225,13 +322,13 @@ def test_crash_at_every_protocol_step_and_at_random(fresh):
     rng = random.Random(7)
     for k in range(3):
         pid = status("h1")["pid"]
-        writer = blockcheck("run", log, seconds=8, seed=300 + k, background=True)
+        writer = blockcheck("run", log, seconds=2 * DEADLINE, seed=300 + k, background=True)
         time.sleep(rng.uniform(1.0, 6.0))
+        running(writer, "the writer")                    # the kill comes while it writes
         os.kill(pid, signal.SIGKILL)
-        assert wait_dead("h1")
-        hbl("up", "h1")
-        out, err = writer.communicate(timeout=300)
-        assert writer.returncode == 0, out + err
+        wait_dead("h1", writer, "the controller to die of SIGKILL")
+        rc, out, err = write_on_after_up("h1", writer, log)
+        assert rc == 0, out + err
         rc, vout = blockcheck("verify", log)
         assert rc == 0, "after a random kill: %s" % vout
         report.append({"point": "random", "writer": json.loads(out), "verify": json.loads(vout)})
@@ -259,18 +356,17 @@ def test_a_member_that_fails_mid_run_is_isolated(fresh):
     log = "/run/hbl-test-fault.log"
     try:
         hbl("up", "h1", "--dev", FAST, "--dev", member.path, "--policy", "lru", "--interval", "0.3")
-        writer = blockcheck("run", log, seconds=30, seed=500, background=True)
-        deadline = time.time() + 120
-        while status("h1")["promotions"] < 4 and time.time() < deadline:
-            time.sleep(1)
-        assert status("h1")["promotions"] >= 4, "no migrations before the fault"
+        writer = blockcheck("run", log, seconds=2 * DEADLINE, seed=500, background=True)
+        wait_for_counts({"promotions before the fault": 4},
+                        lambda: (running(writer, "the writer"),
+                                 {"promotions before the fault": live_status("h1")["promotions"]})[1], DEADLINE)
         member.load(Table([Error(size // 512)]))          # the member fails: every I/O to it errs
         member.resume()
-        deadline = time.time() + 120
-        while not status("h1").get("degraded") and time.time() < deadline:
-            time.sleep(1)
+        # (the writer ends at its first write to the failed member, an I/O error; its report is not the point)
+        wait_for("the controller to mark %s failed" % member.path, lambda: live_status("h1").get("degraded"),
+                 bool, DEADLINE)
         st = status("h1")
-        writer.communicate(timeout=300)
+        stop(writer)
         assert st["degraded"] and member.path in st["degraded"], st.get("degraded")
         assert "DEGRADED: %s failed" % member.path in hbl("status", "h1").stdout
         moves = st["promotions"] + st["evictions"]
@@ -305,8 +401,10 @@ def test_no_acknowledged_write_lost_while_member_writes_are_slow(fresh):
     """The HDD member is a dm-delay that holds every write 300 ms, so that writes issued
     through the live view are still in flight while a batch copies, holds and drains;
     16 writers (16 writes in flight) on 6 extents that the controller moves to the other
-    member in every batch (HBL_TEST_FLIP), back and forth, batch after batch.  Every
-    acknowledged write must read back, during the run and after it."""
+    member in every batch (HBL_TEST_FLIP), back and forth, batch after batch, until the run
+    made the races it is after (8 batches, every extent moved 4 times each way, 300 slow
+    writes acknowledged; as long as that takes).  Every acknowledged write must read back,
+    during the run and after it."""
     from dmsetup import Delay, Device, Table, backend
     from hbl.live.meta import Meta
     dm = backend()
@@ -323,23 +421,33 @@ def test_no_acknowledged_write_lost_while_member_writes_are_slow(fresh):
             "--copy-rate", "256M", env={"HBL_TEST_FLIP": ",".join(map(str, FLIP))})
         assert Meta.load(os.path.join(STATE, "h1", "meta")).extent_bytes == MIB     # (FLIP counts in MiB)
         cmd = [sys.executable, os.path.join(HERE, "blockcheck.py"), "run", "/dev/mapper/h1", log,
-               "--blocks", str(len(FLIP) * 256), "--offset", str(FLIP[0] * MIB), "--seconds", "40",
+               "--blocks", str(len(FLIP) * 256), "--offset", str(FLIP[0] * MIB), "--seconds", str(2 * DEADLINE),
                "--threads", "16", "--write-fraction", "0.8", "--seed", "700"]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        run = json.loads(r.stdout)
-        assert r.returncode == 0, "reads during the run: %s %s" % (r.stdout, r.stderr[-2000:])
+        writer = start_background(cmd)
+        # the test is only as good as the races it made: many batches moved the extents,
+        # while hundreds of slow writes were acknowledged
+        need = {"batches": 8, "promotions": 4 * len(FLIP), "evictions": 4 * len(FLIP), "writes": 300}
+
+        def progress():
+            running(writer, "the writer")
+            st = live_status("h1")
+            return dict({k: st[k] for k in ("batches", "promotions", "evictions")}, writes=acknowledged(log))
+        t0 = time.time()
+        got = wait_for_counts(need, progress, DEADLINE)
+        rc, out, err = stop(writer)
+        run = json.loads(out)
+        assert rc == 0, "reads during the run: %s %s" % (out, err[-2000:])
         st = status("h1")
         rc, vout = blockcheck_at(log, FLIP[0] * MIB, len(FLIP) * 256)
         assert rc == 0, "after the run: %s" % vout
-        print(json.dumps({"writer": run, "verify": json.loads(vout), "batches": st["batches"],
+        print(json.dumps({"seconds": round(time.time() - t0), "at the stop": got, "writer": run,
+                          "verify": json.loads(vout),
+                          "batches": st["batches"],
                           "promotions": st["promotions"], "evictions": st["evictions"],
                           "recopied_bytes": st["recopied_bytes"], "rollbacks": st["rollbacks"],
                           "copy_rate_limit": st["copy_rate_limit_bytes_s"], "steps_p50": st["batch_steps_ms_p50"]}))
-        # the test is only as good as the races it made: many batches moved the extents,
-        # while hundreds of slow writes were acknowledged
-        assert st["rollbacks"] == 0 and st["batches"] >= 8
-        assert st["promotions"] >= 4 * len(FLIP) and st["evictions"] >= 4 * len(FLIP)
-        assert run["writes"] >= 300
+        assert st["rollbacks"] == 0
+        assert all(st[k] >= v for k, v in need.items() if k != "writes") and run["writes"] >= need["writes"], st
         # and down + up: the persisted mapping holds them too
         hbl("down", "h1")
         hbl("up", "h1")
