@@ -425,7 +425,7 @@ def test_up_without_devices_needs_metadata_and_no_creation_flags(tmp_path):
 
 
 def test_controller_pid_is_none_without_a_running_controller(tmp_path, monkeypatch):
-    from hbl.live.controller import Paths, controller_pid
+    from hbl.live.paths import Paths, controller_pid
     monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
     p = Paths("x", str(tmp_path))
     assert controller_pid(p) is None
@@ -435,7 +435,7 @@ def test_controller_pid_is_none_without_a_running_controller(tmp_path, monkeypat
 
 
 def test_state_directory_that_cannot_be_made_is_one_line(tmp_path, monkeypatch):
-    from hbl.live.controller import Paths
+    from hbl.live.paths import Paths
     monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
     ro = tmp_path / "ro"
     ro.write_text("a file, not a directory")

@@ -98,7 +98,7 @@ def _root(what):
 
 
 def _paths(a):
-    from hbl.live.controller import Paths
+    from hbl.live.paths import Paths
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", a.name):
         raise HblError("%r is not a usable device name (letters, digits, _ . + -; at most 64)" % a.name)
     return Paths(a.name, a.state_dir)
@@ -115,7 +115,7 @@ def _load_meta(paths, name):
 def create(a, paths):
     """Check the devices, write the superblocks and the first metadata."""
     from hbl.live import layout, meta as metamod, safety
-    from hbl.live.controller import preflight
+    from hbl.live.host import preflight
     from hbl.live.engine import Engine
     from hbl.sim import parse_params, policy_names
     if os.path.exists(paths.meta):
@@ -148,7 +148,8 @@ def create(a, paths):
 
 
 def cmd_up(a):
-    from hbl.live.controller import Controller, controller_pid
+    from hbl.live.controller import Controller
+    from hbl.live.paths import controller_pid
     from hbl.sim import parse_params
     from hbl.live import layout
     copy_limit = layout.parse_size(a.copy_limit) if a.copy_limit else None     # before anything is written
@@ -231,7 +232,7 @@ def _read_status(paths):
 
 def cmd_down(a):
     from dmsetup import backend
-    from hbl.live.controller import controller_pid
+    from hbl.live.paths import controller_pid
     from hbl.live.safety import mounts_of
     _root("hbl down")
     paths = _paths(a)
@@ -265,7 +266,7 @@ def cmd_down(a):
     # The controller died and left the device, perhaps suspended or with a table
     # the metadata does not describe yet: make the metadata's table live first
     # (as hbl up would), so that nothing written before the removal is misplaced.
-    from hbl.live.controller import assemble, check_members
+    from hbl.live.host import assemble, check_members
     check_members(m)
     assemble(m, dm).remove()
     print("hbl: %s had no controller (it died?); its table was rebuilt from the metadata (generation %d) "
@@ -282,7 +283,7 @@ def _offline_status(paths, m):
 
 
 def status_of(paths, name):
-    from hbl.live.controller import controller_pid
+    from hbl.live.paths import controller_pid
     m = _load_meta(paths, name)
     pid = controller_pid(paths)
     st = _read_status(paths) if pid else None

@@ -28,13 +28,13 @@ from hbl import record
 from hbl.errors import HblError
 from hbl.live import layout
 from hbl.live.copier import Copier, MemberError, Throttle
-from hbl.live.meta import Meta, parse_superblock, read_head
-from hbl.live.stack import HOLD, Stack
+from hbl.live.host import assemble, check_members, preflight
+from hbl.live.meta import Meta
+from hbl.live.paths import write_json_atomic
+from hbl.live.stack import HOLD
 
 CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "after_meta", "after_release",
                 "after_switch", "after_reload")
-STATE_DIR = "/var/lib/hbl"
-RUN_DIR = "/run/hbl"
 PROBE_S = 2.0          # seconds between health reads of the members
 COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwhile, before the hold
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
@@ -48,97 +48,6 @@ OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at mo
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
 IN_FLIGHT_S = 1.0      # a request to a moving extent this old with no completion seen is taken as completed
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
-
-
-# ---- where a device's files live ----
-
-class Paths:
-    """Persistent state (metadata, saved agents, log) in the state directory; the
-    controller's lock and live status under /run (a dm name is unique per host, and
-    locks need a local file system)."""
-
-    def __init__(self, name, state_dir=None):
-        self.name = name
-        self.dir = os.path.join(state_dir or os.environ.get("HBL_STATE_DIR") or STATE_DIR, name)
-        self.run = os.path.join(os.environ.get("HBL_RUN_DIR") or RUN_DIR, name)
-        self.meta = os.path.join(self.dir, "meta")
-        self.log = os.path.join(self.dir, "controller.log")
-        self.agents = os.path.join(self.dir, "agents.hbl")
-        self.lock = os.path.join(self.run, "lock")
-        self.status = os.path.join(self.run, "status.json")
-
-    def make(self):
-        """Create the state and run directories, or say in one line why they cannot be."""
-        for d, what, hint in ((self.dir, "state", "give another with --state-dir DIR or HBL_STATE_DIR"),
-                              (self.run, "run", "give another with HBL_RUN_DIR")):
-            try:
-                os.makedirs(d, mode=0o700, exist_ok=True)
-                if not os.access(d, os.W_OK):
-                    raise PermissionError(13, "not writable")
-            except OSError as exc:
-                raise HblError("cannot use %s as the %s directory of %s (%s): %s" % (
-                    d, what, self.name, exc.strerror or exc, hint)) from None
-
-
-def controller_pid(paths):
-    """Pid of the running controller, or None (it holds an exclusive lock for its lifetime)."""
-    if not os.path.exists(paths.lock):
-        return None
-    fd = os.open(paths.lock, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return None
-    except BlockingIOError:
-        try:
-            return int(os.pread(fd, 32, 0).decode().strip() or 0) or None
-        except ValueError:
-            return None
-    finally:
-        os.close(fd)
-
-
-def write_json_atomic(path, obj):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    os.rename(tmp, path)
-
-
-def preflight():
-    """Device-mapper and eBPF capture are usable here, or an HblError says why (nothing written yet)."""
-    from hbl.capture import check_environment
-    if not os.path.exists("/dev/mapper/control"):
-        os.system("modprobe dm_mod 2>/dev/null")
-    try:
-        backend().close()
-    except OSError as exc:
-        raise HblError("device-mapper is not available here: %s.  (On hosts without it, use the VM: "
-                       "hbl vm run -- hbl up ...)" % exc) from None
-    check_environment()
-
-
-# ---- assembling the dm device from metadata ----
-
-def check_members(meta):
-    """Each member path carries the superblock of this device at its position."""
-    for i, m in enumerate(meta.members):
-        try:
-            sb = parse_superblock(read_head(m["path"]))
-        except OSError as exc:
-            raise HblError("%s (member %d of %s): %s" % (m["path"], i, meta.name, exc.strerror)) from None
-        if sb is None or sb.get("damaged") or sb["uuid"] != meta.uuid or sb["index"] != i:
-            what = "no hbl superblock" if sb is None else "a damaged superblock" if sb.get("damaged") else \
-                "member %d of device %s" % (sb["index"], sb["uuid"][:8])
-            raise HblError("%s should be member %d of %s (%s) but holds %s: were the devices renamed? "
-                           "nothing was changed" % (m["path"], i, meta.name, meta.uuid[:8], what))
-        if layout.device_size(m["path"]) < m["size"]:
-            raise HblError("%s: smaller than when %s was created" % (m["path"], meta.name))
-
-
-def assemble(meta, dm=None):
-    """Make /dev/mapper/NAME serve the mapping in `meta`: create its devices, or load and resume
-    what is left of them; returns the Stack."""
-    return Stack(meta, dm or backend()).assemble(meta)
 
 
 # ---- member writes of unknown completion ----

@@ -71,7 +71,7 @@ def fresh():
 
 
 def controller_alive(name):
-    from hbl.live.controller import Paths, controller_pid
+    from hbl.live.paths import Paths, controller_pid
     return controller_pid(Paths(name, STATE)) is not None
 
 
