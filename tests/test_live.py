@@ -489,7 +489,7 @@ def test_requests_in_flight_until_a_member_request_at_their_address_completes():
     away; none kept on a member whose records carry no completion, none older than
     IN_FLIGHT_S."""
     import types
-    from hbl.live.controller import IN_FLIGHT_S, InFlight
+    from hbl.live.in_flight import IN_FLIGHT_S, InFlight
     MiB, ms = 1 << 20, 1_000_000
     meta = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": 4096}, {"data_start": 8192},
                                                             {"data_start": 0}],
@@ -561,7 +561,8 @@ def test_requests_held_by_a_batch_are_not_counted_in_flight_on_their_old_slots()
     the hold and complete on their new slots."""
     import types
     from hbl import record
-    from hbl.live.controller import Controller, InFlight
+    from hbl.live.controller import Controller
+    from hbl.live.in_flight import InFlight
     MiB, ms = 1 << 20, 1_000_000
     c = Controller.__new__(Controller)
     c.meta = types.SimpleNamespace(extent_bytes=MiB, nextents=10, members=[{"data_start": 0}, {"data_start": 0}],

@@ -29,7 +29,9 @@ from hbl.errors import HblError
 from hbl.live import layout
 from hbl.live.copier import Copier, MemberError, Throttle
 from hbl.live.host import assemble, check_members, preflight
+from hbl.live.in_flight import InFlight
 from hbl.live.meta import Meta
+from hbl.live.open_writes import OpenWrites
 from hbl.live.paths import write_json_atomic
 from hbl.live.stack import HOLD
 
@@ -46,138 +48,7 @@ COPY_DEPTH = 2         # a batch's copies in flight at once, by default (each wa
 SETTLE_S = 0.3
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
-IN_FLIGHT_S = 1.0      # a request to a moving extent this old with no completion seen is taken as completed
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
-
-
-# ---- member writes of unknown completion ----
-
-class OpenWrites:
-    """Writes to members whose records carry no completion time: a member that is itself
-    bio-based (dm, md: LVM, dm-crypt, a dm-delay in the tests) is only seen as bios
-    queued, so a write recorded long before a copy may still be in flight while the copy
-    reads, and land on the old slot after it.  All that is known is that it has completed
-    once the view it went through was drained (suspended) or reloaded; every view through
-    which a write recorded before the previous batch's prepare could have gone has been,
-    since.  Kept per member slot as the span written (bounded by the slots, however long
-    no batch runs), in two generations: since the last prepare, and the one before."""
-
-    def __init__(self, meta, bio, own_pid):
-        self.ext = meta.extent_bytes
-        self.start = np.array([x["data_start"] for x in meta.members], np.int64)
-        self.bio = np.asarray(bio, bool)          # per member: its records carry no completion time
-        self.own = own_pid                        # the copier's writes complete before it returns
-        self.cur, self.prev = {}, {}
-
-    def add(self, dev, off, length, pid):
-        if not self.bio.any() or not len(dev):
-            return
-        sel = self.bio[dev] & (pid != self.own)
-        if not sel.any():
-            return
-        dev, off, end = dev[sel], off[sel], (off + length)[sel]
-        for part in (off, end - 1):               # a write may span two slots: both get its span
-            key = self._slot(dev, part)
-            order = np.argsort(key, kind="stable")
-            k, lo, hi = key[order], off[order], end[order]
-            first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-            lo, hi = np.minimum.reduceat(lo, first), np.maximum.reduceat(hi, first)
-            for kk, a, z in zip(k[first].tolist(), lo.tolist(), hi.tolist()):
-                self._widen(kk, a, z)
-
-    def _slot(self, dev, off):
-        """The key of the member slot holding byte `off` of member `dev` (arrays or numbers)."""
-        return dev * (1 << 40) + (off - self.start[dev]) // self.ext
-
-    def _widen(self, key, a, z):
-        """The current generation's span of slot `key` grown to cover [a, z)."""
-        was = self.cur.get(key)
-        self.cur[key] = (min(a, was[0]), max(z, was[1])) if was else (a, z)
-
-    def rotate(self):
-        """At a batch's prepare: what was recorded before the previous one has completed."""
-        self.prev, self.cur = self.cur, {}
-
-    def undrained(self):
-        """A batch given up before its drain: the live view was not drained, nothing is known
-        to have completed since the previous rotate."""
-        for k, (a, z) in self.prev.items():
-            self._widen(k, a, z)
-        self.prev = {}
-
-    def rows(self, wdev, wlo):
-        """[member, offset, length] of the open writes to the slots starting at (wdev, wlo)."""
-        out = []
-        for d, lo in zip(wdev.tolist(), wlo.tolist()):
-            key = int(self._slot(d, lo))
-            for gen in (self.cur, self.prev):
-                if key in gen:
-                    a, z = gen[key]
-                    out.append((d, a, z - a))
-        return np.array(out, np.int64).reshape(-1, 3)
-
-
-# ---- requests in flight ----
-
-class InFlight:
-    """The requests on the dm device whose completion has not been seen on a member: each
-    request record (taken when it is queued, logical address) is kept under the member
-    address the mapping in force sends its first byte to, until a member request
-    starting there completes.  A merge or a lost record leaves one kept until it is
-    IN_FLIGHT_S old; on members whose records carry no completion nothing is kept."""
-
-    def __init__(self, meta, bio):
-        self.ext = meta.extent_bytes
-        self.start = np.array([x["data_start"] for x in meta.members], np.int64)
-        self.bio = np.asarray(bio, bool)
-        self.t = self.ext_of = self.key = np.zeros(0, np.int64)
-
-    def _key(self, dev, off):
-        return dev * (1 << 48) + off
-
-    def issued(self, meta, t, off, first):
-        """Requests queued at wall-clock times t, at logical offsets off, in extents first."""
-        dev = meta.dev[first].astype(np.int64)
-        keep = ~self.bio[dev]
-        phys = self.start[dev] + meta.slot[first].astype(np.int64) * self.ext + off - first * self.ext
-        self.t = np.concatenate([self.t, t[keep]])
-        self.ext_of = np.concatenate([self.ext_of, first[keep]])
-        self.key = np.concatenate([self.key, self._key(dev, phys)[keep]])
-        if len(t):                  # bounded however long no batch counts them
-            self._forget(int(t.max()) - int(IN_FLIGHT_S * 1e9))
-
-    def _forget(self, before_ns):
-        young = self.t >= before_ns
-        self.t, self.ext_of, self.key = self.t[young], self.ext_of[young], self.key[young]
-
-    def completed(self, dev, off):
-        """Member requests completed (member index, first byte): each ends one request kept
-        at its address, the oldest (a hot block may have a read and a write in flight at
-        once: ending every request there would end one still in flight)."""
-        if not len(self.key) or not len(dev):
-            return
-        ckey = self._key(dev, off)
-        if not np.isin(ckey, self.key).any():
-            return
-        order = np.lexsort((self.t, self.key))          # by address, then oldest first
-        k = self.key[order]
-        first = np.r_[0, np.flatnonzero(k[1:] != k[:-1]) + 1]
-        rank = np.arange(len(k)) - np.repeat(first, np.diff(np.r_[first, len(k)]))
-        uk, cnt = np.unique(ckey, return_counts=True)
-        i = np.minimum(np.searchsorted(uk, k), len(uk) - 1)
-        left = np.ones(len(k), bool)
-        left[order[rank < np.where(uk[i] == k, cnt[i], 0)]] = False
-        self.t, self.ext_of, self.key = self.t[left], self.ext_of[left], self.key[left]
-
-    def count(self, now_ns, moving, routed_ns):
-        """How many requests in flight, of those queued in the IN_FLIGHT_S before now_ns, are
-        to the extents `moving` (sorted), or to any extent and queued before routed_ns (the
-        old view received them)."""
-        self._forget(now_ns - int(IN_FLIGHT_S * 1e9))
-        if not len(moving):
-            return int((self.t < routed_ns).sum())
-        i = np.minimum(np.searchsorted(moving, self.ext_of), len(moving) - 1)
-        return int(((moving[i] == self.ext_of) | (self.t < routed_ns)).sum())
 
 
 # ---- one batch of moves ----
