@@ -527,7 +527,8 @@ def test_each_pass_copies_the_writes_read_since_the_pass_before_and_no_others():
     slots written in the rows read since the last pass, once (it used to copy again what
     the pass before had copied, when written in the 50 ms before it)."""
     import types
-    from hbl.live.controller import Batch, Controller
+    from hbl.live.batch import Batch
+    from hbl.live.controller import Controller
     MiB = 1 << 20
     copies = []
     c = Controller.__new__(Controller)
@@ -694,7 +695,8 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     the engine's work does not widen the window before it."""
     import types
     from hbl import record
-    from hbl.live.controller import Batch, Controller
+    from hbl.live.batch import Batch
+    from hbl.live.controller import Controller
     MiB = 1 << 20
     arriving, taken = [], []
     c = types.SimpleNamespace(dm_dev=99, unsorted=[])
@@ -744,7 +746,7 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     ends at its limit otherwise."""
     import types
     from hbl.live import controller as ctl
-    from hbl.live.controller import Batch
+    from hbl.live.batch import SETTLE_S, Batch
     MiB = 1 << 20
     copies, flushed, in_flight = [], [], [2, 1, 0]
     c = types.SimpleNamespace(dm_dev=99, unsorted=[], clock_offset=0)
@@ -770,7 +772,7 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     c.in_flight.count = lambda *a: 1
     t0 = time.monotonic()
     assert b.settle()
-    assert ctl.SETTLE_S <= time.monotonic() - t0 < ctl.SETTLE_S + 1
+    assert SETTLE_S <= time.monotonic() - t0 < SETTLE_S + 1
     assert b.settle_timed_out
 
 

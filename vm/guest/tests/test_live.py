@@ -200,7 +200,7 @@ def wait_dead(name, timeout=120):
 
 
 def test_crash_at_every_protocol_step_and_at_random(fresh):
-    from hbl.live.controller import CRASH_POINTS
+    from hbl.live.batch import CRASH_POINTS
     log = "/run/hbl-test-ck.log"
     if os.path.exists(log):
         os.unlink(log)
