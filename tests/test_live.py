@@ -777,7 +777,7 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
 
 
 def test_settle_summary_splits_the_holds_by_whether_settle_ran_out_of_time():
-    from hbl.live import controller as ctl
+    from hbl.live import status as ctl
     steps = [{"hold_ms": float(h), "settle_timed_out": h >= 40} for h in (5, 10, 12, 45, 80)]
     assert ctl.settle_summary(steps) == {"settle_timeouts": 2,
                                          "hold_ms_by_settle": {"timed_out_p99": 80.0, "settled_p99": 12.0}}

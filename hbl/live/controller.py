@@ -14,7 +14,6 @@ After a crash, nothing is known to be unwritten any more.
 import collections
 import fcntl
 import os
-import resource
 import signal
 import sys
 import time
@@ -33,6 +32,7 @@ from hbl.live.in_flight import InFlight
 from hbl.live.meta import Meta
 from hbl.live.open_writes import OpenWrites
 from hbl.live.paths import write_json_atomic
+from hbl.live.status import cpu_s, running_status, thread_cpu_s
 
 PROBE_S = 2.0          # seconds between health reads of the members
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
@@ -40,19 +40,6 @@ COPY_DEPTH = 2         # a batch's copies in flight at once, by default (each wa
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
-
-
-def pct(a, q):
-    """The q-quantile of the sorted list `a` (None if empty)."""
-    return a[min(len(a) - 1, int(q * len(a)))] if a else None
-
-
-def settle_summary(steps):
-    """How many batches' settle ran out of time (SETTLE_S), and the hold p99 of those beside
-    the others' (None where there is none)."""
-    split = lambda to: sorted(b["hold_ms"] for b in steps if bool(b["settle_timed_out"]) == to)
-    return {"settle_timeouts": sum(bool(b["settle_timed_out"]) for b in steps),
-            "hold_ms_by_settle": {"timed_out_p99": pct(split(True), 0.99), "settled_p99": pct(split(False), 0.99)}}
 
 
 # ---- the controller ----
@@ -130,20 +117,11 @@ class Controller:
         self.last_moving = np.zeros(0, np.int64)          # the extents the last batch moved
         self.newest_ts = 0
         self.t0 = time.time()
-        self.cpu0, self.cpu0_main = self._cpu(), self._cpu_main()
+        self.cpu0, self.cpu0_main = cpu_s(), thread_cpu_s()
         self.last_stall = None
         self.held = None                                   # records read while extents are held, observed after
         self.unsorted, self.unsorted_n = [], 0             # records read, not yet given to self.in_flight
         self.own_io = np.zeros((0, 3), np.int64)           # the copier's I/Os whose records are not read yet
-
-    @staticmethod
-    def _cpu(who=resource.RUSAGE_SELF):
-        r = resource.getrusage(who)
-        return r.ru_utime + r.ru_stime
-
-    def _cpu_main(self):
-        """CPU seconds of the controller's own thread (this one; the agents train on another)."""
-        return self._cpu(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
 
     def foreground_latency(self):
         """The slowest member's read latency now (EWMA, ns), 0 before any was seen."""
@@ -560,71 +538,11 @@ class Controller:
 
     # ---- the loop ----
 
-    def status(self):
-        m = self.meta
-        written = np.bincount(m.dev[m.written == 1], minlength=len(m.members))
-        st = sorted(self.stalls)
-        ho = sorted(self.holds)
-        hw = sorted(self.held_waits)
-        dec = sorted(self.decision_ns)
-        pl = sorted(self.plan_ns)
-        wall = time.time() - self.t0
-        total = self.count["reads"] + self.count["writes"]
-        hot = np.argsort(-self.heat)[:20]
-        cs = self.cap.stats()
-        out = layout.describe(m, self.free)
-        for i, d in enumerate(out["devices"]):
-            d.update(written_extents=int(written[i]), read_latency_us=self.lat[i, 0] / 1e3,
-                     write_latency_us=self.lat[i, 1] / 1e3)
-        return {
-            **out, "state": "running", "pid": os.getpid(), "path": self.dev.path, "policy": self.policy,
-            "uptime_s": wall,
-            "reads": self.count["reads"], "writes": self.count["writes"],
-            "fast_hit_ratio": self.count["fast_hits"] / total if total else 0.0,
-            "promotions": self.count["promotions"], "evictions": self.count["evictions"],
-            "remaps_without_copy": self.count["remaps_without_copy"],
-            "migrated_bytes": self.count["migrated_bytes"], "recopied_bytes": self.count["recopied_bytes"],
-            "batches": self.count["batches"], "rollbacks": self.count["rollbacks"],
-            "stale_moves": self.count["stale_moves"],
-            "pending_moves": len(self.pending),
-            "copy_bandwidth_bytes_s": self.copier.bandwidth(), "copy_rate_limit_bytes_s": self.copier.throttle.rate,
-            "copy_depth": self.copier.depth,
-            "copy_idle_read_latency_us": self.copier.throttle.baseline and self.copier.throttle.baseline / 1e3,
-            "stall_ms": {"last": st and self.stalls[-1], "p50": pct(st, 0.5), "p99": pct(st, 0.99),
-                         "max": st[-1] if st else None, "count": len(st)},
-            "hold_ms": {"last": ho and self.holds[-1], "p50": pct(ho, 0.5), "p99": pct(ho, 0.99),
-                        "max": ho[-1] if ho else None, "count": len(ho), "last_breakdown": self.last_stall},
-            "batch_steps_ms_p50": {k: float(np.median([b[k] for b in self.steps])) for k, v in self.steps[0].items()
-                                   if not isinstance(v, (list, bool))}
-            if self.steps else {},
-            "slowest_holds": sorted(self.steps, key=lambda b: b["hold_ms"])[-5:],
-            **settle_summary(self.steps),
-            "held_io_ms": {"p50": pct(hw, 0.5), "p99": pct(hw, 0.99), "max": hw[-1] if hw else None,
-                           "count": len(hw)},
-            "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
-                                     "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
-            # of which the wait for a batch to begin (the rest: the batch, up to the switch)
-            "decision_to_batch_ms": {"p50": pct(pl, 0.5) and pct(pl, 0.5) / 1e6,
-                                     "p99": pct(pl, 0.99) and pct(pl, 0.99) / 1e6},
-            "controller_cpu": (self._cpu() - self.cpu0) / wall if wall > 0 else 0.0,
-            # of which the controller's thread (the rest: the agents' training thread, the uevent watch)
-            "controller_cpu_main": (self._cpu_main() - self.cpu0_main) / wall if wall > 0 else 0.0,
-            "agents": self.engine.stats().get("agents", []),
-            "ebpf": {"events": cs["events"], "lost": cs["lost"]},
-            "unsure_after_crash": self.unsure,
-            "degraded": {m.members[d]["path"]: why for d, why in sorted(self.failed.items())},
-            "hot_extents": [{"extent": int(e), "device": int(m.dev[e]), "heat": float(self.heat[e]),
-                             "reads": int(self.rw[e, 0]), "writes": int(self.rw[e, 1])}
-                            for e in hot.tolist() if self.heat[e] > 0],
-            "decisions": list(self.decisions)[-20:],
-            "timeline": list(self.timeline),
-        }
-
     def run(self):
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         last_mig = last_status = last_tl = last_save = time.monotonic()
-        write_json_atomic(self.paths.status, self.status())
+        write_json_atomic(self.paths.status, running_status(self))
         self.engine.start_training()
         try:
             # this thread only (Linux: nice is per thread), after the training thread started:
@@ -646,7 +564,7 @@ class Controller:
                 self.heat *= 0.5
             if now - last_status >= 1.0:
                 last_status = now
-                write_json_atomic(self.paths.status, self.status())
+                write_json_atomic(self.paths.status, running_status(self))
             if now - last_save >= 60 and self.engine.agents():
                 last_save = now
                 self.engine.save_agents(self.paths.agents)
@@ -667,7 +585,7 @@ class Controller:
         m.clean = True          # the written extents are known exactly (or all counted as written)
         m.counters = dict(self.count)
         m.save(self.paths.meta)
-        final = self.status()
+        final = running_status(self)
         self.cap.close()
         self.copier.close()
         self.dev.resume()
