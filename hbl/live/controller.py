@@ -22,29 +22,27 @@ import numpy as np
 
 from dmsetup import backend
 from dmsetup.device import DmError
-from hbl import record
 from hbl.errors import HblError
 from hbl.live import layout
 from hbl.live.batch import CRASH_POINTS, Batch
-from hbl.live.copier import Copier, MemberError, Throttle
+from hbl.live.copier import Copier, Throttle
+from hbl.live.faults import MemberFaults
 from hbl.live.host import assemble, check_members, preflight
 from hbl.live.in_flight import InFlight
 from hbl.live.meta import Meta
+from hbl.live.observe import Observer
 from hbl.live.open_writes import OpenWrites
 from hbl.live.paths import write_json_atomic
 from hbl.live.status import cpu_s, running_status, thread_cpu_s
 
-PROBE_S = 2.0          # seconds between health reads of the members
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
 COPY_DEPTH = 2         # a batch's copies in flight at once, by default (each waits behind the HDD's queue)
-OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
-TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
 
 # ---- the controller ----
 
-class Controller:
+class Controller(Observer, MemberFaults):
     def __init__(self, paths, policy=None, params=None, agent=None, interval=0.25, max_batch=8, frontier=4,
                  copy_rate=None, copy_limit=None, copy_fixed=None, copy_depth=COPY_DEPTH, seed=1, log=None):
         from hbl.live.engine import Engine
@@ -195,199 +193,6 @@ class Controller:
             ", agents from " + self.agent_source if self.agent_source else "",
             "; not shut down cleanly last time: every extent counts as written" if self.unsure else ""))
 
-    # ---- observing ----
-
-    def pump(self, timeout_ms=0):
-        b = self.cap.poll(timeout_ms)
-        if len(b):
-            self.take(b)
-        return len(b)
-
-    def drain(self):
-        """Everything the kernel has recorded so far (after a suspend: every completed I/O)."""
-        empty = 0
-        while empty < 2:
-            empty = empty + 1 if self.pump(0) == 0 else 0
-
-    def drain_until(self, wall_ns, max_polls=1000):
-        """While I/O flows: read records until one completed after wall_ns (the ring is in
-        completion order, so every earlier completion has then been read) or none is left."""
-        for _ in range(max_polls):
-            b = self.cap.poll(0)
-            if not len(b):
-                return True
-            self.take(b)
-            if int((b["time_ns"] + b["latency_ns"]).max()) >= wall_ns:
-                return True
-        return False
-
-    def take(self, b):
-        """Records read: observed, or while extents are held only searched for what the batch
-        needs (writes to its extents) and kept to be observed after the release."""
-        self.unsorted.append(b)             # for InFlight, sorted out when a batch needs it
-        self.unsorted_n += len(b)
-        if self.unsorted_n > TRACK_MAX:
-            self.track()
-        if self.held is None:
-            self.observe(b)
-            return
-        self.held.append(b)
-        isdm = b["device"] == self.dm_dev
-        self._note_member_writes(b[~isdm])
-        log = b[isdm]
-        log = log[(log["op"] == record.WRITE) & (log["length"] > 0)]
-        ext = self.meta.extent_bytes
-        self.batch.note_logical_writes((log["offset"] // ext).astype(np.int64),
-                                       ((log["offset"] + log["length"] - 1) // ext).astype(np.int64))
-
-    def track(self):
-        """The requests in flight (InFlight) as the records read since the last call say: a
-        record on the dm device is queued there, one on a member completed.  Called when a
-        batch needs them, before the mapping changes, and every TRACK_MAX records (a few
-        calls a batch, not one a poll: the hold polls often, for few records).  Requests to
-        the extents held are left out: they wait in the hold, and complete on their new slots."""
-        if not self.unsorted:
-            return
-        b = record.concat(self.unsorted)
-        self.unsorted, self.unsorted_n = [], 0
-        m, ext = self.meta, self.meta.extent_bytes
-        isdm = b["device"] == self.dm_dev
-        log = b[isdm]
-        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
-        if len(log):
-            off = log["offset"].astype(np.int64)
-            first = off // ext
-            t = log["time_ns"].astype(np.int64)
-            ok = first < m.nextents
-            if self.held is not None and self.batch is not None:
-                moving = self.batch.moving
-                i = np.minimum(np.searchsorted(moving, first), len(moving) - 1)
-                ok &= ~((moving[i] == first) & (t >= self.batch.t["hold"] + self.clock_offset))
-            self.in_flight.issued(m, t[ok], off[ok], first[ok])
-        mem = b[~isdm]
-        if len(mem):
-            idx = self._member_index(mem)
-            done = (idx >= 0) & (mem["latency_ns"] > 0)
-            dev, off = idx[done].astype(np.int64), mem["offset"][done].astype(np.int64)
-            # the copier's own I/Os end no request: a re-copy reads the very block a request in
-            # flight may be writing again (one completion left out per own I/O, same address
-            # and length; one whose record is not read yet waits for the next call, a while)
-            own = np.concatenate([self.own_io, self.copier.own_io()])
-            if len(own) and len(dev):
-                length = mem["length"][done].astype(np.int64)
-                keep = np.ones(len(dev), bool)
-                left = []
-                for d, o, n in own.tolist():
-                    i = np.flatnonzero(keep & (dev == d) & (off == o) & (length == n))
-                    if len(i):
-                        keep[i[0]] = False
-                    else:
-                        left.append((d, o, n))
-                self.own_io = np.array(left[-OWN_KEPT:], np.int64).reshape(-1, 3)
-                dev, off = dev[keep], off[keep]
-            self.in_flight.completed(dev, off)
-
-    def _member_index(self, mem):
-        idx = np.full(len(mem), -1)
-        for dev_t, i in self.member_dev.items():
-            idx[mem["device"] == dev_t] = i
-        return idx
-
-    def member_writes(self, mem, idx=None):
-        """The writes among member records `mem`: (which rows, member index, byte offset,
-        length), the last three int64 arrays of the writes alone."""
-        idx = self._member_index(mem) if idx is None else idx
-        w = (mem["op"] == record.WRITE) & (idx >= 0)
-        return w, idx[w].astype(np.int64), mem["offset"][w].astype(np.int64), mem["length"][w].astype(np.int64)
-
-    def _note_member_writes(self, mem, idx=None):
-        if not len(mem):
-            return
-        w, dev, off, length = self.member_writes(mem, idx)
-        if not len(dev):
-            return
-        self.open_writes.add(dev, off, length, mem["pid"][w])
-        if self.batch is not None:
-            self.batch.note_member_writes(dev, off, length, (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64),
-                                          self.open_writes.bio[dev])
-
-    def observe(self, b):
-        m = self.meta
-        ext = m.extent_bytes
-        isdm = b["device"] == self.dm_dev
-        mem = b[~isdm]
-        if len(mem):
-            idx = self._member_index(mem)
-            for d in range(len(m.members)):
-                for op in (0, 1):
-                    sel = (idx == d) & (mem["op"] == op) & (mem["latency_ns"] > 0)
-                    if sel.any():
-                        v = float(mem["latency_ns"][sel].mean())
-                        n = self.lat_n[d, op]
-                        self.lat[d, op] = v if n == 0 else 0.8 * self.lat[d, op] + 0.2 * v
-                        self.lat_n[d, op] += sel.sum()
-                        if op == 0:
-                            self.reads[d] += (mem["latency_ns"][sel].sum(), sel.sum())
-            self._note_member_writes(mem, idx)
-        log = b[isdm]
-        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
-        if not len(log):
-            return
-        first = (log["offset"] // ext).astype(np.int64)
-        last = ((log["offset"] + log["length"] - 1) // ext).astype(np.int64)
-        ok = last < m.nextents
-        log, first, last = log[ok], first[ok], last[ok]
-        self._note_held(log, first, last)
-        writes = log["op"] == record.WRITE
-        was_unwritten = m.written[first] == 0
-        m.written[first[writes]] = 1
-        m.written[last[writes]] = 1
-        wide = writes & (last - first > 1)    # requests over three or more extents: their middles too
-        for f, l in zip(first[wide].tolist(), last[wide].tolist()):
-            m.written[f + 1:l] = 1
-        dev = m.dev[first]
-        log = log.copy()
-        log["latency_ns"] = self.lat[dev, log["op"].astype(np.int64)].astype(np.uint64)
-        self.count["reads"] += int((~writes).sum())
-        self.count["writes"] += int(writes.sum())
-        hits = int((dev == 0).sum())
-        self.count["fast_hits"] += hits
-        self.win[0] += len(log)
-        self.win[1] += hits
-        np.add.at(self.heat, first, 1.0)
-        np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
-        self.newest_ts = int(log["time_ns"].max())
-        self.decide(log, last, writes & was_unwritten)
-
-    def _note_held(self, log, first, last):
-        """Requests to a batch's moving extents issued while they were held waited, in the
-        hold, from their issue until the release: how long each waited."""
-        t = log["time_ns"].astype(np.int64)
-        for moving, t_hold, t_rel in self.recent_holds:
-            sel = (t >= t_hold) & (t < t_rel)
-            if not sel.any():
-                continue
-            lo, hi = first[sel], last[sel]
-            i = np.searchsorted(moving, lo)
-            touch = (i < len(moving)) & (moving[np.minimum(i, len(moving) - 1)] <= hi)
-            self.held_waits.extend(((t_rel - t[sel][touch]) / 1e6).tolist())
-
-    def decide(self, log, last, first_writes):
-        m = self.meta
-        self.engine.feed(log)
-        # the write frontier: unwritten extents after a first write go where
-        # the policy just put new data, with a remap and no copy
-        if self.frontier:
-            for e in np.unique(last[first_writes]).tolist():
-                want = self.engine.device(e)
-                for k in range(1, self.frontier + 1):
-                    x = e + k
-                    if x >= m.nextents or m.written[x]:
-                        break
-                    if m.dev[x] != want and x not in self.pending:
-                        self.engine.set_devices([x], [want])
-                        self.pending[x] = (want, 0)
-
     # ---- migrating ----
 
     def check_lost(self):
@@ -396,61 +201,6 @@ class Controller:
             self.unsure = True
             self.meta.written[:] = 1
             self.log("eBPF records were lost: every extent now counts as written (no more remaps without copy)")
-
-    # ---- member faults ----
-
-    def fault(self, exc):
-        if isinstance(exc, MemberError):
-            self.member_failed(exc.member, exc.strerror or str(exc))
-
-    def member_failed(self, d, why):
-        """Member d errs or is gone: no migration touches it from now on, the fact is
-        persisted with the mapping, and the extents of the healthy members are served on."""
-        if d in self.failed:
-            return
-        m = self.meta
-        self.failed[d] = why
-        m.members[d]["failed"] = why
-        try:
-            m.save(self.paths.meta)
-        except OSError as exc:
-            self.log("could not persist that member %d failed: %s" % (d, exc))
-        self.log("member %d (%s) failed: %s; %s degraded: migrations touching it stopped, its %d extents return "
-                 "errors, the others are served" % (d, m.members[d]["path"], why, m.name, int((m.dev == d).sum())))
-
-    def watch_members(self):
-        """Kernel uevents for the members (pyudev): a member removed is a failed member."""
-        try:
-            import pyudev
-            mon = pyudev.Monitor.from_netlink(pyudev.Context(), source="kernel")
-            mon.filter_by("block")
-            mon.start()
-        except Exception as exc:           # no libudev, no netlink: errors are still caught on I/O
-            self.log("member uevents not watched (%s); I/O errors still mark a member failed" % exc)
-            return
-        self.uevents = mon
-
-    def check_members(self):
-        """Uevents, and a 4 KiB read of each healthy member every PROBE_S: a member that errs
-        while nothing is being copied from or to it is caught too (the capture carries no
-        I/O errors)."""
-        while self.uevents is not None:
-            ev = self.uevents.poll(timeout=0)
-            if ev is None:
-                break
-            d = self.member_rdev.get(ev.device_number)
-            if d is not None and ev.action == "remove":
-                self.member_failed(d, "removed (kernel uevent)")
-        now = time.monotonic()
-        if now - self.last_probe < PROBE_S:
-            return
-        self.last_probe = now
-        for d in range(len(self.meta.members)):
-            if d not in self.failed:
-                try:
-                    self.copier.probe(d)
-                except MemberError as exc:
-                    self.member_failed(d, exc.strerror or str(exc))
 
     def plan(self):
         self.check_lost()
