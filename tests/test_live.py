@@ -447,6 +447,26 @@ def test_state_directory_that_cannot_be_made_is_one_line(tmp_path, monkeypatch):
     assert os.path.isdir(ok.dir) and os.path.isdir(ok.run)
 
 
+def test_the_controller_takes_its_options_and_the_metadata_for_the_rest(tmp_path, monkeypatch):
+    """hbl up's flags reach the controller as one Options; what they leave out comes from the
+    metadata (the policy) or the environment (the rate the adaptive copy limit starts at)."""
+    from hbl.live.controller import Controller
+    from hbl.live.options import Options
+    from hbl.live.paths import Paths
+    monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("HBL_COPY_RATE", str(8 * MIB))
+    p = Paths("t", str(tmp_path))
+    p.make()
+    m = meta()
+    m.policy = "lru"
+    m.save(p.meta)
+    c = Controller(p, Options(max_batch=3), log=lambda msg: None)
+    assert c.policy == "lru" and c.options.max_batch == 3 and c.options.copy_rate == 8 * MIB
+    assert c.options.interval == Options.interval
+    c = Controller(p, Options(policy="smq", copy_rate=16 * MIB), log=lambda msg: None)
+    assert c.policy == "smq" and c.options.copy_rate == 16 * MIB and c.options.max_batch == Options.max_batch
+
+
 def test_requests_issued_in_a_hold_wait_until_its_release():
     """The wait of a request held by a batch is its release minus its issue; requests to
     other extents, or issued before or after the hold, are not counted."""

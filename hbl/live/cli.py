@@ -9,6 +9,7 @@ import time
 
 from hbl.cli import positive, print_json
 from hbl.errors import HblError
+from hbl.live.options import Options
 
 EPILOG_UP = """examples:
   hbl up fast0 --dev /dev/nvme0n1 --dev /dev/sdb            create, start the controller (daemon)
@@ -45,10 +46,13 @@ def add_parsers(sub):
     up.add_argument("--agent", help="load the policy's agents from this file (hbl simulate --save-agent)")
     up.add_argument("--force", action="store_true", help="write devices that carry a signature")
     up.add_argument("--foreground", action="store_true", help="run the controller here, not as a daemon")
-    up.add_argument("--interval", type=float, default=0.25, help="seconds between migration batches (default 0.25)")
-    up.add_argument("--max-batch", type=int, default=8, help="moves per batch at most (default 8)")
-    up.add_argument("--frontier", type=int, default=4,
-                    help="unwritten extents after a first write remapped to where new data goes (default 4)")
+    up.add_argument("--interval", type=float, default=Options.interval,
+                    help="seconds between migration batches (default %g)" % Options.interval)
+    up.add_argument("--max-batch", type=int, default=Options.max_batch,
+                    help="moves per batch at most (default %d)" % Options.max_batch)
+    up.add_argument("--frontier", type=int, default=Options.frontier,
+                    help="unwritten extents after a first write remapped to where new data goes (default %d)"
+                    % Options.frontier)
     up.add_argument("--copy-limit", metavar="RATE",
                     help="migration copies at most RATE bytes per second (e.g. 8M); by default only the "
                          "adaptive limit, which backs off when the slowest member's reads are 1.5x slower than in "
@@ -56,10 +60,10 @@ def add_parsers(sub):
     up.add_argument("--copy-rate", metavar="RATE",
                     help="migration copies at a fixed RATE bytes per second (e.g. 16M), the adaptive limit "
                          "off: every policy's copies then get the same share of the members")
-    up.add_argument("--copy-depth", type=int, default=2, metavar="N",
-                    help="a batch's extent copies in flight at once (default 2): each waits behind the "
+    up.add_argument("--copy-depth", type=int, default=Options.copy_depth, metavar="N",
+                    help="a batch's extent copies in flight at once (default %d): each waits behind the "
                          "members' queues, so one at a time a batch takes that wait per copy; more shortens a "
-                         "batch and puts more of its requests ahead of the application's")
+                         "batch and puts more of its requests ahead of the application's" % Options.copy_depth)
     up.add_argument("--wait", type=float, default=120, help="daemon: seconds to wait for it to start")
     up.add_argument("--json", action="store_true", help="print the device's status as JSON once it is up")
     _state_arg(up)
@@ -176,9 +180,9 @@ def cmd_up(a):
         raise HblError("%s is already up (controller pid %d)" % (a.name, pid))
     params = parse_params(a.param) if a.param else None
     if a.foreground:
-        c = Controller(paths, policy=a.policy, params=params, agent=a.agent, interval=a.interval,
-                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit, copy_fixed=copy_rate,
-                       copy_depth=a.copy_depth)
+        c = Controller(paths, Options(policy=a.policy, params=params, agent=a.agent, interval=a.interval,
+                                      max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit,
+                                      copy_fixed=copy_rate, copy_depth=a.copy_depth))
         c.start()
         c.run()
         return 0

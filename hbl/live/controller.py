@@ -12,6 +12,7 @@ no data: moving them is a remap without a copy, checked again in the hold.
 After a crash, nothing is known to be unwritten any more.
 """
 import collections
+import dataclasses
 import fcntl
 import os
 import signal
@@ -32,36 +33,33 @@ from hbl.live.in_flight import InFlight
 from hbl.live.meta import Meta
 from hbl.live.observe import Observer
 from hbl.live.open_writes import OpenWrites
+from hbl.live.options import Options
 from hbl.live.paths import write_json_atomic
 from hbl.live.status import cpu_s, running_status, thread_cpu_s
 
 STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
-COPY_DEPTH = 2         # a batch's copies in flight at once, by default (each waits behind the HDD's queue)
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
 
 # ---- the controller ----
 
 class Controller(Observer, MemberFaults):
-    def __init__(self, paths, policy=None, params=None, agent=None, interval=0.25, max_batch=8, frontier=4,
-                 copy_rate=None, copy_limit=None, copy_fixed=None, copy_depth=COPY_DEPTH, seed=1, log=None):
+    def __init__(self, paths, options=None, log=None):
         from hbl.live.engine import Engine
         self.paths = paths
         self.log = log or (lambda msg: print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True))
         self.meta = Meta.load(paths.meta)
         m = self.meta
-        self.policy = policy or m.policy
-        self.params = params if params is not None else m.params
+        o = options or Options()
+        self.policy = o.policy or m.policy
+        self.params = o.params if o.params is not None else m.params
         self.unsure = not m.clean           # after a crash no extent is known to be unwritten
         if self.unsure:
             m.written[:] = 1
         m.clean = False
         m.policy, m.params = self.policy, self.params
-        self.interval, self.max_batch, self.frontier = interval, max_batch, frontier
-        self.copy_rate = copy_rate or int(os.environ.get("HBL_COPY_RATE", 64 << 20))
-        self.copy_limit = copy_limit          # bytes/s the copies never exceed (None: the adaptive limit only)
-        self.copy_fixed = copy_fixed          # bytes/s the copies always get (the adaptive limit off)
-        self.copy_depth = copy_depth          # a batch's copies in flight at once
+        rate = o.copy_rate or int(os.environ.get("HBL_COPY_RATE", 64 << 20))
+        self.options = dataclasses.replace(o, copy_rate=rate)
         self.crash_at = os.environ.get("HBL_CRASH_AT", "")
         self.crash_after = int(os.environ.get("HBL_CRASH_AFTER", "0"))
         if self.crash_at and self.crash_at not in CRASH_POINTS:
@@ -74,10 +72,10 @@ class Controller(Observer, MemberFaults):
         if any(not 0 <= e < m.nextents for e in self.flip):
             raise HblError("HBL_TEST_FLIP: extents are 0..%d" % (m.nextents - 1))
         self.engine = Engine(self.policy, m.extent_bytes, layout.capacities(m.members), params=self.params,
-                             seed=seed)
+                             seed=o.seed)
         self.engine.set_devices(np.arange(m.nextents), m.dev)
         self.agent_source = None
-        for src in (agent, paths.agents if os.path.exists(paths.agents) else None):
+        for src in (o.agent, paths.agents if os.path.exists(paths.agents) else None):
             if src and self.engine.agents():
                 self.engine.load_agents(src)
                 self.agent_source = src
@@ -182,10 +180,10 @@ class Controller(Observer, MemberFaults):
         self.open_writes = OpenWrites(m, [mode == MODE_BIO for _, mode, _ in members], os.getpid())
         self.in_flight = InFlight(m, [mode == MODE_BIO for _, mode, _ in members])
         self.member_rdev = {os.stat(x["path"]).st_rdev: i for i, x in enumerate(m.members)}    # as uevents say
-        f = self.copy_fixed
+        o, f = self.options, self.options.copy_fixed
         self.copier = Copier([x["path"] for x in m.members],
-                             Throttle(f, floor=f, ceiling=f) if f else Throttle(self.copy_rate, ceiling=self.copy_limit),
-                             depth=self.copy_depth)
+                             Throttle(f, floor=f, ceiling=f) if f else Throttle(o.copy_rate, ceiling=o.copy_limit),
+                             depth=o.copy_depth)
         self.watch_members()
         self.clock_offset = time.time_ns() - time.monotonic_ns()     # as the capture consumer converts times
         self.log("%s up: %d extents of %d KiB over %s; policy %s%s%s" % (
@@ -233,7 +231,7 @@ class Controller(Observer, MemberFaults):
                 self.engine.set_devices([e], [src])
                 del self.pending[e]
                 continue
-            if len(plan) >= self.max_batch:
+            if len(plan) >= self.options.max_batch:
                 continue
             if not self.free[want]:
                 if want > src:
@@ -303,7 +301,7 @@ class Controller(Observer, MemberFaults):
         while not self.stop:
             self.pump(50)
             now = time.monotonic()
-            if now - last_mig >= self.interval:
+            if now - last_mig >= self.options.interval:
                 last_mig = now
                 self.tick(now)
             if now - last_tl >= 5.0:

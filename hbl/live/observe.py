@@ -10,7 +10,7 @@ TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, a
 
 
 class Observer:
-    """The Controller's reading of the records (a base class of it, over its state: meta, cap,
+    """The Controller's reading of the records (a base class of it, over its state: meta, options, cap,
     engine, batch, held, in_flight, open_writes and the counters, which the controller sets up)."""
 
     def pump(self, timeout_ms=0):
@@ -193,10 +193,10 @@ class Observer:
         self.engine.feed(log)
         # the write frontier: unwritten extents after a first write go where
         # the policy just put new data, with a remap and no copy
-        if self.frontier:
+        if self.options.frontier:
             for e in np.unique(last[first_writes]).tolist():
                 want = self.engine.device(e)
-                for k in range(1, self.frontier + 1):
+                for k in range(1, self.options.frontier + 1):
                     x = e + k
                     if x >= m.nextents or m.written[x]:
                         break
