@@ -44,6 +44,10 @@ NICE = -10             # the controller's thread: ahead of the application's thr
 # ---- the controller ----
 
 class Controller(Observer, MemberFaults):
+    """The controller of one live device: start() brings it up, run() loops until SIGTERM or
+    SIGINT, then shuts it down.  Reading the records (Observer) and the member checks
+    (MemberFaults) are its methods too, in their own files."""
+
     def __init__(self, paths, options=None, log=None):
         from hbl.live.engine import Engine
         self.paths = paths
