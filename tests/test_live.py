@@ -425,7 +425,7 @@ def test_up_without_devices_needs_metadata_and_no_creation_flags(tmp_path):
 
 
 def test_controller_pid_is_none_without_a_running_controller(tmp_path, monkeypatch):
-    from hbl.live.controller import Paths, controller_pid
+    from hbl.live.paths import Paths, controller_pid
     monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
     p = Paths("x", str(tmp_path))
     assert controller_pid(p) is None
@@ -435,7 +435,7 @@ def test_controller_pid_is_none_without_a_running_controller(tmp_path, monkeypat
 
 
 def test_state_directory_that_cannot_be_made_is_one_line(tmp_path, monkeypatch):
-    from hbl.live.controller import Paths
+    from hbl.live.paths import Paths
     monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
     ro = tmp_path / "ro"
     ro.write_text("a file, not a directory")
@@ -445,6 +445,26 @@ def test_state_directory_that_cannot_be_made_is_one_line(tmp_path, monkeypatch):
     ok = Paths("y", str(tmp_path / "state"))
     ok.make()
     assert os.path.isdir(ok.dir) and os.path.isdir(ok.run)
+
+
+def test_the_controller_takes_its_options_and_the_metadata_for_the_rest(tmp_path, monkeypatch):
+    """hbl up's flags reach the controller as one Options; what they leave out comes from the
+    metadata (the policy) or the environment (the rate the adaptive copy limit starts at)."""
+    from hbl.live.controller import Controller
+    from hbl.live.options import Options
+    from hbl.live.paths import Paths
+    monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("HBL_COPY_RATE", str(8 * MIB))
+    p = Paths("t", str(tmp_path))
+    p.make()
+    m = meta()
+    m.policy = "lru"
+    m.save(p.meta)
+    c = Controller(p, Options(max_batch=3), log=lambda msg: None)
+    assert c.policy == "lru" and c.options.max_batch == 3 and c.options.copy_rate == 8 * MIB
+    assert c.options.interval == Options.interval
+    c = Controller(p, Options(policy="smq", copy_rate=16 * MIB), log=lambda msg: None)
+    assert c.policy == "smq" and c.options.copy_rate == 16 * MIB and c.options.max_batch == Options.max_batch
 
 
 def test_requests_issued_in_a_hold_wait_until_its_release():
@@ -489,7 +509,7 @@ def test_requests_in_flight_until_a_member_request_at_their_address_completes():
     away; none kept on a member whose records carry no completion, none older than
     IN_FLIGHT_S."""
     import types
-    from hbl.live.controller import IN_FLIGHT_S, InFlight
+    from hbl.live.in_flight import IN_FLIGHT_S, InFlight
     MiB, ms = 1 << 20, 1_000_000
     meta = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": 4096}, {"data_start": 8192},
                                                             {"data_start": 0}],
@@ -527,7 +547,8 @@ def test_each_pass_copies_the_writes_read_since_the_pass_before_and_no_others():
     slots written in the rows read since the last pass, once (it used to copy again what
     the pass before had copied, when written in the 50 ms before it)."""
     import types
-    from hbl.live.controller import Batch, Controller
+    from hbl.live.batch import Batch
+    from hbl.live.controller import Controller
     MiB = 1 << 20
     copies = []
     c = Controller.__new__(Controller)
@@ -561,7 +582,8 @@ def test_requests_held_by_a_batch_are_not_counted_in_flight_on_their_old_slots()
     the hold and complete on their new slots."""
     import types
     from hbl import record
-    from hbl.live.controller import Controller, InFlight
+    from hbl.live.controller import Controller
+    from hbl.live.in_flight import InFlight
     MiB, ms = 1 << 20, 1_000_000
     c = Controller.__new__(Controller)
     c.meta = types.SimpleNamespace(extent_bytes=MiB, nextents=10, members=[{"data_start": 0}, {"data_start": 0}],
@@ -693,7 +715,8 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     the engine's work does not widen the window before it."""
     import types
     from hbl import record
-    from hbl.live.controller import Batch, Controller
+    from hbl.live.batch import Batch
+    from hbl.live.controller import Controller
     MiB = 1 << 20
     arriving, taken = [], []
     c = types.SimpleNamespace(dm_dev=99, unsorted=[])
@@ -743,7 +766,7 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     ends at its limit otherwise."""
     import types
     from hbl.live import controller as ctl
-    from hbl.live.controller import Batch
+    from hbl.live.batch import SETTLE_S, Batch
     MiB = 1 << 20
     copies, flushed, in_flight = [], [], [2, 1, 0]
     c = types.SimpleNamespace(dm_dev=99, unsorted=[], clock_offset=0)
@@ -769,12 +792,12 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     c.in_flight.count = lambda *a: 1
     t0 = time.monotonic()
     assert b.settle()
-    assert ctl.SETTLE_S <= time.monotonic() - t0 < ctl.SETTLE_S + 1
+    assert SETTLE_S <= time.monotonic() - t0 < SETTLE_S + 1
     assert b.settle_timed_out
 
 
 def test_settle_summary_splits_the_holds_by_whether_settle_ran_out_of_time():
-    from hbl.live import controller as ctl
+    from hbl.live import status as ctl
     steps = [{"hold_ms": float(h), "settle_timed_out": h >= 40} for h in (5, 10, 12, 45, 80)]
     assert ctl.settle_summary(steps) == {"settle_timeouts": 2,
                                          "hold_ms_by_settle": {"timed_out_p99": 80.0, "settled_p99": 12.0}}

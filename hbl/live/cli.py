@@ -9,6 +9,7 @@ import time
 
 from hbl.cli import positive, print_json
 from hbl.errors import HblError
+from hbl.live.options import Options
 
 EPILOG_UP = """examples:
   hbl up fast0 --dev /dev/nvme0n1 --dev /dev/sdb            create, start the controller (daemon)
@@ -45,10 +46,13 @@ def add_parsers(sub):
     up.add_argument("--agent", help="load the policy's agents from this file (hbl simulate --save-agent)")
     up.add_argument("--force", action="store_true", help="write devices that carry a signature")
     up.add_argument("--foreground", action="store_true", help="run the controller here, not as a daemon")
-    up.add_argument("--interval", type=float, default=0.25, help="seconds between migration batches (default 0.25)")
-    up.add_argument("--max-batch", type=int, default=8, help="moves per batch at most (default 8)")
-    up.add_argument("--frontier", type=int, default=4,
-                    help="unwritten extents after a first write remapped to where new data goes (default 4)")
+    up.add_argument("--interval", type=float, default=Options.interval,
+                    help="seconds between migration batches (default %g)" % Options.interval)
+    up.add_argument("--max-batch", type=int, default=Options.max_batch,
+                    help="moves per batch at most (default %d)" % Options.max_batch)
+    up.add_argument("--frontier", type=int, default=Options.frontier,
+                    help="unwritten extents after a first write remapped to where new data goes (default %d)"
+                    % Options.frontier)
     up.add_argument("--copy-limit", metavar="RATE",
                     help="migration copies at most RATE bytes per second (e.g. 8M); by default only the "
                          "adaptive limit, which backs off when the slowest member's reads are 1.5x slower than in "
@@ -56,10 +60,10 @@ def add_parsers(sub):
     up.add_argument("--copy-rate", metavar="RATE",
                     help="migration copies at a fixed RATE bytes per second (e.g. 16M), the adaptive limit "
                          "off: every policy's copies then get the same share of the members")
-    up.add_argument("--copy-depth", type=int, default=2, metavar="N",
-                    help="a batch's extent copies in flight at once (default 2): each waits behind the "
+    up.add_argument("--copy-depth", type=int, default=Options.copy_depth, metavar="N",
+                    help="a batch's extent copies in flight at once (default %d): each waits behind the "
                          "members' queues, so one at a time a batch takes that wait per copy; more shortens a "
-                         "batch and puts more of its requests ahead of the application's")
+                         "batch and puts more of its requests ahead of the application's" % Options.copy_depth)
     up.add_argument("--wait", type=float, default=120, help="daemon: seconds to wait for it to start")
     up.add_argument("--json", action="store_true", help="print the device's status as JSON once it is up")
     _state_arg(up)
@@ -98,7 +102,7 @@ def _root(what):
 
 
 def _paths(a):
-    from hbl.live.controller import Paths
+    from hbl.live.paths import Paths
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", a.name):
         raise HblError("%r is not a usable device name (letters, digits, _ . + -; at most 64)" % a.name)
     return Paths(a.name, a.state_dir)
@@ -115,7 +119,7 @@ def _load_meta(paths, name):
 def create(a, paths):
     """Check the devices, write the superblocks and the first metadata."""
     from hbl.live import layout, meta as metamod, safety
-    from hbl.live.controller import preflight
+    from hbl.live.host import preflight
     from hbl.live.engine import Engine
     from hbl.sim import parse_params, policy_names
     if os.path.exists(paths.meta):
@@ -148,7 +152,8 @@ def create(a, paths):
 
 
 def cmd_up(a):
-    from hbl.live.controller import Controller, controller_pid
+    from hbl.live.controller import Controller
+    from hbl.live.paths import controller_pid
     from hbl.sim import parse_params
     from hbl.live import layout
     copy_limit = layout.parse_size(a.copy_limit) if a.copy_limit else None     # before anything is written
@@ -175,9 +180,9 @@ def cmd_up(a):
         raise HblError("%s is already up (controller pid %d)" % (a.name, pid))
     params = parse_params(a.param) if a.param else None
     if a.foreground:
-        c = Controller(paths, policy=a.policy, params=params, agent=a.agent, interval=a.interval,
-                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit, copy_fixed=copy_rate,
-                       copy_depth=a.copy_depth)
+        c = Controller(paths, Options(policy=a.policy, params=params, agent=a.agent, interval=a.interval,
+                                      max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit,
+                                      copy_fixed=copy_rate, copy_depth=a.copy_depth))
         c.start()
         c.run()
         return 0
@@ -231,7 +236,7 @@ def _read_status(paths):
 
 def cmd_down(a):
     from dmsetup import backend
-    from hbl.live.controller import controller_pid
+    from hbl.live.paths import controller_pid
     from hbl.live.safety import mounts_of
     _root("hbl down")
     paths = _paths(a)
@@ -265,7 +270,7 @@ def cmd_down(a):
     # The controller died and left the device, perhaps suspended or with a table
     # the metadata does not describe yet: make the metadata's table live first
     # (as hbl up would), so that nothing written before the removal is misplaced.
-    from hbl.live.controller import assemble, check_members
+    from hbl.live.host import assemble, check_members
     check_members(m)
     assemble(m, dm).remove()
     print("hbl: %s had no controller (it died?); its table was rebuilt from the metadata (generation %d) "
@@ -282,7 +287,7 @@ def _offline_status(paths, m):
 
 
 def status_of(paths, name):
-    from hbl.live.controller import controller_pid
+    from hbl.live.paths import controller_pid
     m = _load_meta(paths, name)
     pid = controller_pid(paths)
     st = _read_status(paths) if pid else None

@@ -121,7 +121,7 @@ def fresh():
 
 
 def controller_alive(name):
-    from hbl.live.controller import Paths, controller_pid
+    from hbl.live.paths import Paths, controller_pid
     return controller_pid(Paths(name, STATE)) is not None
 
 
@@ -296,7 +296,7 @@ def write_on_after_up(name, writer, log):
 
 
 def test_crash_at_every_protocol_step_and_at_random(fresh):
-    from hbl.live.controller import CRASH_POINTS
+    from hbl.live.batch import CRASH_POINTS
     log = "/run/hbl-test-ck.log"
     if os.path.exists(log):
         os.unlink(log)

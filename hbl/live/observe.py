@@ -1,0 +1,205 @@
+"""What the controller reads from the capture: the records observed (the members'
+latency, the written extents, the counters, the engine fed), or while extents are held
+only searched for what the batch needs; and the requests in flight sorted out of them."""
+import numpy as np
+
+from hbl import record
+
+OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
+TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
+
+
+class Observer:
+    """The Controller's reading of the records (a base class of it, over its state: meta, options, cap,
+    engine, batch, held, in_flight, open_writes and the counters, which the controller sets up)."""
+
+    def pump(self, timeout_ms=0):
+        b = self.cap.poll(timeout_ms)
+        if len(b):
+            self.take(b)
+        return len(b)
+
+    def drain(self):
+        """Everything the kernel has recorded so far (after a suspend: every completed I/O)."""
+        empty = 0
+        while empty < 2:
+            empty = empty + 1 if self.pump(0) == 0 else 0
+
+    def drain_until(self, wall_ns, max_polls=1000):
+        """While I/O flows: read records until one completed after wall_ns (the ring is in
+        completion order, so every earlier completion has then been read) or none is left."""
+        for _ in range(max_polls):
+            b = self.cap.poll(0)
+            if not len(b):
+                return True
+            self.take(b)
+            if int((b["time_ns"] + b["latency_ns"]).max()) >= wall_ns:
+                return True
+        return False
+
+    def take(self, b):
+        """Records read: observed, or while extents are held only searched for what the batch
+        needs (writes to its extents) and kept to be observed after the release."""
+        self.unsorted.append(b)             # for InFlight, sorted out when a batch needs it
+        self.unsorted_n += len(b)
+        if self.unsorted_n > TRACK_MAX:
+            self.track()
+        if self.held is None:
+            self.observe(b)
+            return
+        self.held.append(b)
+        isdm = b["device"] == self.dm_dev
+        self._note_member_writes(b[~isdm])
+        log = b[isdm]
+        log = log[(log["op"] == record.WRITE) & (log["length"] > 0)]
+        ext = self.meta.extent_bytes
+        self.batch.note_logical_writes((log["offset"] // ext).astype(np.int64),
+                                       ((log["offset"] + log["length"] - 1) // ext).astype(np.int64))
+
+    def track(self):
+        """The requests in flight (InFlight) as the records read since the last call say: a
+        record on the dm device is queued there, one on a member completed.  Called when a
+        batch needs them, before the mapping changes, and every TRACK_MAX records (a few
+        calls a batch, not one a poll: the hold polls often, for few records).  Requests to
+        the extents held are left out: they wait in the hold, and complete on their new slots."""
+        if not self.unsorted:
+            return
+        b = record.concat(self.unsorted)
+        self.unsorted, self.unsorted_n = [], 0
+        m, ext = self.meta, self.meta.extent_bytes
+        isdm = b["device"] == self.dm_dev
+        log = b[isdm]
+        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
+        if len(log):
+            off = log["offset"].astype(np.int64)
+            first = off // ext
+            t = log["time_ns"].astype(np.int64)
+            ok = first < m.nextents
+            if self.held is not None and self.batch is not None:
+                moving = self.batch.moving
+                i = np.minimum(np.searchsorted(moving, first), len(moving) - 1)
+                ok &= ~((moving[i] == first) & (t >= self.batch.t["hold"] + self.clock_offset))
+            self.in_flight.issued(m, t[ok], off[ok], first[ok])
+        mem = b[~isdm]
+        if len(mem):
+            idx = self._member_index(mem)
+            done = (idx >= 0) & (mem["latency_ns"] > 0)
+            dev, off = idx[done].astype(np.int64), mem["offset"][done].astype(np.int64)
+            # the copier's own I/Os end no request: a re-copy reads the very block a request in
+            # flight may be writing again (one completion left out per own I/O, same address
+            # and length; one whose record is not read yet waits for the next call, a while)
+            own = np.concatenate([self.own_io, self.copier.own_io()])
+            if len(own) and len(dev):
+                length = mem["length"][done].astype(np.int64)
+                keep = np.ones(len(dev), bool)
+                left = []
+                for d, o, n in own.tolist():
+                    i = np.flatnonzero(keep & (dev == d) & (off == o) & (length == n))
+                    if len(i):
+                        keep[i[0]] = False
+                    else:
+                        left.append((d, o, n))
+                self.own_io = np.array(left[-OWN_KEPT:], np.int64).reshape(-1, 3)
+                dev, off = dev[keep], off[keep]
+            self.in_flight.completed(dev, off)
+
+    def _member_index(self, mem):
+        idx = np.full(len(mem), -1)
+        for dev_t, i in self.member_dev.items():
+            idx[mem["device"] == dev_t] = i
+        return idx
+
+    def member_writes(self, mem, idx=None):
+        """The writes among member records `mem`: (which rows, member index, byte offset,
+        length), the last three int64 arrays of the writes alone."""
+        idx = self._member_index(mem) if idx is None else idx
+        w = (mem["op"] == record.WRITE) & (idx >= 0)
+        return w, idx[w].astype(np.int64), mem["offset"][w].astype(np.int64), mem["length"][w].astype(np.int64)
+
+    def _note_member_writes(self, mem, idx=None):
+        if not len(mem):
+            return
+        w, dev, off, length = self.member_writes(mem, idx)
+        if not len(dev):
+            return
+        self.open_writes.add(dev, off, length, mem["pid"][w])
+        if self.batch is not None:
+            self.batch.note_member_writes(dev, off, length, (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64),
+                                          self.open_writes.bio[dev])
+
+    def observe(self, b):
+        m = self.meta
+        ext = m.extent_bytes
+        isdm = b["device"] == self.dm_dev
+        mem = b[~isdm]
+        if len(mem):
+            idx = self._member_index(mem)
+            for d in range(len(m.members)):
+                for op in (0, 1):
+                    sel = (idx == d) & (mem["op"] == op) & (mem["latency_ns"] > 0)
+                    if sel.any():
+                        v = float(mem["latency_ns"][sel].mean())
+                        n = self.lat_n[d, op]
+                        self.lat[d, op] = v if n == 0 else 0.8 * self.lat[d, op] + 0.2 * v
+                        self.lat_n[d, op] += sel.sum()
+                        if op == 0:
+                            self.reads[d] += (mem["latency_ns"][sel].sum(), sel.sum())
+            self._note_member_writes(mem, idx)
+        log = b[isdm]
+        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
+        if not len(log):
+            return
+        first = (log["offset"] // ext).astype(np.int64)
+        last = ((log["offset"] + log["length"] - 1) // ext).astype(np.int64)
+        ok = last < m.nextents
+        log, first, last = log[ok], first[ok], last[ok]
+        self._note_held(log, first, last)
+        writes = log["op"] == record.WRITE
+        was_unwritten = m.written[first] == 0
+        m.written[first[writes]] = 1
+        m.written[last[writes]] = 1
+        wide = writes & (last - first > 1)    # requests over three or more extents: their middles too
+        for f, l in zip(first[wide].tolist(), last[wide].tolist()):
+            m.written[f + 1:l] = 1
+        dev = m.dev[first]
+        log = log.copy()
+        log["latency_ns"] = self.lat[dev, log["op"].astype(np.int64)].astype(np.uint64)
+        self.count["reads"] += int((~writes).sum())
+        self.count["writes"] += int(writes.sum())
+        hits = int((dev == 0).sum())
+        self.count["fast_hits"] += hits
+        self.win[0] += len(log)
+        self.win[1] += hits
+        np.add.at(self.heat, first, 1.0)
+        np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
+        self.newest_ts = int(log["time_ns"].max())
+        self.decide(log, last, writes & was_unwritten)
+
+    def _note_held(self, log, first, last):
+        """Requests to a batch's moving extents issued while they were held waited, in the
+        hold, from their issue until the release: how long each waited."""
+        t = log["time_ns"].astype(np.int64)
+        for moving, t_hold, t_rel in self.recent_holds:
+            sel = (t >= t_hold) & (t < t_rel)
+            if not sel.any():
+                continue
+            lo, hi = first[sel], last[sel]
+            i = np.searchsorted(moving, lo)
+            touch = (i < len(moving)) & (moving[np.minimum(i, len(moving) - 1)] <= hi)
+            self.held_waits.extend(((t_rel - t[sel][touch]) / 1e6).tolist())
+
+    def decide(self, log, last, first_writes):
+        m = self.meta
+        self.engine.feed(log)
+        # the write frontier: unwritten extents after a first write go where
+        # the policy just put new data, with a remap and no copy
+        if self.options.frontier:
+            for e in np.unique(last[first_writes]).tolist():
+                want = self.engine.device(e)
+                for k in range(1, self.options.frontier + 1):
+                    x = e + k
+                    if x >= m.nextents or m.written[x]:
+                        break
+                    if m.dev[x] != want and x not in self.pending:
+                        self.engine.set_devices([x], [want])
+                        self.pending[x] = (want, 0)

@@ -1,0 +1,94 @@
+"""What hbl status and hbl top show of a running live device: the controller's counters
+and timings, summed up in its status file."""
+import os
+import resource
+import time
+
+import numpy as np
+
+from hbl.live import layout
+
+
+def cpu_s(who=resource.RUSAGE_SELF):
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def thread_cpu_s():
+    """CPU seconds of the calling thread (the controller's; the agents train on another)."""
+    return cpu_s(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
+
+
+def pct(a, q):
+    """The q-quantile of the sorted list `a` (None if empty)."""
+    return a[min(len(a) - 1, int(q * len(a)))] if a else None
+
+
+def settle_summary(steps):
+    """How many batches' settle ran out of time (SETTLE_S), and the hold p99 of those beside
+    the others' (None where there is none)."""
+    split = lambda to: sorted(b["hold_ms"] for b in steps if bool(b["settle_timed_out"]) == to)
+    return {"settle_timeouts": sum(bool(b["settle_timed_out"]) for b in steps),
+            "hold_ms_by_settle": {"timed_out_p99": pct(split(True), 0.99), "settled_p99": pct(split(False), 0.99)}}
+
+
+def running_status(c):
+    """The status of the running Controller `c`, as its status file carries it."""
+    m = c.meta
+    written = np.bincount(m.dev[m.written == 1], minlength=len(m.members))
+    st = sorted(c.stalls)
+    ho = sorted(c.holds)
+    hw = sorted(c.held_waits)
+    dec = sorted(c.decision_ns)
+    pl = sorted(c.plan_ns)
+    wall = time.time() - c.t0
+    total = c.count["reads"] + c.count["writes"]
+    hot = np.argsort(-c.heat)[:20]
+    cs = c.cap.stats()
+    out = layout.describe(m, c.free)
+    for i, d in enumerate(out["devices"]):
+        d.update(written_extents=int(written[i]), read_latency_us=c.lat[i, 0] / 1e3,
+                 write_latency_us=c.lat[i, 1] / 1e3)
+    return {
+        **out, "state": "running", "pid": os.getpid(), "path": c.dev.path, "policy": c.policy,
+        "uptime_s": wall,
+        "reads": c.count["reads"], "writes": c.count["writes"],
+        "fast_hit_ratio": c.count["fast_hits"] / total if total else 0.0,
+        "promotions": c.count["promotions"], "evictions": c.count["evictions"],
+        "remaps_without_copy": c.count["remaps_without_copy"],
+        "migrated_bytes": c.count["migrated_bytes"], "recopied_bytes": c.count["recopied_bytes"],
+        "batches": c.count["batches"], "rollbacks": c.count["rollbacks"],
+        "stale_moves": c.count["stale_moves"],
+        "pending_moves": len(c.pending),
+        "copy_bandwidth_bytes_s": c.copier.bandwidth(), "copy_rate_limit_bytes_s": c.copier.throttle.rate,
+        "copy_depth": c.copier.depth,
+        "copy_idle_read_latency_us": c.copier.throttle.baseline and c.copier.throttle.baseline / 1e3,
+        "stall_ms": {"last": st and c.stalls[-1], "p50": pct(st, 0.5), "p99": pct(st, 0.99),
+                     "max": st[-1] if st else None, "count": len(st)},
+        "hold_ms": {"last": ho and c.holds[-1], "p50": pct(ho, 0.5), "p99": pct(ho, 0.99),
+                    "max": ho[-1] if ho else None, "count": len(ho), "last_breakdown": c.last_stall},
+        "batch_steps_ms_p50": {k: float(np.median([b[k] for b in c.steps])) for k, v in c.steps[0].items()
+                               if not isinstance(v, (list, bool))}
+        if c.steps else {},
+        "slowest_holds": sorted(c.steps, key=lambda b: b["hold_ms"])[-5:],
+        **settle_summary(c.steps),
+        "held_io_ms": {"p50": pct(hw, 0.5), "p99": pct(hw, 0.99), "max": hw[-1] if hw else None,
+                       "count": len(hw)},
+        "decision_to_remap_ms": {"p50": pct(dec, 0.5) and pct(dec, 0.5) / 1e6,
+                                 "p99": pct(dec, 0.99) and pct(dec, 0.99) / 1e6},
+        # of which the wait for a batch to begin (the rest: the batch, up to the switch)
+        "decision_to_batch_ms": {"p50": pct(pl, 0.5) and pct(pl, 0.5) / 1e6,
+                                 "p99": pct(pl, 0.99) and pct(pl, 0.99) / 1e6},
+        "controller_cpu": (cpu_s() - c.cpu0) / wall if wall > 0 else 0.0,
+        # of which the controller's thread (the rest: the agents' training thread, the uevent watch)
+        "controller_cpu_main": (thread_cpu_s() - c.cpu0_main) / wall if wall > 0 else 0.0,
+        "agents": c.engine.stats().get("agents", []),
+        "ebpf": {"events": cs["events"], "lost": cs["lost"]},
+        "unsure_after_crash": c.unsure,
+        "degraded": {m.members[d]["path"]: why for d, why in sorted(c.failed.items())},
+        "hot_extents": [{"extent": int(e), "device": int(m.dev[e]), "heat": float(c.heat[e]),
+                         "reads": int(c.rw[e, 0]), "writes": int(c.rw[e, 1])}
+                        for e in hot.tolist() if c.heat[e] > 0],
+        "decisions": list(c.decisions)[-20:],
+        "timeline": list(c.timeline),
+    }
