@@ -46,7 +46,7 @@ def live_status(name):
     """What `hbl status NAME --json` prints, read in this process: polling it every second
     starts no interpreter in the guest, whose CPUs the controller and the workload need."""
     from hbl.live.cli import status_of
-    from hbl.live.controller import Paths
+    from hbl.live.paths import Paths
     return status_of(Paths(name, STATE), name)
 
 
