@@ -30,6 +30,14 @@ def label(name):
     return os.path.splitext(os.path.basename(name))[0]
 
 
+def hss_title(h):
+    """An HSS as the tables name it: HSS perf (H+M), its devices' short names; a .json file by its path."""
+    if h.endswith(".json"):
+        return "HSS " + h
+    from hbl.devices import load_hss
+    return "HSS %s (%s)" % (h, "+".join(p.name for p in load_hss(h).devices))
+
+
 def labels(names):
     """{trace name: label}, unique in the order given: zipf* and zipf*' for two zipf workloads."""
     out = {}
