@@ -52,7 +52,10 @@ def read(path):
         raise HblError("%s: not JSON (%s)" % (path, exc)) from None
     if isinstance(data, dict) and isinstance(data.get("results"), list):
         return _runs(path)
-    if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
+    if data == []:
+        raise HblError("%s: nothing to draw: an empty list (a simulate timeline of a run shorter than one window?)"
+                       % path)
+    if isinstance(data, list) and all(isinstance(r, dict) for r in data):
         if all("policy" in r for r in data):
             return _runs(path)
         if all({"requests", "avg_latency_us", "read_hit_ratio"} <= set(r) for r in data):
@@ -106,7 +109,7 @@ def figures_of(result):
         for _, c, _ in summaries:
             policy_of.update(c["policies"])
         style = figures.styles(policy_of)
-        out = [("latency-" + _slug(h), figures.latency(c, title, style)) for h, c, title in summaries
+        out = [("latency-" + slug(h), figures.latency(c, title, style)) for h, c, title in summaries
                if c["workloads"]]
         out.append(("geomean", figures.geomean([c for _, c, _ in summaries], [t for _, _, t in summaries],
                                                style)))
@@ -119,7 +122,7 @@ def figures_of(result):
     return [("live", figures.live(result.data))]
 
 
-def _slug(name):
+def slug(name):
     return re.sub(r"[^\w.-]+", "_", os.path.splitext(os.path.basename(name))[0])
 
 
