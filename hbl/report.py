@@ -24,7 +24,7 @@ tfoot td { border-top: 2px solid #999; font-weight: bold; }
 td.best { background: #e3f0fa; } td.beats { background: #fbe9d9; }
 tr.best-policy td:first-child { font-weight: bold; }
 .note { color: #555; font-size: 0.9em; max-width: 60em; }
-figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+figure { margin: 1em 0; } figure svg { width: 40em; max-width: 100%; height: auto; }   /* one column is small on a screen */
 .scroll { overflow-x: auto; }
 """
 
