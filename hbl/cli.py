@@ -402,6 +402,32 @@ def cmd_sweep(a):
             os.path.join(summary["out"], sweep.CSV_TABLE)))
     return 2 if summary["failed"] else 0
 
+PLOT_FORMATS = "svg,png"
+
+
+def cmd_plot(a):
+    from hbl import plot
+    formats = plot.parse_formats(a.format)
+    if a.out and os.path.splitext(a.out)[1] and a.format != PLOT_FORMATS:
+        raise HblError("-o %s names one format by its extension: leave --format out, or give a directory" % a.out)
+    written = plot.plot(a.result, a.out, formats)
+    if a.json:
+        print_json(dict(result=a.result, figures=written))
+    else:
+        print("\n".join(written))
+    return 0
+
+
+def cmd_report(a):
+    from hbl import report
+    out = report.write(a.result, a.out)
+    if a.json:
+        print_json(dict(result=a.result, report=out))
+    else:
+        print("report written to %s" % out)
+    return 0
+
+
 def cmd_trace_info(a):
     from hbl.info import format_info, trace_info
     from hbl.trace import open_trace
@@ -775,6 +801,37 @@ def build_parser():
     _trace_args(c, many=True)
     _sim_args(c)
     c.set_defaults(func=cmd_compare)
+
+    RESULT_HELP = ("hbl compare --out FILE or --output FILE, a sweep's DIR or its results table, hbl simulate "
+                   "--timeline FILE, scripts/learning_timeline.py --output FILE, or hbl status NAME --json")
+    pl = sub.add_parser("plot", help="the papers' figures from a result, SVG and PNG at one column's width",
+                        description="Draw the papers' figures from a result, at the width of one column of a paper "
+                        "(3.3 in, text at 7 pt or more), each policy in the same colour and marker in every "
+                        "figure (Okabe-Ito colours; marker: reference, heuristic or learning policy). From compare "
+                        "or sweep runs: latency-HSS, the average latency / Fast-Only per workload, a figure per HSS, "
+                        "and geomean, the geomean summary, a panel per HSS with the best non-learning policy marked; "
+                        "learning policies are their mean over the seeds with a min-max bar. From a simulate "
+                        "timeline: the latency and hit ratio per window; from a learning study: its curves per "
+                        "workload and HSS; from a live device's status: IOPS and hit ratio over time. "
+                        "Prints the files written.")
+    pl.add_argument("result", metavar="RESULT", help=RESULT_HELP)
+    pl.add_argument("-o", "--out", metavar="DIR|FILE",
+                    help="a directory (made if missing) for NAME.FORMAT, or one file (.svg, .png, .pdf; "
+                         "FILE-NAME.EXT when there are several figures); default: beside RESULT")
+    pl.add_argument("--format", default=PLOT_FORMATS,
+                    help="comma-separated formats into a directory: svg, png, pdf (default %s)" % PLOT_FORMATS)
+    pl.add_argument("--json", action="store_true", help="print the files written as JSON")
+    pl.set_defaults(func=cmd_plot)
+
+    rp = sub.add_parser("report", help="one self-contained HTML page of a result: summary, sortable table, figures",
+                        description="Write one HTML file that needs nothing else (no network: style, script and "
+                        "figures inline) to send or to open from a remote host: per HSS the summary `hbl compare` "
+                        "prints, the per-workload table (click a header to sort by it, again to reverse; a learning "
+                        "policy's min-max over seeds in the cell's tooltip) and the figures of `hbl plot`.")
+    rp.add_argument("result", metavar="RESULT", help=RESULT_HELP)
+    rp.add_argument("-o", "--out", metavar="FILE", required=True, help="the HTML file to write, e.g. report.html")
+    rp.add_argument("--json", action="store_true", help="print the file written as JSON")
+    rp.set_defaults(func=cmd_report)
 
     sw = sub.add_parser("sweep", help="traces x HSS x policies x parameters x seeds on a Dask cluster",
                         description="Run a grid of simulations on Dask distributed: a local cluster on "

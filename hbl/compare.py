@@ -192,7 +192,7 @@ def format_wide(summary):
     lines += _preamble(summary)
     for h in summary["hss"]:
         lines.append("")
-        lines.append("%s: average latency normalized to Fast-Only (lower is better)" % _title(h))
+        lines.append("%s: average latency normalized to Fast-Only (lower is better)" % tables.hss_title(h))
         lines.append("policy".ljust(pw) + "".join(w.rjust(ww[w]) for w in wl) + "geomean".rjust(cw) +
                      "mean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw) + "  geomean over seeds")
         best = {w: min(v for p, v in summary["normalized_avg_latency"][h][w].items()
@@ -259,11 +259,6 @@ def _preamble(summary):
     return lines
 
 
-def _title(h):
-    return "HSS %s (%s)" % (h, "+".join(p.name for p in load_hss(h).devices)) if not h.endswith(".json") else \
-        "HSS " + h
-
-
 def format_text(summary):
     """The first screen: per HSS a summary of a policy a line, then the per-workload tables, every
     line within 100 columns (--wide: format_wide)."""
@@ -271,14 +266,14 @@ def format_text(summary):
     lines = [x for text in _preamble(summary) for x in tables.wrap(text, "  ")]
     for h, c in zip(summary["hss"], configs):
         lines.append("")
-        lines += tables.format_summary(c, _title(h))
+        lines += tables.format_summary(c, tables.hss_title(h))
         long = summary.get("harmonia_summary", {}).get(h, {}).get("long")
         if long:
             lines += tables.wrap(_standing_line(h, "long", long) + " (%s)" % ", ".join(long["workloads"]), "  ")
     lines += [""] + tables.wrap(tables.SUMMARY_NOTE)
     for h, c in zip(summary["hss"], configs):
         lines.append("")
-        lines += tables.format_workloads(c, _title(h))
+        lines += tables.format_workloads(c, tables.hss_title(h))
     lines += [""] + tables.wrap(tables.WORKLOADS_NOTE + " * synthetic workload (the rest are real traces); + full "
                                 "capture of a real application (hbl workloads).")
     if summary.get("beats_oracle"):

@@ -30,6 +30,14 @@ def label(name):
     return os.path.splitext(os.path.basename(name))[0]
 
 
+def hss_title(h):
+    """An HSS as the tables name it: HSS perf (H+M), its devices' short names; a .json file by its path."""
+    if h.endswith(".json"):
+        return "HSS " + h
+    from hbl.devices import load_hss
+    return "HSS %s (%s)" % (h, "+".join(p.name for p in load_hss(h).devices))
+
+
 def labels(names):
     """{trace name: label}, unique in the order given: zipf* and zipf*' for two zipf workloads."""
     out = {}
@@ -173,10 +181,8 @@ def _spread(row):
     return "%s-%s" % (num(row["geomean_min"]), num(row["geomean_max"]))
 
 
-def format_summary(c, title):
-    """The compact summary of one HSS: a policy a line, sorted by geomean."""
-    if not c["rows"]:
-        return ["%s: no policy ran on every workload with a %s run" % (title, BASELINE)]
+def summary_cells(c):
+    """The summary of one HSS as text cells: its header and a row a policy, sorted by geomean."""
     best = c["best"]
     head = ["policy", "geomean", "min-max", "vs " + best if best else "", "gap closed" if best else "",
             "W/L" if best else ""]
@@ -189,6 +195,14 @@ def format_summary(c, title):
                       ("%+.1f%%" % (100 * r["vs_best"]) if r["variant"] != best else "-") if best else "",
                       gap if best else "",
                       ("%d/%d" % (r["wins"], r["losses"]) if "wins" in r else "-") if best else ""])
+    return head, cells
+
+
+def format_summary(c, title):
+    """The compact summary of one HSS: a policy a line, sorted by geomean."""
+    if not c["rows"]:
+        return ["%s: no policy ran on every workload with a %s run" % (title, BASELINE)]
+    head, cells = summary_cells(c)
     widths = [max(len(x[i]) for x in cells + [head]) + 2 for i in range(len(head))]
     widths[0] = min(widths[0], WIDTH - sum(widths[1:]))
     lines = wrap("%s, %d workloads: geomean of average latency / Fast-Only (lower is better)" % (

@@ -31,8 +31,9 @@ fi
 # bcc is the second loader (bpfcc-tools: biosnoop, the benchmark reference),
 # fio makes test and benchmark I/O
 # the VM testbed (hbl vm): QEMU, and what builds its images from Debian packages
+# hbl report's test opens the page in Debian's chromium (headless, driven by playwright from the venv)
 for p in clang llvm libbpf-dev bpftool python3-bpfcc bpfcc-tools fio \
-         qemu-system-x86 qemu-utils debootstrap busybox-static kmod cpio e2fsprogs dmsetup; do
+         qemu-system-x86 qemu-utils debootstrap busybox-static kmod cpio e2fsprogs dmsetup chromium; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 # hbl workloads: the applications whose block I/O the recipes capture (hbl/workloads.py
