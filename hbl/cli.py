@@ -706,7 +706,7 @@ def cmd_pretrain(a):
             print_json(rows)
         else:
             for r in rows:
-                print("%-26s %-5s seed %d  %s" % (r["policy"], r["hss"], r["seed"], r["file"]))
+                print("%-26s %-5s %s  %s" % (r["policy"], r["hss"], "seed %s" % r["seed"] if r["seed"] else "", r["file"]))
         return 0
     if not a.out:
         raise HblError("--out DIR is required (the shipped agents are in %s)" % pretrained.AGENTS_DIR)
@@ -720,12 +720,20 @@ def cmd_pretrain(a):
     parse_params(a.param)
     rows = pretrained.pretrain_all(policies, hss, a.seeds, a.out, traces=traces, passes=a.passes,
                                    params=a.param, jobs=a.jobs, progress=not a.quiet)
+    chosen = pretrained.select(a.out, policies, hss, a.seeds, params=a.param, jobs=a.jobs,
+                               progress=not a.quiet) if a.select else []
     if a.json:
-        print_json(rows)
-    else:
-        for r in rows:
-            print("%-26s %-5s seed %d  %s  (last pass: %.1f us mean latency over the training traces)" % (
-                r["policy"], r["hss"], r["seed"], r["file"], r["train_latency_us"]))
+        print_json(dict(trained=rows, selected=chosen) if a.select else rows)
+        return 0
+    for r in rows:
+        print("%-26s %-5s seed %d  %s  (last pass: %.1f us mean latency over the training traces)" % (
+            r["policy"], r["hss"], r["seed"], r["file"], r["train_latency_us"]))
+    if chosen:
+        print("\nvalidation (training families, generator seed 2): geomean of average latency / Fast-Only")
+    for r in chosen:
+        print("%-26s %-5s %s  spread %.1f%%  -> seed %d: %s" % (
+            r["policy"], r["hss"], "  ".join("s%s %.3f" % kv for kv in sorted(r["validation"].items())),
+            100 * r["spread"], r["seed"], r["file"]))
     return 0
 
 
@@ -966,7 +974,8 @@ def build_parser():
                         description="Train the agents of learning policies from scratch on training workloads "
                         "(by default the synthetic families of hbl.pretrained.TRAINING_SUITE, none of which is in "
                         "`hbl compare`'s default suite) and save one file per policy, HSS and seed. Simulations "
-                        "start from the shipped ones by default; use yours with `simulate --agent FILE`.")
+                        "start from the shipped ones by default, the best of 5 seeds on validation traces "
+                        "(--select); use yours with `simulate --agent FILE`.")
     pt.add_argument("--out", metavar="DIR", help="directory for the agent files (required to train)")
     pt.add_argument("--policies", help="comma-separated learning policies (default: those with shipped agents)")
     pt.add_argument("--hss", default="perf,cost,tri,quad", help="comma-separated HSS presets (default all four)")
@@ -975,6 +984,10 @@ def build_parser():
     pt.add_argument("--requests", type=whole(1, 1 << 40), default=300_000,
                     help="requests per training trace of the default suite (default 300000)")
     pt.add_argument("--jobs", type=whole(1, 256), help="parallel trainings (default: number of cores)")
+    pt.add_argument("--select", action="store_true",
+                    help="then run each seed's agents on the validation traces (the training families with "
+                         "generator seed 2) and copy the best of each policy and HSS to DIR/POLICY-HSS.agent, "
+                         "the form hbl ships (with DIR/selection.json: every seed's figure and the spread)")
     pt.add_argument("--list", action="store_true", help="list the shipped pretrained agents instead")
     pt.add_argument("--json", action="store_true")
     pt.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -11,9 +11,14 @@ suite, and no real trace.  The training recipe (suite, passes, the reward in dev
 time) was chosen on these families' seed-2 traces, never on the evaluation's
 (results/pretrain/pretrain.txt).
 
-Agents are stored per policy, HSS preset and pretraining seed; a run with seed k
-starts from the agents of pretraining seed (k - 1) % SEEDS + 1, so a learned figure
-over 3 seeds spans 3 pretrained agents as well as 3 online runs.
+Pretraining is seeded, and agents from different seeds decide differently (the
+write-bypass cut-off of the placement agent moved with the seed).  So the shipped
+agents of a policy and HSS are the best of SELECT_SEEDS pretraining seeds on the
+validation traces (the training families with another generator seed: still no
+evaluation workload), chosen by select(); every run starts from them, whatever its
+seed, and a learned figure over seeds spans online runs only.  The per-seed files a
+pretraining writes (POLICY-HSS-sK.agent) load with `--agent FILE`, and a directory of
+them is what `hbl pretrain --select` chooses from.
 """
 import os
 from pathlib import Path
@@ -26,6 +31,9 @@ TRAINING_SUITE = ("synth:src", "synth:usr", "synth:mixed", "synth:phases", "synt
 TRAINING_REQUESTS = 300_000
 PASSES = 3
 SEEDS = 3
+#: Pretraining seeds the shipped agents are chosen from, and the validation traces' length.
+SELECT_SEEDS = 5
+VALIDATION_REQUESTS = 200_000
 #: The policies with shipped agents, and the HSS presets they are trained for.
 POLICIES = ("harmonia", "harmonia-placement-only", "harmonia-migration-only", "sibyl")
 HSS = ("perf", "cost", "tri", "quad")
@@ -35,15 +43,28 @@ def training_traces(requests=TRAINING_REQUESTS):
     return [t + ":requests=%d" % requests for t in TRAINING_SUITE]
 
 
+def validation_traces(requests=None, families=TRAINING_SUITE):
+    """The training families with generator seed 2: not the traces the agents were trained on, and
+    not workloads of the evaluation either.  A family may carry keys of its own (synth:uniform:read=0.0)."""
+    n = requests or VALIDATION_REQUESTS
+    return [t + ("," if t.count(":") > 1 else ":") + "requests=%d,seed=2" % n for t in families]
+
+
 def agent_file(policy, hss, seed, directory=AGENTS_DIR):
-    return Path(directory) / ("%s-%s-s%d.agent" % (policy, hss, (int(seed) - 1) % SEEDS + 1))
+    """The agents of one pretraining seed, as `hbl pretrain` writes them."""
+    return Path(directory) / ("%s-%s-s%d.agent" % (policy, hss, int(seed)))
 
 
-def shipped(policy, hss, seed):
-    """The shipped agents for a run of `policy` on HSS preset `hss` with `seed`, or None."""
+def selected_file(policy, hss, directory=AGENTS_DIR):
+    """The agents chosen among the pretraining seeds, as `hbl pretrain --select` writes them."""
+    return Path(directory) / ("%s-%s.agent" % (policy, hss))
+
+
+def shipped(policy, hss, seed=None):
+    """The shipped agents for a run of `policy` on HSS preset `hss` (any seed), or None."""
     if not isinstance(hss, str) or hss not in HSS:
         return None
-    path = agent_file(policy, hss, seed)
+    path = selected_file(policy, hss)
     return path if path.is_file() else None
 
 
@@ -99,13 +120,66 @@ def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, par
     return sorted(rows, key=lambda r: (r["policy"], r["hss"], r["seed"]))
 
 
+def _validate(job):
+    policy, hss, seed, path, trace, params = job
+    from hbl.sim import simulate
+    r = simulate(trace, hss=hss, policy=policy, params=params, seed=1, load_agents=path)
+    return policy, hss, seed, trace, r["avg_latency_us"]
+
+
+def _fast_only(job):
+    hss, trace = job
+    from hbl.sim import simulate
+    return hss, trace, simulate(trace, hss=hss, policy="fast-only")["avg_latency_us"]
+
+
+def select(directory, policies, hss_list, seeds, params=None, requests=None, jobs=None,
+           progress=True):
+    """Validate the agents of pretraining seeds 1..seeds in `directory` and copy each policy and
+    HSS's best (lowest geomean of average latency / Fast-Only over validation_traces) to
+    selected_file(); returns one row per policy and HSS with every seed's figure, the spread
+    ((max - min) / min) and the chosen seed, also written to selection.json there."""
+    import json
+    import math
+    import shutil
+    from hbl.pool import run_all
+    directory = Path(directory)
+    traces = validation_traces(requests)
+    missing = [str(agent_file(p, h, s, directory)) for p in policies for h in hss_list
+               for s in range(1, seeds + 1) if not agent_file(p, h, s, directory).is_file()]
+    if missing:
+        raise HblError("no agents to choose from: %s (train them with `hbl pretrain --out %s`)"
+                       % (", ".join(missing[:3]) + (" ..." if len(missing) > 3 else ""), directory))
+    base = {(h, t): lat for h, t, lat in run_all(_fast_only, [(h, t) for h in hss_list for t in traces], jobs)}
+    work = [(p, h, s, agent_file(p, h, s, directory), t, params)
+            for p in policies for h in hss_list for s in range(1, seeds + 1) for t in traces]
+    lat = {}
+    for p, h, s, t, v in run_all(_validate, work, jobs, progress and (lambda r: "validate %s %s seed %d" % r[:3])):
+        lat[(p, h, s, t)] = v
+    rows = []
+    for p in policies:
+        for h in hss_list:
+            g = {s: math.exp(sum(math.log(lat[(p, h, s, t)] / base[(h, t)]) for t in traces) / len(traces))
+                 for s in range(1, seeds + 1)}
+            best = min(g, key=g.get)
+            shutil.copyfile(agent_file(p, h, best, directory), selected_file(p, h, directory))
+            rows.append(dict(policy=p, hss=h, seed=best, validation=g, spread=max(g.values()) / min(g.values()) - 1,
+                             file=str(selected_file(p, h, directory))))
+    (directory / "selection.json").write_text(json.dumps(dict(traces=traces, params=params, rows=rows), indent=1))
+    return rows
+
+
 def listing():
-    """The shipped agent files: policy, HSS, seed, file."""
+    """The shipped agent files: policy, HSS, the pretraining seed chosen, file."""
+    import json
+    chosen = {}
+    sel = AGENTS_DIR / "selection.json"
+    if sel.is_file():
+        chosen = {(r["policy"], r["hss"]): r["seed"] for r in json.loads(sel.read_text())["rows"]}
     rows = []
     for p in POLICIES:
         for h in HSS:
-            for s in range(1, SEEDS + 1):
-                f = agent_file(p, h, s)
-                if f.is_file():
-                    rows.append(dict(policy=p, hss=h, seed=s, file=str(f)))
+            f = selected_file(p, h)
+            if f.is_file():
+                rows.append(dict(policy=p, hss=h, seed=chosen.get((p, h)), file=str(f)))
     return rows

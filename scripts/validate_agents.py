@@ -21,11 +21,6 @@ from hbl.sim import simulate
 BASELINES = ("fast-only", "lru", "cde", "smq", "nhit", "seqcutoff", "harmonia-migration-only")
 
 
-def validation_traces(requests, families=pretrained.TRAINING_SUITE):
-    """The families with generator seed 2; a family may carry keys of its own (synth:uniform:read=0.0)."""
-    return [t + ("," if t.count(":") > 1 else ":") + "requests=%d,seed=2" % requests for t in families]
-
-
 def _run(job):
     label, trace, hss, policy, agents, params, seed = job
     r = simulate(trace, hss=hss, policy=policy, params=params, seed=seed, load_agents=agents)
@@ -47,8 +42,8 @@ def main():
                          "default families alone")
     a = ap.parse_args()
     hss_list = a.hss.split(",")
-    traces = validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family))
-    default = validation_traces(a.requests)
+    traces = pretrained.validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family))
+    default = pretrained.validation_traces(a.requests)
     jobs = [(p, t, h, p, False, None, 1) for p in BASELINES for t in traces for h in hss_list]
     labels = list(BASELINES)
     for c in a.candidate:

@@ -1,4 +1,6 @@
 """The C agent core against NumPy references, learning, determinism, save/load."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -203,12 +205,10 @@ def test_save_load_round_trip_and_refusals(tmp_path):
 def test_version_1_files_load_and_give_the_fp32_reference():
     """A file of version 1 (FP32 inference weights) is quantized at load; its FP32 copy
     serves as the reference of the shadow at once."""
-    from hbl import pretrained
     from hbl.devices import load_hss
     from hbl.trace import load
-    path = pretrained.shipped("sibyl", "cost", 2)
-    if path is None or int.from_bytes(path.read_bytes()[8:12], "little") != 1:
-        pytest.skip("no shipped agent file of version 1")
+    path = Path(__file__).parent / "data" / "agents" / "sibyl-cost-v1.agent"   # shipped until 2026-12-02
+    assert int.from_bytes(path.read_bytes()[8:12], "little") == 1
     sim = Simulator(load_hss("cost"), "sibyl", [500, None], seed=2)
     sim.agents()[0].set_shadow(True)
     sim.load_agents(path)
@@ -260,7 +260,7 @@ def test_queue_feature_is_opt_in():
     # the shipped agents were trained without it: such a run starts untrained (and keeps its invariants)
     r = simulate("bundled:hm_1", hss="cost", policy="harmonia", params=["queue_feature=1"], check=True)
     assert r["agents_from"] == "untrained" and r["sync_evictions"] > 0
-    assert simulate("bundled:hm_1", hss="cost", policy="harmonia")["agents_from"] == "pretrained:harmonia-cost-s1"
+    assert simulate("bundled:hm_1", hss="cost", policy="harmonia")["agents_from"] == "pretrained:harmonia-cost"
 
 
 def test_agent_config_errors():

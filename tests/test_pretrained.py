@@ -24,21 +24,34 @@ def test_training_suite_shares_no_workload_with_the_evaluation():
 @pytest.mark.parametrize("policy", pretrained.POLICIES)
 def test_every_policy_and_preset_has_its_shipped_agents(policy):
     for hss in pretrained.HSS:
-        for seed in range(1, pretrained.SEEDS + 1):
-            assert pretrained.shipped(policy, hss, seed), (policy, hss, seed)
+        assert pretrained.shipped(policy, hss), (policy, hss)
+
+
+def test_the_shipped_agents_are_the_best_of_their_seeds_on_validation():
+    """What `hbl pretrain --select` chose, among SELECT_SEEDS pretraining seeds, on the validation
+    traces only (no evaluation workload), is what ships, and the record says so."""
+    sel = json.loads((pretrained.AGENTS_DIR / "selection.json").read_text())
+    assert sel["traces"] == pretrained.validation_traces()
+    evaluation = {_family(t) for t in default_traces()}
+    assert not {_family(t.split(":requests")[0]) for t in sel["traces"]} & evaluation
+    rows = {(r["policy"], r["hss"]): r for r in sel["rows"]}
+    assert set(rows) == {(p, h) for p in pretrained.POLICIES for h in pretrained.HSS}
+    for r in rows.values():
+        assert len(r["validation"]) == pretrained.SELECT_SEEDS
+        assert r["validation"][str(r["seed"])] == min(r["validation"].values())
 
 
 def test_runs_start_from_the_shipped_agents_and_act_on_them_at_once():
     trace = "bundled:mds_0"
     pre = simulate(trace, hss="perf", policy="harmonia", seed=2)
     fresh = simulate(trace, hss="perf", policy="harmonia", seed=2, load_agents=False)
-    assert pre["agents_from"] == "pretrained:harmonia-perf-s2"
+    assert pre["agents_from"] == "pretrained:harmonia-perf"
     assert fresh["agents_from"] == "untrained"
     # a loaded agent's warm-up is behind it: it explores at epsilon (0.001), not at random
     assert pre["agents"][0]["explorations"] <= 0.01 * pre["agents"][0]["decisions"] + 2
     assert fresh["agents"][0]["explorations"] > 0.3 * fresh["agents"][0]["decisions"]
-    # seeds 1..3 start from three different pretrained agents, seed 4 from the first again
-    assert simulate(trace, hss="perf", policy="harmonia", seed=4)["agents_from"] == "pretrained:harmonia-perf-s1"
+    # every seed starts from the one chosen set of agents: seeds vary the online runs only
+    assert simulate(trace, hss="perf", policy="harmonia", seed=4)["agents_from"] == "pretrained:harmonia-perf"
     # a policy without agents has nothing to start from
     assert "agents_from" not in simulate(trace, hss="perf", policy="lru")
 
@@ -59,6 +72,26 @@ def test_pretrain_writes_agents_that_load(tmp_path, capsys):
     assert r["agents_from"] == str(path)
     assert r["agents"][0]["decisions"] > 0
     assert not list(tmp_path.glob("*.part"))
+
+
+def test_pretrain_select_ships_the_best_seed_on_validation(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(pretrained, "VALIDATION_REQUESTS", 3000)
+    rc = main(["pretrain", "--out", str(tmp_path), "--policies", "sibyl", "--hss", "perf", "--seeds", "2",
+               "--passes", "1", "--trace", "synth:zipf:requests=4000,pages=2000", "--select", "--json", "--quiet"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    (row,) = out["selected"]
+    g = row["validation"]
+    assert set(g) == {"1", "2"} and str(row["seed"]) == min(g, key=g.get)
+    assert row["spread"] == pytest.approx(max(g.values()) / min(g.values()) - 1)
+    chosen = pretrained.agent_file("sibyl", "perf", row["seed"], tmp_path).read_bytes()
+    assert pretrained.selected_file("sibyl", "perf", tmp_path).read_bytes() == chosen
+    assert json.loads((tmp_path / "selection.json").read_text())["rows"][0]["seed"] == row["seed"]
+
+
+def test_select_names_the_missing_agents(tmp_path):
+    with pytest.raises(HblError, match="no agents to choose from: .*sibyl-perf-s1.agent"):
+        pretrained.select(tmp_path, ["sibyl"], ["perf"], 2)
 
 
 def test_pretrain_refuses_without_out_and_names_bad_policies(tmp_path, capsys):
