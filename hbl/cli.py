@@ -432,6 +432,10 @@ def cmd_convert(a):
         raise HblError("%s: refusing to overwrite the input" % a.output)
     _check_output_dir(a.output)
     opts = {"filename": a.fio_file} if to == "fio" and a.fio_file else {}
+    if a.quantum_ns is not None:
+        if to != "packed":
+            raise HblError("--quantum-ns is for the packed format (.hblz) only")
+        opts = {"time_quantum_ns": a.quantum_ns, "latency_quantum_ns": a.quantum_ns}
     with tracemod.writer(a.output + ".part", to, source=getattr(reader, "source", a.input),
                          compress=a.output.endswith(".gz"), **opts) as w:
         for chunk in _progress(reader, "converting"):
@@ -538,6 +542,11 @@ def cmd_workloads(a):
         r = wl.make_slice(a.name)
         print("%s: first %d requests, %d written (%d flushes/discards left out), %d bytes" % (
             "apps:" + a.name, r["requests"], r["written"], r["dropped_flush_discard"], r["bytes"]))
+        return 0
+    if a.workloads_command == "pack":
+        r = wl.pack(a.name)
+        print("%s: %d requests, %d bytes (%.2f bytes a request)" % (r["out"], r["requests"], r["bytes"],
+                                                                    r["bytes_per_request"]))
         return 0
     if a.workloads_command == "summary":
         rows = [wl.summary(n) for n in wl.RECIPES if wl.trace_path(n).exists()]
@@ -814,11 +823,14 @@ def build_parser():
 
     v = sub.add_parser("convert", help="convert a trace (or generate a synthetic one)",
                        description="Convert between trace formats. Output format from --to or the "
-                       "file name: .csv = msrc, .iolog/.fio = fio iolog v3, anything else = native "
+                       "file name: .csv = msrc, .iolog/.fio = fio iolog v3, .hblz = packed (zstd-compressed "
+                       "columns, checksummed, about 3 bytes a request), anything else = native "
                        "(memory-mapped, fastest to reload).", epilog=EPILOG_TRACES)
     v.add_argument("input")
     v.add_argument("output")
-    v.add_argument("--to", choices=["native", "msrc", "fio"], help="output format")
+    v.add_argument("--to", choices=["native", "packed", "msrc", "fio"], help="output format")
+    v.add_argument("--quantum-ns", type=whole(1, 1 << 40), metavar="NS",
+                   help="packed format: keep times and latencies in multiples of NS (default 1, lossless)")
     v.add_argument("--fio-file", help="fio format: device or file name written in the iolog")
     v.add_argument("--json", action="store_true", help="print a JSON summary")
     _trace_args(v)
@@ -879,13 +891,16 @@ def build_parser():
     wl = sub.add_parser("workloads", help="real applications' block I/O: recipes and captures (root)",
                         description="Run a real application (PostgreSQL, MariaDB, RocksDB, SQLite, a build; fio as "
                         "the synthetic control) on a scratch file system on a loop device and capture its block "
-                        "I/O into ~/.cache/hbl/workloads/NAME.hbltrace, used as the trace workload:NAME.")
+                        "I/O into ~/.cache/hbl/workloads/NAME.hbltrace, used as the trace workload:NAME (where there is "
+                        "none, workload:NAME is the capture shipped with hbl, hbl/data/traces/workloads/NAME.hblz).")
     wsub = wl.add_subparsers(dest="workloads_command", metavar="ACTION", required=True)
     wsub.add_parser("list", help="the recipes and whether each is captured").add_argument("--json", action="store_true")
     ws = wsub.add_parser("summary", help="trace-info figures of every cached capture (results/workloads.*)")
     ws.add_argument("--json", action="store_true")
     wsub.add_parser("slice", help="write the first 20,000 requests of a cached capture to hbl/data/traces/apps/"
                     ).add_argument("name")
+    wsub.add_parser("pack", help="write a cached capture, packed, to hbl/data/traces/workloads/ (what "
+                    "workload:NAME reads where it was not captured)").add_argument("name")
     wc = wsub.add_parser("capture", help="run a recipe and capture its block I/O (root)")
     wc.add_argument("name", help="recipe (hbl workloads list)")
     wc.add_argument("--duration", help="capture at most this long (default 30m)")

@@ -17,9 +17,11 @@ import re
 from hbl.errors import TraceError, show
 from hbl.trace.formats import MAX_LINE, READ_ERRORS, TEXT_READERS, bounded_lines, open_text
 from hbl.trace.native import NativeReader, is_native
+from hbl.trace.packed import PackedReader, is_packed
 from hbl.trace.writers import WRITERS
 
-READERS = dict(TEXT_READERS, native=NativeReader)
+READERS = dict(TEXT_READERS, native=NativeReader, packed=PackedReader)
+BINARY_READERS = ("native", "packed")
 BUNDLED_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "traces" / "msr"
 
 
@@ -82,6 +84,8 @@ def detect(path, lines=20):
     which reports it with its line number."""
     if is_native(path):
         return "native"
+    if is_packed(path):
+        return "packed"
     fits, seen, first = None, 0, None
     with open_text(path) as f:
         try:
@@ -128,10 +132,10 @@ def open_trace(name, fmt=None, lenient=False, chunk=1 << 16, **options):
     if fmt not in READERS:
         raise TraceError(path, "unknown format %r (have: %s)" % (fmt, ", ".join(sorted(READERS))))
     options = {k: v for k, v in options.items() if v is not None}
-    if fmt == "native":
+    if fmt in BINARY_READERS:
         if options:
-            raise TraceError(path, "native traces take no format options")
-        return NativeReader(path, lenient=lenient, chunk=chunk)
+            raise TraceError(path, "%s traces take no format options" % fmt)
+        return READERS[fmt](path, lenient=lenient, chunk=chunk)
     return READERS[fmt](path, lenient=lenient, chunk=chunk, **options)
 
 
@@ -150,9 +154,11 @@ def writer(path, fmt, source="", **options):
 
 
 def format_for_path(path):
-    """The output format implied by a file name (.csv = msrc, .iolog/.fio = fio, else native),
-    looking through a .gz suffix."""
+    """The output format implied by a file name (.csv = msrc, .iolog/.fio = fio, .hblz = packed,
+    else native), looking through a .gz suffix."""
     lower = str(path).lower()
+    if lower.endswith(".hblz"):
+        return "packed"
     if lower.endswith(".gz"):
         lower = lower[:-3]
     if lower.endswith(".csv"):

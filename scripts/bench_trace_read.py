@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Size and read speed of one trace in the formats hbl reads: packed (.hblz), gzipped MSRC CSV
+(the shipped slices' format) and native, on this machine.
+
+Each file is written once (outside the timing) into a temporary directory; a read is a full
+pass of open_trace over it (the chunks a simulation consumes), best of --repeat.
+
+    scripts/bench_trace_read.py workload:fio-zipf
+    scripts/bench_trace_read.py hbl/data/traces/workloads/pgbench.hblz --quantum-ns 1000
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+from hbl import record
+from hbl.trace import load, open_trace, writer
+
+
+def read_rate(path, repeat):
+    """(best requests/s of `repeat` full passes, requests)."""
+    best, n = None, 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        n = sum(len(c) for c in open_trace(path))
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    return n / best, n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--quantum-ns", type=int, default=1000,
+                    help="the packed file's time and latency quantum (default 1000, as shipped)")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    data, reader = load(a.trace)
+    # MSRC keeps reads and writes only: every format gets the same requests, so the rates compare
+    data = data[(data["op"] == record.READ) | (data["op"] == record.WRITE)]
+    print("%s: %d reads and writes (%s)" % (a.trace, len(data), getattr(reader, "source", "")))
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [("packed (.hblz, quantum %d ns)" % a.quantum_ns, "t.hblz", "packed",
+                  dict(time_quantum_ns=a.quantum_ns, latency_quantum_ns=a.quantum_ns)),
+                 ("msrc CSV, gzip (.csv.gz)", "t.csv.gz", "msrc", dict(compress=True)),
+                 ("native (.hbltrace)", "t.hbltrace", "native", {})]
+        for label, name, fmt, opts in files:
+            path = os.path.join(tmp, name)
+            t = time.perf_counter()
+            with writer(path, fmt, source=a.trace, **opts) as w:
+                w.write(data)
+            wrote = time.perf_counter() - t
+            rate, n = read_rate(path, a.repeat)
+            print("  %-32s %6.2f bytes/request  read %7.2f M requests/s  (write %.1f s)" % (
+                label, os.path.getsize(path) / n, rate / 1e6, wrote))
+    print("machine: %d cores, load %.1f" % (os.cpu_count(), os.getloadavg()[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
