@@ -7,7 +7,8 @@
 A trace name may also be `synth:PRESET[:key=value,...]` for a generated workload
 (see hbl.trace.synthetic), `bundled:NAME` for one of the MSR slices shipped
 with hbl, `workload:NAME` for a real application's capture or `apps:NAME` for
-its shipped first 20,000 requests (see hbl.workloads).
+its shipped first 20,000 requests (see hbl.workloads), and `workload:A+B` for captures replayed
+together as tenants of one host (see hbl.trace.mix).
 """
 import os
 import pathlib
@@ -16,6 +17,7 @@ import re
 
 from hbl.errors import TraceError, show
 from hbl.trace.formats import MAX_LINE, READ_ERRORS, TEXT_READERS, bounded_lines, open_text
+from hbl.trace.mix import MixReader, is_mix
 from hbl.trace.native import NativeReader, is_native
 from hbl.trace.packed import PackedReader, is_packed
 from hbl.trace.writers import WRITERS
@@ -31,7 +33,10 @@ def bundled_traces():
 
 
 def resolve(name):
-    """A path for bundled:NAME, workload:NAME or apps:NAME, otherwise the name unchanged."""
+    """A path for bundled:NAME, workload:NAME or apps:NAME, otherwise the name unchanged (a mix,
+    workload:A+B, is no one file)."""
+    if is_mix(name):
+        return name
     if name.startswith(("workload:", "apps:")):
         from hbl import workloads
         return workloads.resolve(name)
@@ -123,6 +128,10 @@ def open_trace(name, fmt=None, lenient=False, chunk=1 << 16, **options):
     if name.startswith("synth:"):
         from hbl.trace.synthetic import SyntheticTrace
         return SyntheticTrace(name, chunk=chunk)
+    if is_mix(name):
+        if fmt:
+            raise TraceError(name, "a mix takes no --format: its tenants' formats are detected")
+        return MixReader(name, lambda t: open_trace(t, lenient=lenient, chunk=chunk, **options), chunk=chunk)
     path = resolve(name)
     if not os.path.exists(path):
         raise TraceError(path, "no such file")
