@@ -79,8 +79,16 @@ def test_shipped_captures_read_on_any_machine(name, monkeypatch, tmp_path):
         assert last <= chunk["time_ns"][0] and (np.diff(chunk["time_ns"].astype(np.int64)) >= 0).all()
         last = chunk["time_ns"][-1]
     assert n == reader.count
-    size = os.path.getsize(workloads.shipped_path(name))
-    assert size / n <= 4.5, "%s: %.2f bytes a request" % (name, size / n)
+
+
+
+def test_the_shipped_corpus_fits_its_budget():
+    """At most 40 MB in git for the whole corpus, at most 4 bytes a request on average."""
+    names = workloads.shipped()
+    sizes = [os.path.getsize(workloads.shipped_path(n)) for n in names]
+    counts = [open_trace("workload:" + n).count for n in names] if names else []
+    assert sum(sizes) <= 40e6
+    assert not names or sum(sizes) / sum(counts) <= 4.0
 
 
 def test_missing_application_names_the_bootstrap(monkeypatch):
