@@ -18,11 +18,13 @@ BASELINE = "fast-only"
 
 def default_traces(synthetic_requests=None):
     """The bundled MSR slices, the real-application slices (apps:), the full application
-    captures that are cached (workload:, made by `hbl workloads capture`), then the synthetic suite."""
+    captures (workload:, shipped with hbl or made here by `hbl workloads capture`), then the
+    synthetic suite."""
     from hbl import workloads
     traces = ["bundled:" + n for n in tracemod.bundled_traces()]
     traces += ["apps:" + n for n in workloads.app_slices()]
-    traces += ["workload:" + n for n in workloads.RECIPES if workloads.trace_path(n).exists()]
+    traces += ["workload:" + n for n in workloads.RECIPES
+               if workloads.trace_path(n).exists() or workloads.shipped_path(n).exists()]
     for spec in DEFAULT_SUITE:
         traces.append(spec + (":requests=%d" % synthetic_requests if synthetic_requests else ""))
     return traces
@@ -65,6 +67,8 @@ def _label(name):
         return rest
     if kind == "synth":
         return rest.split(":")[0] + "*"
+    if kind in ("apps", "workload") and "+" in rest:    # a mix of tenants
+        return rest + ("+" if kind == "workload" else "")
     if kind in ("apps", "workload") and rest in workloads.RECIPES:
         return rest + ("+" if kind == "workload" else "") + ("*" if workloads.RECIPES[rest].synthetic else "")
     return os.path.splitext(os.path.basename(name))[0]
@@ -123,6 +127,15 @@ LEARNING = frozenset(policy_names("learns"))       # seeded: run once per seed
 FUTURE = frozenset(policy_names("needs_future"))   # bounds, not contenders
 REFERENCES = FUTURE | {BASELINE}                   # the bounds and the normalization point
 LONG = 100_000   # requests: a workload long enough for online learning to matter
+KINDS = ("full captures", "real slices", "synthetic")
+
+
+def kind_of(label):
+    """A workload's kind from its table label (_label's marks): the full captures of real
+    applications are reported apart from the short real slices and the synthetic traces."""
+    if label.endswith("*"):
+        return "synthetic"
+    return "full captures" if label.endswith("+") else "real slices"
 
 
 def _harmonia_standing(score):
@@ -172,7 +185,7 @@ def summarize(results, workloads, hss_list, pols):
     for v in runs.values():
         v.sort(key=lambda r: r.get("seed", 1))
     first = lambda h, w, p: runs[(h, w, p)][0]
-    norm, mean, geomean, spread, harmonia, beats = {}, {}, {}, {}, {}, []
+    norm, mean, geomean, spread, harmonia, beats, by_kind = {}, {}, {}, {}, {}, [], {}
     long_wl = [w for w in workloads if first(hss_list[0], w, BASELINE)["requests"] >= LONG] if hss_list else []
     for h in hss_list:
         norm[h], per_seed = {}, {}
@@ -191,6 +204,8 @@ def summarize(results, workloads, hss_list, pols):
                             beats.append(dict(hss=h, workload=w, policy=p, seed=r.get("seed", 1),
                                               latency_vs_oracle=r["avg_latency_us"] / bound))
         mean[h] = {p: sum(norm[h][w][p] for w in workloads) / len(workloads) for p in pols} if workloads else {}
+        by_kind[h] = {k: {p: _geomean([norm[h][w][p] for w in workloads if kind_of(w) == k]) for p in pols}
+                      for k in KINDS if any(kind_of(w) == k for w in workloads)}
         geomean[h] = {p: _geomean([norm[h][w][p] for w in workloads]) for p in pols} if workloads else {}
         spread[h] = {}
         for p in pols:
@@ -213,7 +228,8 @@ def summarize(results, workloads, hss_list, pols):
             "background": results[0].get("background") if results else None,
             "synthetic": [w for w in workloads if w.endswith("*")],
             "normalized_avg_latency": norm, "geomean_normalized_avg_latency": geomean,
-            "mean_normalized_avg_latency": mean, "seed_spread": spread, "beats_oracle": beats,
+            "mean_normalized_avg_latency": mean, "geomean_by_kind": by_kind, "seed_spread": spread,
+            "beats_oracle": beats,
             "harmonia_summary": harmonia, "long_workloads": long_wl, "results": results}
 
 
@@ -241,7 +257,10 @@ def format_table(summary):
         names = "+".join(p.name for p in load_hss(h).devices) if not h.endswith(".json") else h
         lines.append("")
         lines.append("HSS %s (%s): average latency normalized to Fast-Only (lower is better)" % (h, names))
+        kinds = summary.get("geomean_by_kind", {}).get(h, {})
+        kw = {k: len(k) + 2 for k in kinds}
         lines.append("policy".ljust(pw) + "".join(w.rjust(ww[w]) for w in wl) + "geomean".rjust(cw) +
+                     "".join(k.rjust(kw[k]) for k in kinds) +
                      "mean".rjust(cw) + "p99 us".rjust(cw) + "migr.".rjust(cw) + "  geomean over seeds")
         best = {w: min(v for p, v in summary["normalized_avg_latency"][h][w].items()
                        if p not in REFERENCES) for w in wl}
@@ -256,6 +275,7 @@ def format_table(summary):
             sp = summary.get("seed_spread", {}).get(h, {}).get(p)
             lines.append(p.ljust(pw) + "".join(cells) +
                          (_num(summary["geomean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
+                         "".join((_num(kinds[k][p]) + " ").rjust(kw[k]) for k in kinds) +
                          (_num(summary["mean_normalized_avg_latency"][h][p]) + " ").rjust(cw) +
                          (_short(p99) + " ").rjust(cw) + (_short(mig) + " ").rjust(cw) +
                          ("  %s-%s (%d seeds)" % (_num(sp["geomean_min"]), _num(sp["geomean_max"]), sp["seeds"])
@@ -286,7 +306,8 @@ def format_table(summary):
     lines.append("")
     lines.append("< best non-oracle policy of the workload; * synthetic workload (the rest are real traces); "
                  "+ full capture of a real application (hbl workloads); "
-                 "geomean and mean of normalized latency; learning policies: mean over seeds; + = harmonia "
+                 "geomean and mean of normalized latency (then the geomean over each kind of workload: "
+                 "full captures, real slices, synthetic); learning policies: mean over seeds; + = harmonia "
                  "faster; p99 us = mean over workloads; migr. = promotions + evictions, all workloads")
     return "\n".join(lines)
 

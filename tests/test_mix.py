@@ -80,3 +80,17 @@ def test_a_mix_converts_to_a_file(captures, tmp_path):
     assert main(["convert", "workload:sqlite+rocksdb", str(out)]) == 0
     a, b = load("workload:sqlite+rocksdb")[0], load(str(out))[0]
     assert (a == b).all() and len(a) == 340
+
+
+def test_compare_reports_full_captures_apart(captures):
+    from hbl.compare import compare, format_table
+    s = compare(traces=["bundled:mds_0", "synth:zipf:requests=2000,pages=500", "workload:sqlite",
+                        "workload:pgbench+rocksdb"], hss_list=("perf",), policies="lru", progress=False, seeds=1)
+    kinds = s["geomean_by_kind"]["perf"]
+    assert set(kinds) == {"full captures", "real slices", "synthetic"}
+    norm = s["normalized_avg_latency"]["perf"]
+    assert kinds["full captures"]["lru"] == pytest.approx((norm["sqlite+"]["lru"] *
+                                                           norm["pgbench+rocksdb+"]["lru"]) ** 0.5)
+    assert kinds["real slices"]["lru"] == pytest.approx(norm["mds_0"]["lru"])
+    header = [line for line in format_table(s).splitlines() if line.startswith("policy")]
+    assert len(header) == 1 and "geomean  full captures  real slices  synthetic" in header[0]
