@@ -531,8 +531,10 @@ def cmd_workloads(a):
             print_json(rows)
             return 0
         for r in rows:
-            state = ("captured, %s requests" % r["captured_requests"]) if r["captured"] else \
-                ("not captured" if r["installed"] else "needs " + " ".join(r["missing_packages"]))
+            state = ("captured here, %s requests" % r["captured_requests"]) if r["captured"] else \
+                ("not captured here" if r["installed"] else "needs " + " ".join(r["missing_packages"]))
+            if r["shipped"]:
+                state += "; shipped with hbl (workload:%s)" % r["name"]
             print("%-17s %s %s%s: %s\n%17s page cache: %s\n%17s expected: %s; %s" % (
                 r["name"], r["application"], r["version"] or "(not installed)",
                 " [synthetic]" if r["synthetic"] else "", r["runs"], "", r["page_cache_bound"], "",

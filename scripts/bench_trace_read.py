@@ -6,7 +6,7 @@ Each file is written once (outside the timing) into a temporary directory; a rea
 pass of open_trace over it (the chunks a simulation consumes), best of --repeat.
 
     scripts/bench_trace_read.py workload:fio-zipf
-    scripts/bench_trace_read.py hbl/data/traces/workloads/pgbench.hblz --quantum-ns 1000
+    scripts/bench_trace_read.py hbl/data/traces/workloads/pgbench.hblz --quantum-ns 1
 """
 import argparse
 import os
@@ -15,6 +15,7 @@ import tempfile
 import time
 
 from hbl import record
+from hbl.workloads import PACK_QUANTA
 from hbl.trace import load, open_trace, writer
 
 
@@ -32,8 +33,9 @@ def read_rate(path, repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
-    ap.add_argument("--quantum-ns", type=int, default=1000,
-                    help="the packed file's time and latency quantum (default 1000, as shipped)")
+    ap.add_argument("--quantum-ns", type=int, help="the packed file's time and latency quantum "
+                    "(default: as the shipped captures, %(time_quantum_ns)d ns and %(latency_quantum_ns)d ns)"
+                    % PACK_QUANTA)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     data, reader = load(a.trace)
@@ -41,8 +43,9 @@ def main():
     data = data[(data["op"] == record.READ) | (data["op"] == record.WRITE)]
     print("%s: %d reads and writes (%s)" % (a.trace, len(data), getattr(reader, "source", "")))
     with tempfile.TemporaryDirectory() as tmp:
-        files = [("packed (.hblz, quantum %d ns)" % a.quantum_ns, "t.hblz", "packed",
-                  dict(time_quantum_ns=a.quantum_ns, latency_quantum_ns=a.quantum_ns)),
+        quanta = dict(time_quantum_ns=a.quantum_ns, latency_quantum_ns=a.quantum_ns) if a.quantum_ns else PACK_QUANTA
+        files = [("packed (.hblz, quanta %(time_quantum_ns)d/%(latency_quantum_ns)d ns)" % quanta, "t.hblz",
+                  "packed", quanta),
                  ("msrc CSV, gzip (.csv.gz)", "t.csv.gz", "msrc", dict(compress=True)),
                  ("native (.hbltrace)", "t.hbltrace", "native", {})]
         for label, name, fmt, opts in files:
@@ -52,7 +55,7 @@ def main():
                 w.write(data)
             wrote = time.perf_counter() - t
             rate, n = read_rate(path, a.repeat)
-            print("  %-32s %6.2f bytes/request  read %7.2f M requests/s  (write %.1f s)" % (
+            print("  %-38s %6.2f bytes/request  read %7.2f M requests/s  (write %.1f s)" % (
                 label, os.path.getsize(path) / n, rate / 1e6, wrote))
     print("machine: %d cores, load %.1f" % (os.cpu_count(), os.getloadavg()[0]))
     return 0
