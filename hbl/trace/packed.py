@@ -185,16 +185,18 @@ class PackedWriter(WriterBase):
             self.pending = [data[BLOCK:]]
 
     def _column(self, name, v, form="raw", **extra):
-        table = dict(extra)
-        if form == "rank":    # the table's frame first, then the ranks'
-            tv, v = v
-            traw, twidth = _planes(tv)
-            tblob = self.cctx.compress(traw)
-            table = {"table": {"count": len(tv), "width": twidth, "size": len(tblob)}}
-        raw, width = _planes(v)
-        blob = (tblob if form == "rank" else b"") + self.cctx.compress(raw)
-        return blob, {"name": name, "form": form, "width": width, "size": len(blob), "crc32": zlib.crc32(blob),
-                      **table}
+        """(bytes, footer entry) of one column; the rank form's table is a frame before the ranks'."""
+        meta = dict(name=name, form=form, **extra)
+        head = b""
+        if form == "rank":
+            table, v = v
+            raw, width = _planes(table)
+            head = self.cctx.compress(raw)
+            meta["table"] = {"count": len(table), "width": width, "size": len(head)}
+        raw, meta["width"] = _planes(v)
+        blob = head + self.cctx.compress(raw)
+        meta.update(size=len(blob), crc32=zlib.crc32(blob))
+        return blob, meta
 
     def _trial_size(self, v):
         """A quick level's size of an encoding, to choose one before the slow level compresses it."""
@@ -214,7 +216,8 @@ class PackedWriter(WriterBase):
         form = min(forms, key=lambda f: self._trial_size(forms[f]))
         cols.append(self._column("offset", forms[form], form))
         # rounded up, so a measured latency never becomes 0, which means unknown
-        latency = (data["latency_ns"].astype(U64) + U64(self.lq - 1)) // U64(self.lq)
+        latency = data["latency_ns"].astype(U64)
+        latency = latency // U64(self.lq) + (latency % U64(self.lq) != 0)
         cols += [self._column("latency_ns", latency),
                  self._column("length", length)]
         cols += [self._column(name, data[name].astype(U64)) for name in ("pid", "device", "op")]
