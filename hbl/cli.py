@@ -14,8 +14,9 @@ EPILOG_TRACES = """trace names: a file (format auto-detected, or --format), bund
 bundled MSR Cambridge slice (hm_0, hm_1, mds_0, proj_0, rsrch_1, rsrch_2, wdev_1),
 synth:PRESET[:key=value,...] for a seeded synthetic workload
 (presets: uniform, zipf, sequential, mixed, phases, hm, prxy, src, web, usr, proj),
-workload:NAME for a real application's capture (hbl workloads) or apps:NAME for its
-first 20,000 requests, shipped with hbl."""
+workload:NAME for a real application's whole capture (shipped with hbl, or your own from
+hbl workloads capture), apps:NAME for its first 20,000 requests, and workload:A+B for
+captures replayed together, each tenant on its own address range."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -920,8 +921,8 @@ def build_parser():
 
     pt = sub.add_parser("pretrain", help="train learning policies' agents on training workloads, to start from",
                         description="Train the agents of learning policies from scratch on training workloads "
-                        "(by default the synthetic families of hbl.pretrained.TRAINING_SUITE, none of which is in "
-                        "`hbl compare`'s default suite) and save one file per policy, HSS and seed. Simulations "
+                        "(by default the synthetic training families of hbl/split.py, the train/evaluation split; none "
+                        "is in `hbl compare`'s default suite, and an evaluation workload is refused) and save one file per policy, HSS and seed. Simulations "
                         "start from the shipped ones by default; use yours with `simulate --agent FILE`.")
     pt.add_argument("--out", metavar="DIR", help="directory for the agent files (required to train)")
     pt.add_argument("--policies", help="comma-separated learning policies (default: those with shipped agents)")
