@@ -334,7 +334,8 @@ def cmd_compare(a):
         _check_sim(a, hss)
         summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=_reader_options(a), progress=not a.quiet,
-                          synthetic_requests=a.synthetic_requests, fast_capacity=a.fast_capacity,
+                          synthetic_requests=a.synthetic_requests, capture_requests=a.capture_requests,
+                          fast_capacity=a.fast_capacity,
                           params=a.param, seed=a.seed, seeds=a.seeds, untrained=a.untrained,
                           **_sim_options(a))
     if not summary.get("workloads"):   # every trace was left out: nothing to normalize or average
@@ -773,6 +774,9 @@ def build_parser():
     c.add_argument("--jobs", type=whole(1, 256), help="parallel simulations (default: number of cores)")
     c.add_argument("--synthetic-requests", type=whole(1, 1 << 40),
                    help="requests per synthetic workload of the default suite (default 1000000)")
+    c.add_argument("--capture-requests", type=whole(0, 1 << 40), default=250_000,
+                   help="the default suite takes the first N requests of each full capture (workload:NAME; "
+                   "default 250000, 0 = whole)")
     c.add_argument("--json", action="store_true", help="print the full summary as JSON")
     c.add_argument("--output", metavar="FILE", help="also write the full summary as JSON to FILE")
     c.add_argument("--plot", metavar="PNG", help="write a bar chart like the papers' figures")

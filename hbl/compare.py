@@ -14,6 +14,9 @@ from hbl.sim import footprint_pages, policy_names, replay_label, replay_mode, si
 from hbl.trace.synthetic import DEFAULT_SUITE
 
 BASELINE = "fast-only"
+# The default suite's full captures are cut to their first this many requests: whole, the five
+# 1M-request captures alone would take `hbl compare` well past its 5 minutes on 2 cores.
+CAPTURE_REQUESTS = 250_000
 
 
 def default_traces(synthetic_requests=None):
@@ -45,16 +48,18 @@ def expand_policies(text):
     return out
 
 
-def _materialize(name, path, fmt, lenient, reader_options):
-    """Read a trace once into a native file (later passes memory-map it); its footprint and the
-    malformed lines skipped (--lenient)."""
+def _materialize(name, path, fmt, lenient, reader_options, limit=None):
+    """Read a trace (its first `limit` requests, if given) once into a native file (later passes
+    memory-map it); its footprint and the malformed lines skipped (--lenient)."""
     reader = tracemod.open_trace(name, fmt=fmt, lenient=lenient, **reader_options)
-    if getattr(reader, "name", "") == "native":
+    if getattr(reader, "name", "") == "native" and not limit:
         path = reader.path
     else:
         w = tracemod.writer(path, "native", source=name)
         for chunk in reader:
-            w.write(chunk)
+            w.write(chunk[:limit - w.count] if limit else chunk)
+            if limit and w.count >= limit:
+                break
         w.close()
     return path, footprint_pages(tracemod.open_trace(path)), getattr(reader, "skipped", 0)
 
@@ -84,9 +89,11 @@ def _run(job):
 
 def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fmt=None, lenient=False,
             reader_options=None, progress=True, synthetic_requests=None, seeds=3, seed=1, untrained=False,
-            **sim_options):
+            capture_requests=CAPTURE_REQUESTS, **sim_options):
     """Every policy on every trace and HSS; learning policies once per seed (seed .. seed+seeds-1),
-    from their shipped pretrained agents (hbl.pretrained) unless untrained."""
+    from their shipped pretrained agents (hbl.pretrained) unless untrained. The default suite's
+    full captures are cut to their first capture_requests requests (0: whole)."""
+    limit = None if traces else capture_requests or None
     traces = traces or default_traces(synthetic_requests)
     pols = expand_policies(policies)
     for h in hss_list:
@@ -98,7 +105,7 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
             if progress:
                 print("\r[prepare %d/%d] %s" % (i + 1, len(traces), name), end="", file=sys.stderr, flush=True)
             path, fp, bad = _materialize(name, os.path.join(work, "%d.hbltrace" % i), fmt if not name.startswith(("synth:", "bundled:")) else None,
-                                    lenient, reader_options or {})
+                                    lenient, reader_options or {}, limit if name.startswith("workload:") else None)
             label = _label(name)
             while label in labels:
                 label += "'"
@@ -120,6 +127,7 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
             lambda r: "simulate %-8s %-10s %-10s" % (r["hss"], r["policy"], r["workload"])))
     summary = summarize(results, [p[0] for p in prepared], list(hss_list), pols)
     summary["bad_lines_skipped"] = skipped
+    summary["capture_requests"] = limit
     return summary
 
 
@@ -304,8 +312,10 @@ def format_table(summary):
         lines.append("--lenient skipped malformed lines: " + ", ".join(
             "%s %d" % kv for kv in summary["bad_lines_skipped"].items()))
     lines.append("")
+    cut = summary.get("capture_requests")
     lines.append("< best non-oracle policy of the workload; * synthetic workload (the rest are real traces); "
-                 "+ full capture of a real application (hbl workloads); "
+                 "+ full capture of a real application (hbl workloads%s); " % (
+                     ", its first %d requests" % cut if cut else "") +
                  "geomean and mean of normalized latency (then the geomean over each kind of workload: "
                  "full captures, real slices, synthetic); learning policies: mean over seeds; + = harmonia "
                  "faster; p99 us = mean over workloads; migr. = promotions + evictions, all workloads")

@@ -94,3 +94,13 @@ def test_compare_reports_full_captures_apart(captures):
     assert kinds["real slices"]["lru"] == pytest.approx(norm["mds_0"]["lru"])
     header = [line for line in format_table(s).splitlines() if line.startswith("policy")]
     assert len(header) == 1 and "geomean  full captures  real slices  synthetic" in header[0]
+
+
+def test_the_default_suite_cuts_full_captures(captures, monkeypatch):
+    from hbl import compare as cmp
+    monkeypatch.setattr(cmp, "default_traces", lambda n=None: ["workload:sqlite", "bundled:mds_0"])
+    s = cmp.compare(hss_list=("perf",), policies="lru", progress=False, seeds=1, capture_requests=120)
+    requests = {r["workload"]: r["requests"] for r in s["results"] if r["policy"] == "lru"}
+    assert s["capture_requests"] == 120 and requests["sqlite+"] == 120 and requests["mds_0"] > 120
+    whole = cmp.compare(traces=["workload:sqlite"], hss_list=("perf",), policies="lru", progress=False, seeds=1)
+    assert whole["capture_requests"] is None and whole["results"][0]["requests"] == 300
