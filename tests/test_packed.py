@@ -160,3 +160,23 @@ def test_interrupted_write_leaves_nothing(tmp_path):
             w.write(requests(10))
             raise RuntimeError
     assert not path.exists()
+
+
+@pytest.mark.parametrize("field, value", [("unit", "x"), ("requests", -1), ("width", 3), ("size", None),
+                                          ("time_quantum_ns", 0), ("blocks", 7)])
+def test_a_footer_of_wrong_types_is_an_error_not_a_crash(tmp_path, field, value):
+    """A footer whose checksum holds but which hbl did not write (a hand-made or buggy file)."""
+    import json
+    import zlib
+    path = write(tmp_path / "f.hblz", requests(100))
+    raw = open(path, "rb").read()
+    length, _ = packed.TAIL.unpack_from(raw, len(raw) - packed.TAIL.size - len(packed.END))
+    start = len(raw) - packed.TAIL.size - len(packed.END) - length
+    meta = json.loads(raw[start:start + length])
+    block, col = meta["blocks"][0], meta["blocks"][0]["columns"][0]
+    target = block if field in ("unit", "requests") else col if field in ("width", "size") else meta
+    target[field] = value
+    footer = json.dumps(meta).encode()
+    open(path, "wb").write(raw[:start] + footer + packed.TAIL.pack(len(footer), zlib.crc32(footer)) + packed.END)
+    with pytest.raises(TraceError, match="footer is malformed|corrupt"):
+        load(path)

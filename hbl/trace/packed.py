@@ -238,6 +238,35 @@ class PackedWriter(WriterBase):
 
 # ---- reader --------------------------------------------------------------------------
 
+def _whole(value, lo=0, hi=U64_MAX):
+    if type(value) is not int or not lo <= value <= hi:
+        raise ValueError("%r is not a whole number in %d..%d" % (value, lo, hi))
+
+
+def _check_footer(meta):
+    """ValueError (or KeyError, TypeError) unless every field a reader uses has its type and range:
+    a footer whose checksum holds may still have been written by something else than hbl."""
+    _whole(meta["requests"])
+    _whole(meta["time_quantum_ns"], 1)
+    _whole(meta["latency_quantum_ns"], 1)
+    for b in meta["blocks"]:
+        _whole(b["requests"], 1, 1 << 40)
+        if b["unit"] not in UNITS:
+            raise ValueError("unit %r" % (b["unit"],))
+        for c in b["columns"]:
+            _whole(c["size"])
+            _whole(c["crc32"])
+            _whole(c.get("base", 0))
+            if c["width"] not in WIDTHS or not isinstance(c["form"], str):
+                raise ValueError("column %r: width %r, form %r" % (c["name"], c["width"], c["form"]))
+            if "table" in c:
+                t = c["table"]
+                _whole(t["count"], 0, b["requests"])
+                _whole(t["size"], 0, c["size"])
+                if t["width"] not in WIDTHS:
+                    raise ValueError("column %r: table width %r" % (c["name"], t["width"]))
+
+
 def read_footer(path):
     """The footer of a packed trace, checked against its checksum and the file's size."""
     try:
@@ -264,11 +293,12 @@ def read_footer(path):
         meta = json.loads(footer)
         if meta["version"] != VERSION:
             raise TraceError(path, "packed trace version %r, this hbl reads version %d" % (meta["version"], VERSION))
+        _check_footer(meta)
         blocks = meta["blocks"]
         data_size = sum(c["size"] for b in blocks for c in b["columns"])
         total = sum(b["requests"] for b in blocks)
         names = [[c["name"] for c in b["columns"]] for b in blocks]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise TraceError(path, "packed trace footer is malformed (%s)" % exc) from None
     if len(MAGIC) + data_size + length + TAIL.size + len(END) != size:
         raise TraceError(path, "packed trace is corrupt (its blocks take %d bytes, the file has room for %d)"
