@@ -14,8 +14,9 @@ EPILOG_TRACES = """trace names: a file (format auto-detected, or --format), bund
 bundled MSR Cambridge slice (hm_0, hm_1, mds_0, proj_0, rsrch_1, rsrch_2, wdev_1),
 synth:PRESET[:key=value,...] for a seeded synthetic workload
 (presets: uniform, zipf, sequential, mixed, phases, hm, prxy, src, web, usr, proj),
-workload:NAME for a real application's capture (hbl workloads) or apps:NAME for its
-first 20,000 requests, shipped with hbl."""
+workload:NAME for a real application's whole capture (shipped with hbl, or your own from
+hbl workloads capture), apps:NAME for its first 20,000 requests, and workload:A+B for
+captures replayed together, each tenant on its own address range."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -321,7 +322,8 @@ def cmd_compare(a):
         _check_sim(a, hss)
         summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=_reader_options(a), progress=not a.quiet,
-                          synthetic_requests=a.synthetic_requests, fast_capacity=a.fast_capacity,
+                          synthetic_requests=a.synthetic_requests, capture_requests=a.capture_requests,
+                          fast_capacity=a.fast_capacity,
                           params=a.param, seed=a.seed, seeds=a.seeds, untrained=a.untrained,
                           **_sim_options(a))
     if not summary.get("workloads"):   # every trace was left out: nothing to normalize or average
@@ -450,6 +452,10 @@ def cmd_convert(a):
         raise HblError("%s: refusing to overwrite the input" % a.output)
     _check_output_dir(a.output)
     opts = {"filename": a.fio_file} if to == "fio" and a.fio_file else {}
+    if a.quantum_ns is not None:
+        if to != "packed":
+            raise HblError("--quantum-ns is for the packed format (.hblz) only")
+        opts = {"time_quantum_ns": a.quantum_ns, "latency_quantum_ns": a.quantum_ns}
     from hbl.progress import chunks
     with tracemod.writer(a.output + ".part", to, source=getattr(reader, "source", a.input),
                          compress=a.output.endswith(".gz"), **opts) as w:
@@ -545,8 +551,10 @@ def cmd_workloads(a):
             print_json(rows)
             return 0
         for r in rows:
-            state = ("captured, %s requests" % r["captured_requests"]) if r["captured"] else \
-                ("not captured" if r["installed"] else "needs " + " ".join(r["missing_packages"]))
+            state = ("captured here, %s requests" % r["captured_requests"]) if r["captured"] else \
+                ("not captured here" if r["installed"] else "needs " + " ".join(r["missing_packages"]))
+            if r["shipped"]:
+                state += "; shipped with hbl (workload:%s)" % r["name"]
             print("%-17s %s %s%s: %s\n%17s page cache: %s\n%17s expected: %s; %s" % (
                 r["name"], r["application"], r["version"] or "(not installed)",
                 " [synthetic]" if r["synthetic"] else "", r["runs"], "", r["page_cache_bound"], "",
@@ -556,6 +564,11 @@ def cmd_workloads(a):
         r = wl.make_slice(a.name)
         print("%s: first %d requests, %d written (%d flushes/discards left out), %d bytes" % (
             "apps:" + a.name, r["requests"], r["written"], r["dropped_flush_discard"], r["bytes"]))
+        return 0
+    if a.workloads_command == "pack":
+        r = wl.pack(a.name)
+        print("%s: %d requests, %d bytes (%.2f bytes a request)" % (r["out"], r["requests"], r["bytes"],
+                                                                    r["bytes_per_request"]))
         return 0
     if a.workloads_command == "summary":
         rows = [wl.summary(n) for n in wl.RECIPES if wl.trace_path(n).exists()]
@@ -791,6 +804,9 @@ def build_parser():
     c.add_argument("--jobs", type=whole(1, 256), help="parallel simulations (default: number of cores)")
     c.add_argument("--synthetic-requests", type=whole(1, 1 << 40),
                    help="requests per synthetic workload of the default suite (default 1000000)")
+    c.add_argument("--capture-requests", type=whole(0, 1 << 40), default=250_000,
+                   help="the default suite takes the first N requests of each full capture (workload:NAME; "
+                   "default 250000, 0 = whole)")
     c.add_argument("--json", action="store_true", help="print the full summary as JSON")
     c.add_argument("--wide", action="store_true",
                    help="print one wide table per HSS (policies x workloads, with p99 latency and migrations) "
@@ -882,11 +898,14 @@ def build_parser():
 
     v = sub.add_parser("convert", help="convert a trace (or generate a synthetic one)",
                        description="Convert between trace formats. Output format from --to or the "
-                       "file name: .csv = msrc, .iolog/.fio = fio iolog v3, anything else = native "
+                       "file name: .csv = msrc, .iolog/.fio = fio iolog v3, .hblz = packed (zstd-compressed "
+                       "columns, checksummed, about 3 bytes a request), anything else = native "
                        "(memory-mapped, fastest to reload).", epilog=EPILOG_TRACES)
     v.add_argument("input")
     v.add_argument("output")
-    v.add_argument("--to", choices=["native", "msrc", "fio"], help="output format")
+    v.add_argument("--to", choices=["native", "packed", "msrc", "fio"], help="output format")
+    v.add_argument("--quantum-ns", type=whole(1, 1 << 40), metavar="NS",
+                   help="packed format: keep times and latencies in multiples of NS (default 1, lossless)")
     v.add_argument("--fio-file", help="fio format: device or file name written in the iolog")
     v.add_argument("--json", action="store_true", help="print a JSON summary")
     v.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -948,13 +967,16 @@ def build_parser():
     wl = sub.add_parser("workloads", help="real applications' block I/O: recipes and captures (root)",
                         description="Run a real application (PostgreSQL, MariaDB, RocksDB, SQLite, a build; fio as "
                         "the synthetic control) on a scratch file system on a loop device and capture its block "
-                        "I/O into ~/.cache/hbl/workloads/NAME.hbltrace, used as the trace workload:NAME.")
+                        "I/O into ~/.cache/hbl/workloads/NAME.hbltrace, used as the trace workload:NAME (where there is "
+                        "none, workload:NAME is the capture shipped with hbl, hbl/data/traces/workloads/NAME.hblz).")
     wsub = wl.add_subparsers(dest="workloads_command", metavar="ACTION", required=True)
     wsub.add_parser("list", help="the recipes and whether each is captured").add_argument("--json", action="store_true")
     ws = wsub.add_parser("summary", help="trace-info figures of every cached capture (results/workloads/workloads.*)")
     ws.add_argument("--json", action="store_true")
     wsub.add_parser("slice", help="write the first 20,000 requests of a cached capture to hbl/data/traces/apps/"
                     ).add_argument("name")
+    wsub.add_parser("pack", help="write a cached capture, packed, to hbl/data/traces/workloads/ (what "
+                    "workload:NAME reads where it was not captured)").add_argument("name")
     wc = wsub.add_parser("capture", help="run a recipe and capture its block I/O (root)")
     wc.add_argument("name", help="recipe (hbl workloads list)")
     wc.add_argument("--duration", help="capture at most this long (default 30m)")
@@ -972,10 +994,10 @@ def build_parser():
 
     pt = sub.add_parser("pretrain", help="train learning policies' agents on training workloads, to start from",
                         description="Train the agents of learning policies from scratch on training workloads "
-                        "(by default the synthetic families of hbl.pretrained.TRAINING_SUITE, none of which is in "
-                        "`hbl compare`'s default suite) and save one file per policy, HSS and seed. Simulations "
-                        "start from the shipped ones by default, the best of 5 seeds on validation traces "
-                        "(--select); use yours with `simulate --agent FILE`.")
+                        "(by default the synthetic training families of hbl/split.py, the train/evaluation split; "
+                        "none is in `hbl compare`'s default suite, and an evaluation workload is refused) and save "
+                        "one file per policy, HSS and seed. Simulations start from the shipped ones by default, the "
+                        "best of 5 seeds on validation traces (--select); use yours with `simulate --agent FILE`.")
     pt.add_argument("--out", metavar="DIR", help="directory for the agent files (required to train)")
     pt.add_argument("--policies", help="comma-separated learning policies (default: those with shipped agents)")
     pt.add_argument("--hss", default="perf,cost,tri,quad", help="comma-separated HSS presets (default all four)")

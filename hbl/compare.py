@@ -15,14 +15,20 @@ from hbl.sim import footprint_pages, policy_names, replay_label, replay_mode, si
 from hbl.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
 
+# The default suite's full captures are cut to their first this many requests: whole, the five
+# 1M-request captures alone would take `hbl compare` well past its 5 minutes on 2 cores.
+CAPTURE_REQUESTS = 250_000
+
 
 def default_traces(synthetic_requests=None):
     """The bundled MSR slices, the real-application slices (apps:), the full application
-    captures that are cached (workload:, made by `hbl workloads capture`), then the synthetic suite."""
+    captures (workload:, shipped with hbl or made here by `hbl workloads capture`), then the
+    synthetic suite."""
     from hbl import workloads
     traces = ["bundled:" + n for n in tracemod.bundled_traces()]
     traces += ["apps:" + n for n in workloads.app_slices()]
-    traces += ["workload:" + n for n in workloads.RECIPES if workloads.trace_path(n).exists()]
+    traces += ["workload:" + n for n in workloads.RECIPES
+               if workloads.trace_path(n).exists() or workloads.shipped_path(n).exists()]
     for spec in DEFAULT_SUITE:
         traces.append(spec + (":requests=%d" % synthetic_requests if synthetic_requests else ""))
     return traces
@@ -43,16 +49,18 @@ def expand_policies(text):
     return out
 
 
-def _materialize(name, path, fmt, lenient, reader_options):
-    """Read a trace once into a native file (later passes memory-map it); its footprint and the
-    malformed lines skipped (--lenient)."""
+def _materialize(name, path, fmt, lenient, reader_options, limit=None):
+    """Read a trace (its first `limit` requests, if given) once into a native file (later passes
+    memory-map it); its footprint and the malformed lines skipped (--lenient)."""
     reader = tracemod.open_trace(name, fmt=fmt, lenient=lenient, **reader_options)
-    if getattr(reader, "name", "") == "native":
+    if getattr(reader, "name", "") == "native" and not limit:
         path = reader.path
     else:
         w = tracemod.writer(path, "native", source=name)
         for chunk in reader:
-            w.write(chunk)
+            w.write(chunk[:limit - w.count] if limit else chunk)
+            if limit and w.count >= limit:
+                break
         w.close()
     return path, footprint_pages(tracemod.open_trace(path)), getattr(reader, "skipped", 0)
 
@@ -67,9 +75,11 @@ def _run(job):
 
 def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fmt=None, lenient=False,
             reader_options=None, progress=True, synthetic_requests=None, seeds=3, seed=1, untrained=False,
-            **sim_options):
+            capture_requests=CAPTURE_REQUESTS, **sim_options):
     """Every policy on every trace and HSS; learning policies once per seed (seed .. seed+seeds-1),
-    from their shipped pretrained agents (hbl.pretrained) unless untrained."""
+    from their shipped pretrained agents (hbl.pretrained) unless untrained. The default suite's
+    full captures are cut to their first capture_requests requests (0: whole)."""
+    limit = None if traces else capture_requests or None
     traces = traces or default_traces(synthetic_requests)
     pols = expand_policies(policies)
     for h in hss_list:
@@ -82,7 +92,8 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
             for i, name in enumerate(traces):
                 path, fp, bad = _materialize(name, os.path.join(work, "%d.hbltrace" % i),
                                              fmt if not name.startswith(("synth:", "bundled:")) else None,
-                                             lenient, reader_options or {})
+                                             lenient, reader_options or {},
+                                             limit if name.startswith("workload:") else None)
                 label = labels[name]
                 if bad:
                     skipped[label] = bad
@@ -102,10 +113,20 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
             lambda r: "%s %s %s" % (r["hss"], r["policy"], r["workload"])))
     summary = summarize(results, [p[0] for p in prepared], list(hss_list), pols)
     summary["bad_lines_skipped"] = skipped
+    summary["capture_requests"] = limit
     return summary
 
 
 LONG = 100_000   # requests: a workload long enough for online learning to matter
+KINDS = ("full captures", "real slices", "synthetic")
+
+
+def kind_of(label):
+    """A workload's kind from its table label (tables.label's marks): the full captures of real
+    applications are reported apart from the short real slices and the synthetic traces."""
+    if label.endswith("*"):
+        return "synthetic"
+    return "full captures" if label.endswith("+") else "real slices"
 
 
 def _harmonia_standing(score):
@@ -148,12 +169,14 @@ def summarize(results, workloads, hss_list, pols):
     for r in results:
         r.setdefault("workload", r["trace"])   # saved before runs carried their label
     configs = tables.summarize(results, workloads, hss_list, pols)
-    norm, mean, geo, spread, harmonia, beats, rows = {}, {}, {}, {}, {}, [], {}
+    norm, mean, geo, spread, harmonia, beats, rows, by_kind = {}, {}, {}, {}, {}, [], {}, {}
     long_wl = [w for w in workloads if any(r["policy"] == BASELINE and r["workload"] == w and
                                            r["requests"] >= LONG for r in results)]
     for h, c in zip(hss_list, configs):
         norm[h] = {w: {p: s["mean"] for p, s in c["normalized"][w].items()} for w in c["workloads"]}
         mean[h], geo[h], rows[h] = c["mean"], c["geomean"], c["rows"]
+        by_kind[h] = {k: {p: geomean([norm[h][w][p] for w in c["workloads"] if kind_of(w) == k]) for p in pols}
+                      for k in KINDS if any(kind_of(w) == k for w in c["workloads"])}
         spread[h] = {p: {"seeds": len(g), "geomean_min": min(g.values()), "geomean_max": max(g.values())}
                      for p, g in c["seed_geomeans"].items() if len(g) > 1}
         beats += [dict(hss=h, workload=b["workload"], policy=b["policy"], seed=b["seed"],
@@ -173,7 +196,8 @@ def summarize(results, workloads, hss_list, pols):
             "background": results[0].get("background") if results else None,
             "synthetic": [w for w in workloads if w.endswith("*")],
             "normalized_avg_latency": norm, "geomean_normalized_avg_latency": geo,
-            "mean_normalized_avg_latency": mean, "seed_spread": spread, "beats_oracle": beats,
+            "mean_normalized_avg_latency": mean, "geomean_by_kind": by_kind, "seed_spread": spread,
+            "beats_oracle": beats,
             "summary": rows, "harmonia_summary": harmonia, "long_workloads": long_wl, "results": results}
 
 
@@ -259,6 +283,21 @@ def _preamble(summary):
     return lines
 
 
+def _by_kind(summary, h, c):
+    """The geomean over each kind of workload (full captures, real slices, synthetic), the policies
+    in the summary's order, where the run has more than one kind."""
+    kinds = summary.get("geomean_by_kind", {}).get(h, {})
+    if len(kinds) < 2:
+        return []
+    pw = max(len(r["policy"]) for r in c["rows"]) + 2
+    lines = ["", "by kind of workload (geomean): " + ", ".join(
+        "%s %d" % (k, sum(kind_of(w) == k for w in c["workloads"])) for k in kinds),
+        "policy".ljust(pw) + "".join(k.rjust(15) for k in kinds)]
+    for r in c["rows"]:
+        lines.append(r["policy"].ljust(pw) + "".join(num(kinds[k][r["policy"]]).rjust(15) for k in kinds))
+    return lines
+
+
 def format_text(summary):
     """The first screen: per HSS a summary of a policy a line, then the per-workload tables, every
     line within 100 columns (--wide: format_wide)."""
@@ -270,12 +309,15 @@ def format_text(summary):
         long = summary.get("harmonia_summary", {}).get(h, {}).get("long")
         if long:
             lines += tables.wrap(_standing_line(h, "long", long) + " (%s)" % ", ".join(long["workloads"]), "  ")
+        lines += _by_kind(summary, h, c)
     lines += [""] + tables.wrap(tables.SUMMARY_NOTE)
     for h, c in zip(summary["hss"], configs):
         lines.append("")
         lines += tables.format_workloads(c, tables.hss_title(h))
+    cut = summary.get("capture_requests")
     lines += [""] + tables.wrap(tables.WORKLOADS_NOTE + " * synthetic workload (the rest are real traces); + full "
-                                "capture of a real application (hbl workloads).")
+                                "capture of a real application (hbl workloads%s)." % (
+                                    ", its first %d requests" % cut if cut else ""))
     if summary.get("beats_oracle"):
         lines += tables.wrap("! faster than the oracle: " + "; ".join(
             "%s on %s (%s, seed %d) %.3fx" % (b["policy"], b["workload"], b["hss"], b["seed"], b["latency_vs_oracle"])

@@ -5,11 +5,12 @@ exploring at random, which on a short trace is the whole trace.  So the learning
 policies whose agents can be saved (Harmonia, its two ablations, Sibyl) start from
 agents trained beforehand on the training suite below, and go on learning online.
 
-The training suite shares no workload with the evaluation: it is five synthetic
-families (hbl/trace/synthetic.py) other than the four of `hbl compare`'s default
-suite, and no real trace.  The training recipe (suite, passes, the reward in device
+The training suite is the synthetic families of hbl/split.py's TRAINING list, which
+shares no workload with the evaluation (its four synthetic families, the MSR slices and
+every real application).  The training recipe (suite, passes, the reward in device
 time) was chosen on these families' seed-2 traces, never on the evaluation's
-(results/pretrain/pretrain.txt).
+(results/pretrain/pretrain.txt); the shipped agents' recipe is hbl/data/agents/recipe.json,
+and `hbl pretrain --out DIR` writes DIR/recipe.json beside the agents it makes.
 
 Pretraining is seeded, and agents from different seeds decide differently (the
 write-bypass cut-off of the placement agent moved with the seed).  So the shipped
@@ -20,14 +21,17 @@ seed, and a learned figure over seeds spans online runs only.  The per-seed file
 pretraining writes (POLICY-HSS-sK.agent) load with `--agent FILE`, and a directory of
 them is what `hbl pretrain --select` chooses from.
 """
+import json
 import os
 from pathlib import Path
 
+from hbl import split
 from hbl.errors import HblError
 
 AGENTS_DIR = Path(__file__).resolve().parent / "data" / "agents"
-#: The training workloads: synthetic families absent from the evaluation (synthetic.DEFAULT_SUITE).
-TRAINING_SUITE = ("synth:src", "synth:usr", "synth:mixed", "synth:phases", "synth:zipf")
+#: The training workloads: the split's synthetic training families.
+TRAINING_SUITE = tuple(w for w in split.TRAINING if w.startswith("synth:"))
+RECIPE = "recipe.json"
 TRAINING_REQUESTS = 300_000
 PASSES = 3
 SEEDS = 3
@@ -73,6 +77,7 @@ def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, pr
     Returns the last pass's results (one per trace)."""
     from hbl.sim import simulate
     traces = list(traces or training_traces())
+    split.check_training(traces, "pretrain")
     if passes < 1:
         raise HblError("passes must be at least 1")
     out = Path(out)
@@ -111,8 +116,12 @@ def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, par
         if p not in known:
             raise HblError("unknown policy %r (have: %s)" % (p, ", ".join(known)))
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     traces = list(traces or training_traces())
+    split.check_training(traces, "hbl pretrain --trace")
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / RECIPE, "w") as f:
+        json.dump(dict(policies=list(policies), hss=list(hss_list), seeds=seeds, traces=traces, passes=passes,
+                       params=params), f, indent=1)
     work = [(p, h, s, agent_file(p, h, s, out), traces, passes, params)
             for p in policies for h in hss_list for s in range(1, seeds + 1)]
     rows = run_all(_train, work, jobs, progress and (
@@ -167,6 +176,15 @@ def select(directory, policies, hss_list, seeds, params=None, requests=None, job
                              file=str(selected_file(p, h, directory))))
     (directory / "selection.json").write_text(json.dumps(dict(traces=traces, params=params, rows=rows), indent=1))
     return rows
+
+
+def recipe(directory=AGENTS_DIR):
+    """How the agents in directory were made (its recipe.json)."""
+    try:
+        with open(Path(directory) / RECIPE) as f:
+            return json.load(f)
+    except (OSError, ValueError) as exc:
+        raise HblError("%s: no readable agent recipe (%s)" % (Path(directory) / RECIPE, exc)) from None
 
 
 def listing():

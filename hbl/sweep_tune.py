@@ -1,7 +1,7 @@
 """Hyper-parameter search for a policy (the agents' learning rate, discount, batch, ...) with Optuna,
 its trials run as sweep cells on the Dask cluster.
 
-The search sees the training workloads only: a trial's value is the policy's average latency
+The search sees the training workloads only (an evaluation workload of hbl/split.py is refused): a trial's value is the policy's average latency
 normalized to Fast-Only, averaged over the training traces, HSS and seeds. Held-out test
 workloads (disjoint from the training ones) are simulated once at the end, with the best
 parameters and with the policy's defaults, so the tuned figure is not the one that was tuned on.
@@ -15,6 +15,7 @@ import os
 from hbl.tables import BASELINE
 from hbl.errors import HblError
 from hbl.sim import parse_params
+from hbl.split import check_training
 from hbl.sweep import Grid, Session, cell_key, prepare
 
 TUNE_RESULT = "tune.json"
@@ -55,6 +56,7 @@ def tune(train, policy, space, trials, out_dir, hss=("cost",), seeds=(1,), test=
     overlap = sorted(set(train) & set(test))
     if overlap:
         raise HblError("the test workloads must not be training workloads: %s" % ", ".join(overlap))
+    check_training(train, "hbl sweep tune --trace")
     if not space:
         raise HblError("hbl sweep tune: give at least one --space NAME=LOW:HIGH")
     if trials < 1:

@@ -25,6 +25,8 @@ def label(name):
         return rest
     if kind == "synth":
         return rest.split(":")[0] + "*"
+    if kind in ("apps", "workload") and "+" in rest:    # a mix of tenants
+        return rest + ("+" if kind == "workload" else "")
     if kind in ("apps", "workload") and rest in workloads.RECIPES:
         return rest + ("+" if kind == "workload" else "") + ("*" if workloads.RECIPES[rest].synthetic else "")
     return os.path.splitext(os.path.basename(name))[0]

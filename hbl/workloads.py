@@ -2,7 +2,7 @@
 
     hbl workloads list
     sudo hbl workloads capture pgbench --duration 2m
-    hbl simulate --trace workload:pgbench          # the cached capture
+    hbl simulate --trace workload:pgbench          # the whole capture, shipped with hbl (or your own)
     hbl simulate --trace apps:pgbench              # its first 20,000 requests, shipped with hbl
 
 A capture makes a sparse file in a new temporary directory (under $HBL_WORKLOADS_TMP,
@@ -32,6 +32,9 @@ from hbl.errors import HblError, TraceError
 
 CACHE_DIR = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "hbl" / "workloads"
 APPS_DIR = pathlib.Path(__file__).resolve().parent / "data" / "traces" / "apps"
+SHIPPED_DIR = pathlib.Path(__file__).resolve().parent / "data" / "traces" / "workloads"
+#: The quanta (ns) of time and latency in the shipped captures (hbl.trace.packed says why).
+PACK_QUANTA = {"time_quantum_ns": 1000, "latency_quantum_ns": 10_000}
 BOOTSTRAP = "scripts/bootstrap.sh --workloads"
 DEFAULT_REQUESTS = 1_000_000
 DEFAULT_DURATION = 1800.0
@@ -42,8 +45,13 @@ def trace_path(name):
     return CACHE_DIR / (name + ".hbltrace")
 
 
+def shipped_path(name):
+    return SHIPPED_DIR / (name + ".hblz")
+
+
 def resolve(spec):
-    """The file behind workload:NAME (a cached capture) or apps:NAME (a shipped slice)."""
+    """The file behind workload:NAME (a capture of this machine's cache, else the one shipped with
+    hbl) or apps:NAME (a shipped slice)."""
     kind, name = spec.split(":", 1)
     if kind == "apps":
         path = APPS_DIR / (name + ".csv.gz")
@@ -52,11 +60,16 @@ def resolve(spec):
         return str(path)
     if name not in RECIPES:
         raise TraceError(spec, "no workload recipe %r (have: %s)" % (name, ", ".join(RECIPES)))
-    path = trace_path(name)
-    if not path.exists():
-        raise TraceError(spec, "not captured yet (no %s); capture it with: sudo hbl workloads capture %s"
-                         % (path, name))
-    return str(path)
+    for path in (trace_path(name), shipped_path(name)):
+        if path.exists():
+            return str(path)
+    raise TraceError(spec, "not shipped with this hbl and not captured here (no %s); capture it with: "
+                     "sudo hbl workloads capture %s" % (trace_path(name), name))
+
+
+def shipped():
+    """Names of the full captures shipped with hbl (workload:NAME on any machine)."""
+    return sorted(p.stem for p in SHIPPED_DIR.glob("*.hblz"))
 
 
 def app_slices():
@@ -323,6 +336,7 @@ def listing():
                      "synthetic": r.synthetic, "installed": not missing,
                      "missing_packages": sorted({p for _, p in missing}),
                      "captured": path.exists(), "trace": str(path),
+                     "shipped": str(shipped_path(r.name)) if shipped_path(r.name).exists() else None,
                      "captured_requests": meta and meta.get("requests"),
                      "slice": ("apps:" + r.name) if r.name in app_slices() else None})
     return rows
@@ -651,6 +665,23 @@ def make_slice(name, requests=SLICE_REQUESTS, out_dir=APPS_DIR):
     os.unlink(tmp)
     return {"name": name, "requests": n, "written": w.count, "dropped_flush_discard": w.dropped,
             "bytes": os.path.getsize(os.path.join(str(out_dir), name + ".csv.gz"))}
+
+
+def pack(name, out_dir=SHIPPED_DIR):
+    """This machine's capture of NAME as a packed trace in out_dir (NAME.hblz, times and latencies
+    in PACK_QUANTA): what is shipped as workload:NAME."""
+    from hbl.trace import open_trace, writer
+    src = trace_path(name)
+    if not src.exists():
+        raise HblError("no capture of %s on this machine (%s): sudo hbl workloads capture %s" % (name, src, name))
+    reader = open_trace(str(src))
+    out = os.path.join(str(out_dir), name + ".hblz")
+    with writer(out + ".part", "packed", source=reader.source, **PACK_QUANTA) as w:
+        for chunk in reader:
+            w.write(chunk)
+    os.replace(out + ".part", out)
+    size = os.path.getsize(out)
+    return {"name": name, "out": out, "requests": w.count, "bytes": size, "bytes_per_request": size / w.count}
 
 
 def reuse_percentiles(info, qs=(50, 90, 99)):

@@ -14,7 +14,8 @@ import argparse
 import math
 import sys
 
-from hbl import pretrained
+from hbl import pretrained, split
+from hbl.errors import HblError
 from hbl.pool import run_all
 from hbl.sim import simulate
 
@@ -41,6 +42,10 @@ def main():
                          "for a candidate trained on it too; the geomean is then also shown over the "
                          "default families alone")
     a = ap.parse_args()
+    try:
+        split.check_training(a.family, "--family")
+    except HblError as exc:
+        ap.error(str(exc))
     hss_list = a.hss.split(",")
     traces = pretrained.validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family))
     default = pretrained.validation_traces(a.requests)

@@ -156,28 +156,34 @@ def test_sweep_bad_input_is_one_line(tmp_path):
     assert p.returncode == 2 and "not a sweep directory" in p.stderr
 
 
+TRAIN = "synth:zipf:requests=7000,pages=4000"    # a training family (hbl/split.py)
+
+
 def test_tune_searches_on_training_workloads_only(tmp_path):
     pytest.importorskip("optuna", reason="hbl sweep tune needs the tune extra: pip install -e '.[tune]'")
     out = str(tmp_path / "tune")
-    args = ["sweep", "tune", "--trace", "bundled:hm_0", "--test", "synth:web:requests=5000", "--policies", "sibyl",
+    args = ["sweep", "tune", "--trace", TRAIN, "--test", "synth:web:requests=5000", "--policies", "sibyl",
             "--space", "lr=1e-4:1e-1:log", "--trials", "3", "--out", out, "--workers", "2", "--json"]
     r = json.loads(hbl(*args).stdout)
     records = journal(out)
     by = {(rec["trace"], rec["policy"], json.dumps(rec["params"], sort_keys=True)): rec for rec in records}
-    base = by[("bundled:hm_0", "fast-only", "{}")]["result"]["avg_latency_us"]
+    base = by[(TRAIN, "fast-only", "{}")]["result"]["avg_latency_us"]
     assert len(r["trials"]) == 3
     for t in r["trials"]:
-        cell = by[("bundled:hm_0", "sibyl", json.dumps(t["params"], sort_keys=True))]
+        cell = by[(TRAIN, "sibyl", json.dumps(t["params"], sort_keys=True))]
         assert t["value"] == pytest.approx(cell["result"]["avg_latency_us"] / base)
     assert r["best_train_value"] == min(t["value"] for t in r["trials"])
     on_test = {json.dumps(rec["params"], sort_keys=True) for rec in records
-               if rec["trace"] != "bundled:hm_0" and rec["policy"] == "sibyl"}
+               if rec["trace"] != TRAIN and rec["policy"] == "sibyl"}
     assert on_test == {"{}", json.dumps(r["best_params"], sort_keys=True)}, "the search saw the test workload"
     again = json.loads(hbl(*args).stdout)
     assert again["trials"] == r["trials"] and len(journal(out)) == len(records)   # replayed, nothing recomputed
-    p = hbl("sweep", "tune", "--trace", "bundled:hm_0", "--test", "bundled:hm_0", "--policies", "sibyl",
+    p = hbl("sweep", "tune", "--trace", TRAIN, "--test", TRAIN, "--policies", "sibyl",
             "--space", "lr=1e-4:1e-1:log", "--out", out, check=False)
     assert p.returncode == 2 and "must not be training workloads" in p.stderr
+    p = hbl("sweep", "tune", "--trace", "bundled:hm_0", "--policies", "sibyl", "--space", "lr=1e-4:1e-1:log",
+            "--out", out, check=False)
+    assert p.returncode == 2 and "bundled:hm_0 is an evaluation workload" in p.stderr
 
 
 def test_embedded_cluster_listens_on_loopback_only():

@@ -35,6 +35,7 @@ def test_list_json_has_the_recipes():
 
 def test_missing_capture_names_the_command(tmp_path, monkeypatch):
     monkeypatch.setattr(workloads, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(workloads, "SHIPPED_DIR", tmp_path)
     with pytest.raises(TraceError, match="capture it with: sudo hbl workloads capture pgbench"):
         open_trace("workload:pgbench")
     with pytest.raises(TraceError, match="no workload recipe 'nope'"):
@@ -43,18 +44,51 @@ def test_missing_capture_names_the_command(tmp_path, monkeypatch):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "have: pgbench" in r.stderr
 
 
-def test_cached_capture_is_used(tmp_path, monkeypatch):
-    monkeypatch.setattr(workloads, "CACHE_DIR", tmp_path)
+def _three(path, fmt, first):
     from hbl.trace import writer
     data = record.empty(3)
-    data["offset"] = [0, 4096, 8192]
+    data["offset"] = [first, first + 4096, first + 8192]
     data["length"] = 4096
     data["op"] = record.READ
-    w = writer(str(tmp_path / "sqlite.hbltrace"), "native")
-    w.write(data)
-    w.close()
-    got, _ = load("workload:sqlite")
-    assert list(got["offset"]) == [0, 4096, 8192]
+    with writer(str(path), fmt) as w:
+        w.write(data)
+
+
+def test_cached_capture_overrides_the_shipped_one(tmp_path, monkeypatch):
+    cache, ship = tmp_path / "cache", tmp_path / "ship"
+    cache.mkdir(), ship.mkdir()
+    monkeypatch.setattr(workloads, "CACHE_DIR", cache)
+    monkeypatch.setattr(workloads, "SHIPPED_DIR", ship)
+    _three(ship / "sqlite.hblz", "packed", 1 << 20)
+    assert workloads.shipped() == ["sqlite"]
+    assert list(load("workload:sqlite")[0]["offset"]) == [1 << 20, (1 << 20) + 4096, (1 << 20) + 8192]
+    _three(cache / "sqlite.hbltrace", "native", 0)
+    assert list(load("workload:sqlite")[0]["offset"]) == [0, 4096, 8192]
+
+
+@pytest.mark.parametrize("name", workloads.shipped())
+def test_shipped_captures_read_on_any_machine(name, monkeypatch, tmp_path):
+    """workload:NAME without a capture here: the shipped file, whole and checked (its checksums)."""
+    monkeypatch.setattr(workloads, "CACHE_DIR", tmp_path)
+    assert name in workloads.RECIPES
+    reader = open_trace("workload:" + name)
+    assert reader.name == "packed" and reader.count >= 1_000_000
+    n = last = 0
+    for chunk in reader:
+        n += len(chunk)
+        assert last <= chunk["time_ns"][0] and (np.diff(chunk["time_ns"].astype(np.int64)) >= 0).all()
+        last = chunk["time_ns"][-1]
+    assert n == reader.count
+
+
+
+def test_the_shipped_corpus_fits_its_budget():
+    """At most 40 MB in git for the whole corpus, at most 4 bytes a request on average."""
+    names = workloads.shipped()
+    sizes = [os.path.getsize(workloads.shipped_path(n)) for n in names]
+    counts = [open_trace(str(workloads.shipped_path(n))).count for n in names]
+    assert sum(sizes) <= 40e6
+    assert not names or sum(sizes) / sum(counts) <= 4.0
 
 
 def test_missing_application_names_the_bootstrap(monkeypatch):

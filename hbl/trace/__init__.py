@@ -7,7 +7,8 @@
 A trace name may also be `synth:PRESET[:key=value,...]` for a generated workload
 (see hbl.trace.synthetic), `bundled:NAME` for one of the MSR slices shipped
 with hbl, `workload:NAME` for a real application's capture or `apps:NAME` for
-its shipped first 20,000 requests (see hbl.workloads).
+its shipped first 20,000 requests (see hbl.workloads), and `workload:A+B` for captures replayed
+together as tenants of one host (see hbl.trace.mix).
 """
 import os
 import pathlib
@@ -16,10 +17,13 @@ import re
 
 from hbl.errors import TraceError, show
 from hbl.trace.formats import MAX_LINE, READ_ERRORS, TEXT_READERS, bounded_lines, open_text
+from hbl.trace.mix import MixReader, is_mix
 from hbl.trace.native import NativeReader, is_native
+from hbl.trace.packed import PackedReader, is_packed
 from hbl.trace.writers import WRITERS
 
-READERS = dict(TEXT_READERS, native=NativeReader)
+READERS = dict(TEXT_READERS, native=NativeReader, packed=PackedReader)
+BINARY_READERS = ("native", "packed")
 BUNDLED_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "traces" / "msr"
 
 
@@ -29,7 +33,10 @@ def bundled_traces():
 
 
 def resolve(name):
-    """A path for bundled:NAME, workload:NAME or apps:NAME, otherwise the name unchanged."""
+    """A path for bundled:NAME, workload:NAME or apps:NAME, otherwise the name unchanged (a mix,
+    workload:A+B, is no one file)."""
+    if is_mix(name):
+        return name
     if name.startswith(("workload:", "apps:")):
         from hbl import workloads
         return workloads.resolve(name)
@@ -82,6 +89,8 @@ def detect(path, lines=20):
     which reports it with its line number."""
     if is_native(path):
         return "native"
+    if is_packed(path):
+        return "packed"
     fits, seen, first = None, 0, None
     with open_text(path) as f:
         try:
@@ -119,6 +128,10 @@ def open_trace(name, fmt=None, lenient=False, chunk=1 << 16, **options):
     if name.startswith("synth:"):
         from hbl.trace.synthetic import SyntheticTrace
         return SyntheticTrace(name, chunk=chunk)
+    if is_mix(name):
+        if fmt:
+            raise TraceError(name, "a mix takes no --format: its tenants' formats are detected")
+        return MixReader(name, lambda t: open_trace(t, lenient=lenient, chunk=chunk, **options), chunk=chunk)
     path = resolve(name)
     if not os.path.exists(path):
         raise TraceError(path, "no such file")
@@ -128,10 +141,10 @@ def open_trace(name, fmt=None, lenient=False, chunk=1 << 16, **options):
     if fmt not in READERS:
         raise TraceError(path, "unknown format %r (have: %s)" % (fmt, ", ".join(sorted(READERS))))
     options = {k: v for k, v in options.items() if v is not None}
-    if fmt == "native":
+    if fmt in BINARY_READERS:
         if options:
-            raise TraceError(path, "native traces take no format options")
-        return NativeReader(path, lenient=lenient, chunk=chunk)
+            raise TraceError(path, "%s traces take no format options" % fmt)
+        return READERS[fmt](path, lenient=lenient, chunk=chunk)
     return READERS[fmt](path, lenient=lenient, chunk=chunk, **options)
 
 
@@ -150,9 +163,11 @@ def writer(path, fmt, source="", **options):
 
 
 def format_for_path(path):
-    """The output format implied by a file name (.csv = msrc, .iolog/.fio = fio, else native),
-    looking through a .gz suffix."""
+    """The output format implied by a file name (.csv = msrc, .iolog/.fio = fio, .hblz = packed,
+    else native), looking through a .gz suffix."""
     lower = str(path).lower()
+    if lower.endswith(".hblz"):
+        return "packed"
     if lower.endswith(".gz"):
         lower = lower[:-3]
     if lower.endswith(".csv"):

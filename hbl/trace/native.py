@@ -80,10 +80,10 @@ class NativeReader:
         data = load(self.path)
         for i in range(0, len(data), self.chunk):
             chunk = data[i:i + self.chunk]
-            bad = self._bad(chunk)
+            bad = bad_records(chunk)
             if bad.any():
                 first = int(np.argmax(bad))
-                why = self._why(chunk[first])
+                why = why_bad(chunk[first])
                 if not self.lenient:
                     raise TraceError(self.path, "record %d: %s" % (i + first, why))
                 self.skipped += int(bad.sum())
@@ -92,19 +92,22 @@ class NativeReader:
                 chunk = chunk[~bad]
             yield chunk
 
-    @staticmethod
-    def _bad(chunk):
-        length = chunk["length"].astype(np.uint64)
-        return ((chunk["op"] > record.FLUSH) | (length > MAX_LENGTH)
-                | (chunk["offset"] > np.uint64(U64_MAX) - length))
 
-    @staticmethod
-    def _why(rec):
-        if rec["op"] > record.FLUSH:
-            return "op %d is not read (0), write (1), discard (2) or flush (3)" % rec["op"]
-        if rec["length"] > MAX_LENGTH:
-            return "request length %d is over the %d MiB maximum" % (rec["length"], MAX_LENGTH >> 20)
-        return "offset %d + length %d is past the 64-bit address space" % (rec["offset"], rec["length"])
+def bad_records(chunk):
+    """A mask of the records no reader may hand on: an unknown op, a length over MAX_LENGTH, or
+    an extent past the 64-bit address space."""
+    length = chunk["length"].astype(np.uint64)
+    return ((chunk["op"] > record.FLUSH) | (length > MAX_LENGTH)
+            | (chunk["offset"] > np.uint64(U64_MAX) - length))
+
+
+def why_bad(rec):
+    """What is wrong with a record bad_records() flags."""
+    if rec["op"] > record.FLUSH:
+        return "op %d is not read (0), write (1), discard (2) or flush (3)" % rec["op"]
+    if rec["length"] > MAX_LENGTH:
+        return "request length %d is over the %d MiB maximum" % (rec["length"], MAX_LENGTH >> 20)
+    return "offset %d + length %d is past the 64-bit address space" % (rec["offset"], rec["length"])
 
 
 class WriterBase:

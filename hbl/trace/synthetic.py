@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from hbl import record
+from hbl import record, split
 from hbl.errors import HblError, show
 from hbl.trace.formats import MAX_LENGTH
 
@@ -62,8 +62,9 @@ PRESETS = {
     "proj": Workload(read=0.5, alpha=0.7, seq=0.5, sizes=((2, 0.3), (16, 0.7)), phases=2, pages=262_144),
 }
 
-#: The default suite for `hbl compare` (together with the bundled MSR slices).
-DEFAULT_SUITE = ("synth:hm", "synth:prxy", "synth:web", "synth:proj")
+#: The default suite for `hbl compare` (together with the bundled MSR slices): the split's synthetic
+#: evaluation families.
+DEFAULT_SUITE = tuple(w for w in split.EVALUATION if w.startswith("synth:"))
 
 
 

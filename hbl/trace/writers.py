@@ -1,4 +1,5 @@
-"""Trace writers: native (memory-mappable), MSRC CSV and fio iolog v3.
+"""Trace writers: native (memory-mappable), packed (compressed, hbl.trace.packed), MSRC CSV and
+fio iolog v3.
 
 A writer is a context manager: leaving the block normally finishes the file
 (trailer, header count); leaving it by an exception removes the partial file.
@@ -11,6 +12,7 @@ from hbl import record
 from hbl.errors import TraceError
 from hbl.trace.formats import FILETIME_UNIX_EPOCH
 from hbl.trace.native import NativeWriter, WriterBase
+from hbl.trace.packed import PackedWriter
 
 
 class _TextWriter(WriterBase):
@@ -95,5 +97,5 @@ class FioWriter(_TextWriter):
         self.f.write("%d %s close\n" % (self.last_ms, self.filename))
 
 
-WRITERS = {"native": NativeWriter, "msrc": MsrcWriter, "fio": FioWriter}
+WRITERS = {"native": NativeWriter, "packed": PackedWriter, "msrc": MsrcWriter, "fio": FioWriter}
 

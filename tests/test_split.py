@@ -1,0 +1,66 @@
+"""The train/evaluation split (hbl/split.py): one list, no workload on both sides, and no training on
+an evaluation workload, by the shipped agents or by the commands that train or tune."""
+import json
+import os
+
+import pytest
+
+from hbl import pretrained, split, workloads
+from hbl.compare import default_traces
+from hbl.errors import HblError
+from hbl.trace import bundled_traces
+from hbl.trace.synthetic import DEFAULT_SUITE, PRESETS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_no_workload_is_on_both_sides():
+    assert not set(split.TRAINING) & set(split.EVALUATION)
+    assert len(set(split.TRAINING)) == len(split.TRAINING) and len(set(split.EVALUATION)) == len(split.EVALUATION)
+    for name in split.TRAINING + split.EVALUATION:
+        kind, _, rest = name.partition(":")
+        assert kind in ("synth", "bundled", "app") and rest, name
+        if kind == "synth":
+            assert rest in PRESETS, name
+
+
+def test_every_shipped_workload_has_a_side():
+    shipped = (["bundled:" + n for n in bundled_traces()] + ["apps:" + n for n in workloads.app_slices()]
+               + ["workload:" + n for n in list(workloads.RECIPES) + workloads.shipped()]
+               + list(DEFAULT_SUITE) + list(pretrained.TRAINING_SUITE))
+    assert all(split.side(t) for t in shipped), [t for t in shipped if not split.side(t)]
+
+
+def test_a_family_stands_for_all_its_traces():
+    assert split.side("synth:zipf:requests=200000,seed=2") == "training"
+    assert split.side("apps:pgbench") == split.side("workload:pgbench") == "evaluation"
+    assert split.side("workload:pgbench+sqlite") == "evaluation"
+    assert split.side("synth:uniform") is None and split.side("/data/my.csv") is None
+
+
+def test_the_evaluation_suite_is_evaluation_only():
+    assert all(split.side(t) == "evaluation" for t in default_traces(1000))
+
+
+def test_no_shipped_agent_was_trained_on_an_evaluation_workload():
+    recipe = pretrained.recipe()
+    assert recipe["traces"] and all(split.side(t) == "training" for t in recipe["traces"])
+    assert recipe["traces"] == pretrained.training_traces()     # what `hbl pretrain` does by default
+    assert set(recipe["policies"]) == set(pretrained.POLICIES) and set(recipe["hss"]) == set(pretrained.HSS)
+    assert {(r["policy"], r["hss"]) for r in pretrained.listing()} <= {
+        (p, h) for p in recipe["policies"] for h in recipe["hss"]}
+
+
+def test_validation_traces_are_training_workloads():
+    """What scripts/validate_agents.py and `hbl pretrain --select` choose on."""
+    assert all(split.side(t) == "training" for t in pretrained.validation_traces(1000))
+    sel = json.loads((pretrained.AGENTS_DIR / "selection.json").read_text())
+    assert all(split.side(t) == "training" for t in sel["traces"])
+
+
+def test_training_on_an_evaluation_workload_is_refused(tmp_path):
+    with pytest.raises(HblError, match="bundled:hm_0 is an evaluation workload"):
+        pretrained.pretrain_all(["harmonia"], ["perf"], 1, tmp_path, traces=["bundled:hm_0"])
+    with pytest.raises(HblError, match="apps:sqlite is an evaluation workload"):
+        pretrained.pretrain("harmonia", "perf", 1, tmp_path / "x.agent", traces=["synth:src", "apps:sqlite"])
+    assert not list(tmp_path.iterdir())
