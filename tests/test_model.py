@@ -128,11 +128,19 @@ SUITE = ["bundled:hm_0", "bundled:hm_1", "bundled:mds_0", "bundled:proj_0", "bun
          "apps:pgbench", "apps:sysbench-mariadb", "apps:rocksdb", "apps:sqlite", "apps:build-linux"]
 
 
+# Where the oracle's family is known not to be a bound (issue 26, item 7): on the write-only slices
+# on perf, harmonia's shipped agents bypass enough writes to beat every construction of the family
+# under queueing (hm_1 0.965x, rsrch_1 0.985x, results/quality/perf-cost.txt).  Listed with the
+# margin measured, so that a new violation, or a larger one, still fails.
+KNOWN_NOT_A_BOUND = {("perf", "hm_1", "harmonia"): 0.96, ("perf", "rsrch_1", "harmonia"): 0.98}
+
+
 @pytest.mark.parametrize("hss", ["perf", "cost"])
 def test_oracle_is_no_slower_than_any_policy_on_the_default_suite(hss):
     from hbl.compare import compare
     s = compare(traces=SUITE, hss_list=[hss], seeds=1, progress=False)
-    worst = [b for b in s["beats_oracle"] if b["latency_vs_oracle"] < 0.99]
+    worst = [b for b in s["beats_oracle"]
+             if b["latency_vs_oracle"] < KNOWN_NOT_A_BOUND.get((b["hss"], b["workload"], b["policy"]), 0.99)]
     assert not worst, worst
 
 
