@@ -247,8 +247,8 @@ LIVE_WINDOW_S = 5.0     # the controller's timeline window (hbl/live/controller.
 
 
 def live(series):
-    """The live device's timeline, {configuration: [{t, requests, fast_hit_ratio}]} as `hbl status
-    --json` keeps it (a row per 5 s window): IOPS and the fast device's hit ratio over time."""
+    """The live device's timeline, {configuration: [{t, requests, read_hit_ratio}]} as `hbl status
+    --json` keeps it (a row per 5 s window): IOPS and the read hit ratio over time."""
     plt = pyplot()
     with plt.rc_context(RC):
         fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH_IN, 2.6), sharex=True, layout="constrained")
@@ -262,11 +262,11 @@ def live(series):
                 if span > 0:
                     t.append(r["t"])
                     iops.append(r["requests"] / span)
-                    hits.append(r.get("fast_hit_ratio"))
+                    hits.append(r.get("read_hit_ratio"))
             top.plot(t, iops, color=colour, label=name)
             bottom.plot(t, [float("nan") if h is None else h for h in hits], color=colour)
         top.set_ylabel("IOPS")
-        bottom.set_ylabel("fast hit ratio")
+        bottom.set_ylabel("read hit ratio")
         bottom.set_ylim(0, 1.02)
         bottom.set_xlabel("time since the device came up (s)")
         for ax in (top, bottom):

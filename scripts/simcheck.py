@@ -121,10 +121,11 @@ def check(guest_dir, policies):
         reads["op"] = 0
         diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure),
                      "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096)}
-        hit_diff = sim["hit_ratio"] - lv["fast_hit_ratio"]
+        hit_diff = sim["hit_ratio"] - lv["fast_request_share"]
         lat_diff = sim["mean_latency_us"] / lv["mean_latency_us"] - 1
         rows[policy] = {
-            "live": {"hit_ratio": lv["fast_hit_ratio"], "mean_latency_us": lv["mean_latency_us"],
+            "live": {"hit_ratio": lv["fast_request_share"], "read_hit_ratio": lv["read_hit_ratio"],
+                     "mean_latency_us": lv["mean_latency_us"],
                      "warm_requests": n_warm, "measure_requests": n_measure, "promotions": lv["promotions"],
                      "evictions": lv["evictions"], "migrated_mib": lv["migrated_mib"], "iops": lv["iops"],
                      "read_mean_us": lv["read_mean_us"], "write_mean_us": lv["write_mean_us"],

@@ -121,8 +121,8 @@ def test_learning_and_live(tmp_path):
         str(tmp_path / "learning.svg")]
     (fig_name, fig), = _drawn(tmp_path / "learning.json")
     assert fig.axes[0].get_title(loc="left") == "pgbench+, perf" and len(fig.axes) == 4
-    status = dict(path="/dev/mapper/hb", policy="harmonia", fast_hit_ratio=0.8,
-                  timeline=[dict(t=5.0 * i, requests=4000 + 10 * i, fast_hit_ratio=0.5 + 0.01 * i) for i in range(1, 30)])
+    status = dict(path="/dev/mapper/hb", policy="harmonia", read_hit_ratio=0.8,
+                  timeline=[dict(t=5.0 * i, requests=4000 + 10 * i, read_hit_ratio=0.5 + 0.01 * i) for i in range(1, 30)])
     (tmp_path / "status.json").write_text(json.dumps(status))
     (_, fig), = _drawn(tmp_path / "status.json")
     iops = fig.axes[0].lines[0].get_ydata()

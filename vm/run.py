@@ -4,7 +4,7 @@ The guest gets an emulated NVMe drive (the fast device, /dev/nvme0n1), a
 throttled virtio disk with a fixed IOPS ceiling (the HDD-like slow device,
 /dev/vda; data kept), optionally one or two SATA-SSD-like virtio disks
 (/dev/vdb, /dev/vdc; 5000 IOPS), the
-project read-only at /hbl and a result folder at /out, both over 9p.  QEMU
+project read-only at /hbl (a checkout, or a tree staged from an install: tree.py) and a result folder at /out, both over 9p.  QEMU
 runs under TCG unless KVM is probed and works; a hard timeout always kills it,
 and so does the end of the process that started it, however it ends (SIGTERM and
 SIGINT unwind through run(); SIGKILL reaches QEMU through PR_SET_PDEATHSIG).
@@ -20,8 +20,7 @@ import threading
 import time
 
 from hbl.errors import HblError
-
-PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from hbl.vm import build, tree
 
 
 @dataclasses.dataclass
@@ -74,7 +73,7 @@ def kvm_works(images):
     return ok
 
 
-def qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, interactive):
+def qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, interactive, project=None):
     # the agent core is built for x86-64-v3 on AVX2 hosts (ctypes_core/build_core.py):
     # under TCG the guest CPU must offer the same instructions (QEMU >= 7.2 emulates AVX2)
     cpu = "host" if accel == "kvm" else "max"
@@ -83,7 +82,7 @@ def qemu_command(images, out_dir, disks, disk_dir, accel, memory_mb, cpus, inter
            "-append", "console=ttyS0 panic=-1 quiet loglevel=5 softlockup_panic=1",
            "-fsdev", "local,id=r,path=%s,security_model=none,readonly=on" % images.rootfs,
            "-device", "virtio-9p-pci,fsdev=r,mount_tag=rootfs",
-           "-fsdev", "local,id=h,path=%s,security_model=none,readonly=on" % PROJECT,
+           "-fsdev", "local,id=h,path=%s,security_model=none,readonly=on" % (project or tree.project_tree(build.cache_root())),
            "-device", "virtio-9p-pci,fsdev=h,mount_tag=hbl",
            "-fsdev", "local,id=o,path=%s,security_model=none" % out_dir,
            "-device", "virtio-9p-pci,fsdev=o,mount_tag=out"]

@@ -321,7 +321,8 @@ def cmd_status(a):
                                                          d["free_slots"], lat("read_latency_us"),
                                                          lat("write_latency_us")))
     print("  requests: %d reads, %d writes" % (st["reads"], st["writes"]) +
-          ("; fast-device hit ratio %.3f" % st["fast_hit_ratio"] if "fast_hit_ratio" in st else ""))
+          ("; read hit ratio %.3f, fast write share %.3f" % (st["read_hit_ratio"], st["fast_write_share"])
+           if "read_hit_ratio" in st else ""))
     print("  migrations: %d promotions, %d evictions, %s copied" % (st["promotions"], st["evictions"],
                                                                     _fmt_bytes(st["migrated_bytes"])) +
           (", %d remaps without copy, %s re-copied in the hold, %d batches, %d rolled back" % (
@@ -356,13 +357,14 @@ def cmd_top(a):
     while True:
         st = status_of(paths, a.name)
         if a.json:
-            print_json({k: st.get(k) for k in ("name", "state", "policy", "reads", "writes", "fast_hit_ratio",
+            print_json({k: st.get(k) for k in ("name", "state", "policy", "reads", "writes", "read_hit_ratio",
+                                                 "fast_write_share", "fast_request_share",
                                                  "promotions", "evictions", "stall_ms", "devices", "hot_extents",
                                                  "decisions")})
             return 0
         lines = ["hbl top %s  %s  policy %s  %s" % (st["name"], st["state"], st["policy"], time.strftime("%H:%M:%S")),
-                 "requests %d r / %d w   fast hits %.3f   promotions %d   evictions %d   hold p99 %s" % (
-                     st["reads"], st["writes"], st.get("fast_hit_ratio", 0.0), st["promotions"], st["evictions"],
+                 "requests %d r / %d w   read hits %.3f   promotions %d   evictions %d   hold p99 %s" % (
+                     st["reads"], st["writes"], st.get("read_hit_ratio", 0.0), st["promotions"], st["evictions"],
                      "%.1f ms" % st["hold_ms"]["p99"] if st.get("hold_ms", {}).get("p99") is not None else "-"),
                  "", "%-10s %-8s %10s %8s %8s" % ("extent", "device", "heat", "reads", "writes")]
         names = [os.path.basename(d["path"]) for d in st["devices"]]

@@ -92,7 +92,8 @@ class Controller(Observer, MemberFaults):
         self.stop = False
         self.batches = 0
         c = m.counters
-        self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "promotions", "evictions",
+        self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "fast_read_hits", "fast_writes",
+                                                       "promotions", "evictions",
                                                        "migrated_bytes", "remaps_without_copy", "recopied_bytes",
                                                        "batches", "rollbacks", "stale_moves")}
         # per routing message (two a batch: the extents not moving to the next view, then the
@@ -112,7 +113,7 @@ class Controller(Observer, MemberFaults):
         self.lat_n = np.zeros((len(m.members), 2))
         self.reads = np.zeros((len(m.members), 2))        # member reads completed: [latency sum ns, count]
         self.idle_from = None                              # self.reads when an interval without copies began
-        self.win = [0, 0]                                  # requests, fast hits in the current timeline window
+        self.win = [0, 0, 0, 0]     # the current timeline window: requests, fast hits, reads, fast read hits
         self.batch = None                                  # the Batch under way
         self.last_moving = np.zeros(0, np.int64)          # the extents the last batch moved
         self.newest_ts = 0
@@ -311,8 +312,9 @@ class Controller(Observer, MemberFaults):
             if now - last_tl >= 5.0:
                 last_tl = now
                 self.timeline.append({"t": round(time.time() - self.t0, 1), "requests": self.win[0],
-                                      "fast_hit_ratio": self.win[1] / self.win[0] if self.win[0] else None})
-                self.win = [0, 0]
+                                      "read_hit_ratio": self.win[3] / self.win[2] if self.win[2] else None,
+                                      "fast_request_share": self.win[1] / self.win[0] if self.win[0] else None})
+                self.win = [0, 0, 0, 0]
                 self.heat *= 0.5
             if now - last_status >= 1.0:
                 last_status = now

@@ -166,10 +166,16 @@ class Observer:
         log["latency_ns"] = self.lat[dev, log["op"].astype(np.int64)].astype(np.uint64)
         self.count["reads"] += int((~writes).sum())
         self.count["writes"] += int(writes.sum())
-        hits = int((dev == 0).sum())
+        fast = dev == 0
+        hits = int(fast.sum())
+        read_hits = int((fast & ~writes).sum())
         self.count["fast_hits"] += hits
+        self.count["fast_read_hits"] += read_hits
+        self.count["fast_writes"] += hits - read_hits
         self.win[0] += len(log)
         self.win[1] += hits
+        self.win[2] += int((~writes).sum())
+        self.win[3] += read_hits
         np.add.at(self.heat, first, 1.0)
         np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())

@@ -53,7 +53,10 @@ def running_status(c):
         **out, "state": "running", "pid": os.getpid(), "path": c.dev.path, "policy": c.policy,
         "uptime_s": wall,
         "reads": c.count["reads"], "writes": c.count["writes"],
-        "fast_hit_ratio": c.count["fast_hits"] / total if total else 0.0,
+        # the simulator's names: reads the fast device served, writes it took; then both together
+        "read_hit_ratio": c.count["fast_read_hits"] / c.count["reads"] if c.count["reads"] else 0.0,
+        "fast_write_share": c.count["fast_writes"] / c.count["writes"] if c.count["writes"] else 0.0,
+        "fast_request_share": c.count["fast_hits"] / total if total else 0.0,
         "promotions": c.count["promotions"], "evictions": c.count["evictions"],
         "remaps_without_copy": c.count["remaps_without_copy"],
         "migrated_bytes": c.count["migrated_bytes"], "recopied_bytes": c.count["recopied_bytes"],

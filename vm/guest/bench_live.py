@@ -64,7 +64,7 @@ def run_hbl(policy):
         st = json.loads(subprocess.run(HBL + ["status", "hb", "--json"], capture_output=True, text=True,
                                        env=env, check=True).stdout)
         res.update(promotions=st["promotions"], evictions=st["evictions"], migrated_mib=st["migrated_bytes"] / MIB,
-                   fast_hit_ratio=st["fast_hit_ratio"], stall_ms=st["stall_ms"], hold_ms=st["hold_ms"],
+                   read_hit_ratio=st["read_hit_ratio"], fast_request_share=st["fast_request_share"], stall_ms=st["stall_ms"], hold_ms=st["hold_ms"],
                    decision_to_remap_ms=st["decision_to_remap_ms"], decision_to_batch_ms=st["decision_to_batch_ms"],
                    controller_cpu=st["controller_cpu"],
                    controller_cpu_main=st["controller_cpu_main"],
@@ -96,8 +96,9 @@ def run_dmcache():
         res = fio(c.path, 100 * MIB, MEASURE, "dm-cache-smq")
         st = Cache.parse_status(c.status()[0][3])
         res.update(promotions=st["promotions"], evictions=st["demotions"],
-                   fast_hit_ratio=(st["read_hits"] + st["write_hits"]) / max(1, st["read_hits"] + st["read_misses"]
-                                                                           + st["write_hits"] + st["write_misses"]),
+                   read_hit_ratio=st["read_hits"] / max(1, st["read_hits"] + st["read_misses"]),
+                   fast_request_share=(st["read_hits"] + st["write_hits"]) / max(1, st["read_hits"] + st["read_misses"]
+                                                                               + st["write_hits"] + st["write_misses"]),
                    migrated_mib=st["promotions"] * 1.0)
     finally:
         for d in (c, cd, md):
@@ -139,11 +140,11 @@ def main():
            "raw_copy": raw, "hbl_up_args": UP_ARGS, "results": rows}
     json.dump(out, open("/out/live-bench.json", "w"), indent=1)
     print("%-14s %9s %11s %11s %11s %11s %8s %8s %9s %9s" % ("config", "IOPS", "mean (us)", "read p99", "write p99",
-                                                             "hit ratio", "promote", "evict", "stall p99", "hold p99"))
+                                                             "read hits", "promote", "evict", "stall p99", "hold p99"))
     for k, r in rows.items():
         ms = lambda key: "%.1f ms" % r[key]["p99"] if r.get(key, {}).get("p99") is not None else "-"
         print("%-14s %9.0f %11.0f %11.0f %11.0f %11.3f %8d %8d %9s %9s" % (
-            k, r["iops"], r["mean_latency_us"], r["read_p99_us"], r["write_p99_us"], r["fast_hit_ratio"],
+            k, r["iops"], r["mean_latency_us"], r["read_p99_us"], r["write_p99_us"], r["read_hit_ratio"],
             r["promotions"], r["evictions"], ms("stall_ms"), ms("hold_ms")))
     print("stall: what I/O to extents not being moved waited on a migration (hbl never suspends the device; "
           "the figure is the routing messages' duration, an upper bound); hold: how long I/O to a moving "

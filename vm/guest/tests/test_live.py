@@ -232,7 +232,7 @@ def test_fio_verify_while_agents_migrate(fresh):
     assert job["error"] == 0
     time.sleep(2)
     st = status("h0")
-    print(json.dumps({k: st[k] for k in ("reads", "writes", "fast_hit_ratio", "promotions", "evictions",
+    print(json.dumps({k: st[k] for k in ("reads", "writes", "read_hit_ratio", "fast_request_share", "promotions", "evictions",
                                           "migrated_bytes", "stall_ms", "hold_ms", "timeline", "controller_cpu")}))
     assert st["promotions"] > 0 and st["migrated_bytes"] > 0
     assert st["ebpf"]["lost"] == 0 and st["rollbacks"] == 0
@@ -264,8 +264,10 @@ def test_fio_verify_while_agents_migrate(fresh):
 
 
 def window_hits(st):
-    """The fast-device hit ratio of each timeline window (5 s) with enough requests to tell."""
-    return [w["fast_hit_ratio"] for w in st["timeline"] if w["fast_hit_ratio"] is not None and w["requests"] > 50]
+    """The share of requests the fast device served in each timeline window (5 s) with enough
+    requests to tell."""
+    return [w["fast_request_share"] for w in st["timeline"]
+            if w["fast_request_share"] is not None and w["requests"] > 50]
 
 
 # ---- crashes ----
