@@ -8,6 +8,8 @@ import shlex
 import sys
 
 from hbl import __version__
+from hbl.cmdline import (U32, nonnegative, page_size, parse_duration, positive, print_json, whole,
+                         write_json)
 from hbl.errors import HblError, show
 
 EPILOG_TRACES = """trace names: a file (format auto-detected, or --format), bundled:NAME for a
@@ -25,52 +27,6 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         print("hbl: error: %s (see %s --help)" % (message, self.prog), file=sys.stderr)
         sys.exit(2)
-
-
-def whole(lo, hi):
-    """An argparse type: a whole number in lo..hi, plain ASCII digits (no 1_000, +1, 1e3)."""
-    def parse(text):
-        t = text.strip()
-        neg = t.startswith("-")
-        digits = t[1:] if neg else t
-        if not (digits.isascii() and digits.isdigit()):
-            raise argparse.ArgumentTypeError("%s is not a whole number" % show(text))
-        if len(digits) > 20 or not lo <= int(t) <= hi:
-            raise argparse.ArgumentTypeError("%s is out of range (%d..%d)" % (show(text), lo, hi))
-        return int(t)
-    return parse
-
-
-def number(hi, zero=False):
-    """An argparse type: a finite number in (0, hi], or [0, hi] with zero."""
-    def parse(text):
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError("%s is not a number" % show(text)) from None
-        if not (math.isfinite(v) and (0 <= v if zero else 0 < v) and v <= hi):
-            raise argparse.ArgumentTypeError("%s must be a finite number in %s0, %g]" % (
-                show(text), "[" if zero else "(", hi))
-        return v
-    return parse
-
-
-def positive(hi):
-    return number(hi)
-
-
-def nonnegative(hi):
-    return number(hi, zero=True)
-
-
-def page_size(text):
-    v = whole(512, 64 << 20)(text)
-    if v & (v - 1):
-        raise argparse.ArgumentTypeError("%d is not a power of two" % v)
-    return v
-
-
-U32 = (1 << 32) - 1
 
 
 def _trace_args(p, many=False):
@@ -203,33 +159,6 @@ def _check_output_dir(*paths):
             raise HblError("%s: is a directory" % path)
 
 
-def _finite(obj):
-    """obj with every NaN or infinity as null: JSON has no spelling for them."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if hasattr(obj, "item"):      # NumPy scalars
-        return _finite(obj.item())
-    return obj
-
-
-def _dump_json(obj, f, indent=2):
-    json.dump(_finite(obj), f, indent=indent, allow_nan=False)
-
-
-def print_json(obj):
-    _dump_json(obj, sys.stdout)
-    print()
-
-
-def _write_json(path, obj):
-    with open(path, "w") as f:
-        _dump_json(obj, f, indent=1)
-
-
 # ---- commands ----
 
 def cmd_simulate(a):
@@ -265,7 +194,7 @@ def cmd_simulate(a):
     if plugin is not None:
         check(plugin)
     if a.timeline:
-        _write_json(a.timeline, r["timeline"])
+        write_json(a.timeline, r["timeline"])
         if not a.json:
             del r["timeline"]
     if a.json:
@@ -329,7 +258,7 @@ def cmd_compare(a):
     if not summary.get("workloads"):   # every trace was left out: nothing to normalize or average
         raise HblError("no trace with reads or writes to compare")
     if a.output:
-        _write_json(a.output, summary)
+        write_json(a.output, summary)
     if a.out:
         results.write(a.out, results.from_compare(summary))
     return _show(a, summary, cmp.format_wide if a.wide else cmp.format_text, cmp.plot)
@@ -475,15 +404,6 @@ def cmd_convert(a):
         msg += "; %d bad lines skipped (--lenient)" % reader.skipped
     print(msg, file=sys.stderr)
     return 0
-
-
-def parse_duration(text):
-    """'10s', '2m', '500ms', '1h' or plain seconds -> seconds."""
-    import re
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", text or "")
-    if not m:
-        raise HblError("duration %r: give a number with an optional unit (500ms, 10s, 2m, 1h)" % text)
-    return float(m.group(1)) * {"ms": 1e-3, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
 
 
 def cmd_trace(a):
