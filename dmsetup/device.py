@@ -42,7 +42,7 @@ def _udev_running():
     return os.path.exists("/run/udev/control")
 
 
-def _ensure_node(name, major, minor, timeout=5.0):
+def ensure_node(name, major, minor, timeout=5.0):
     """/dev/mapper/NAME: wait for udev where it runs (pyudev), make the node where it does not."""
     path = "/dev/mapper/" + name
     if _udev_running():
@@ -93,7 +93,7 @@ class Device:
             self.remove()
             raise
         self.table = table
-        self.path = _ensure_node(self.name, self.major, self.minor)
+        self.path = ensure_node(self.name, self.major, self.minor)
         return self
 
     def load(self, table):

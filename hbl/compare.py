@@ -49,7 +49,7 @@ def expand_policies(text):
     return out
 
 
-def _materialize(name, path, fmt, lenient, reader_options, limit=None):
+def materialize(name, path, fmt, lenient, reader_options, limit=None):
     """Read a trace (its first `limit` requests, if given) once into a native file (later passes
     memory-map it); its footprint and the malformed lines skipped (--lenient)."""
     reader = tracemod.open_trace(name, fmt=fmt, lenient=lenient, **reader_options)
@@ -90,10 +90,10 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
         labels = tables.labels(traces)
         with Progress("prepare", total=len(traces), unit="traces", quiet=not progress) as bar:
             for i, name in enumerate(traces):
-                path, fp, bad = _materialize(name, os.path.join(work, "%d.hbltrace" % i),
-                                             fmt if not name.startswith(("synth:", "bundled:")) else None,
-                                             lenient, reader_options or {},
-                                             limit if name.startswith("workload:") else None)
+                path, fp, bad = materialize(name, os.path.join(work, "%d.hbltrace" % i),
+                                            fmt if not name.startswith(("synth:", "bundled:")) else None,
+                                            lenient, reader_options or {},
+                                            limit if name.startswith("workload:") else None)
                 label = labels[name]
                 if bad:
                     skipped[label] = bad

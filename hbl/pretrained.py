@@ -26,9 +26,9 @@ import os
 from pathlib import Path
 
 from hbl import split
+from hbl.agent_files import AGENTS_DIR, HSS, agent_file, selected_file, shipped  # noqa: F401 (hbl.pretrained's API)
 from hbl.errors import HblError
 
-AGENTS_DIR = Path(__file__).resolve().parent / "data" / "agents"
 #: The training workloads: the split's synthetic training families.
 TRAINING_SUITE = tuple(w for w in split.TRAINING if w.startswith("synth:"))
 RECIPE = "recipe.json"
@@ -38,9 +38,8 @@ SEEDS = 3
 #: Pretraining seeds the shipped agents are chosen from, and the validation traces' length.
 SELECT_SEEDS = 5
 VALIDATION_REQUESTS = 200_000
-#: The policies with shipped agents, and the HSS presets they are trained for.
+#: The policies with shipped agents (HSS: the presets they are trained for).
 POLICIES = ("harmonia", "harmonia-placement-only", "harmonia-migration-only", "sibyl")
-HSS = ("perf", "cost", "tri", "quad")
 
 
 def training_traces(requests=TRAINING_REQUESTS):
@@ -52,24 +51,6 @@ def validation_traces(requests=None, families=TRAINING_SUITE):
     not workloads of the evaluation either.  A family may carry keys of its own (synth:uniform:read=0.0)."""
     n = requests or VALIDATION_REQUESTS
     return [t + ("," if t.count(":") > 1 else ":") + "requests=%d,seed=2" % n for t in families]
-
-
-def agent_file(policy, hss, seed, directory=AGENTS_DIR):
-    """The agents of one pretraining seed, as `hbl pretrain` writes them."""
-    return Path(directory) / ("%s-%s-s%d.agent" % (policy, hss, int(seed)))
-
-
-def selected_file(policy, hss, directory=AGENTS_DIR):
-    """The agents chosen among the pretraining seeds, as `hbl pretrain --select` writes them."""
-    return Path(directory) / ("%s-%s.agent" % (policy, hss))
-
-
-def shipped(policy, hss, seed=None):
-    """The shipped agents for a run of `policy` on HSS preset `hss` (any seed), or None."""
-    if not isinstance(hss, str) or hss not in HSS:
-        return None
-    path = selected_file(policy, hss)
-    return path if path.is_file() else None
 
 
 def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, progress=None):

@@ -313,7 +313,7 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     """Simulate one policy on one trace; returns the result dict (see Simulator.result).
     progress, if given, wraps each pass over the trace: progress(chunks, what) -> chunks.
     load_agents: a file of saved agents; None, the shipped pretrained agents of the policy
-    for this HSS preset and seed where there are some (hbl.pretrained); False, untrained agents."""
+    for this HSS preset and seed where there are some (hbl.agent_files); False, untrained agents."""
     watch = progress or (lambda chunks, what: chunks)
     page_size = int(options.get("page_size") or DEFAULTS["page_size"])
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
@@ -330,8 +330,8 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     caps = config.capacity_pages(footprint, page_size)
     agents_from = load_agents or None
     if load_agents is None and plugin is None:
-        from hbl import pretrained
-        agents_from = pretrained.shipped(policy, hss, seed)
+        from hbl.agent_files import shipped
+        agents_from = shipped(policy, hss, seed)
 
     def run(params):
         nonlocal agents_from

@@ -26,7 +26,7 @@ import time
 
 from hbl import __version__
 from hbl import results
-from hbl.compare import _materialize
+from hbl.compare import materialize
 from hbl.errors import HblError
 from hbl.progress import Progress
 from hbl.results import JOURNAL, read_journal
@@ -38,7 +38,7 @@ PARQUET_TABLE = "results.parquet"
 FLUSH_EVERY = 5.0   # seconds between rewrites of the tidy tables
 
 
-def _need_dask():
+def need_dask():
     try:
         import distributed
     except ImportError:
@@ -151,8 +151,8 @@ def prepare_trace(name, grid):
     from hbl.trace.native import HEADER_SIZE
     with tempfile.TemporaryDirectory(prefix="hbl-sweep-") as work:
         fmt = None if name.startswith(("synth:", "bundled:")) else grid.fmt
-        path, footprint, _ = _materialize(name, os.path.join(work, "t.hbltrace"), fmt, grid.lenient,
-                                          grid.reader_options)
+        path, footprint, _ = materialize(name, os.path.join(work, "t.hbltrace"), fmt, grid.lenient,
+                                         grid.reader_options)
         with open(path, "rb") as f:
             data = f.read()
     return PreparedTrace(name, data, hashlib.sha256(memoryview(data)[HEADER_SIZE:]).hexdigest(), footprint)
@@ -170,8 +170,8 @@ def _hss_identity(hss):
 def code_identity():
     """hbl's version and a hash of its compiled core: the version alone stays the same while the
     policies change, and cells simulated by other code must not count as done."""
-    import hbl._core
-    with open(hbl._core.__file__, "rb") as f:
+    from hbl.core import LIBRARY
+    with open(LIBRARY, "rb") as f:
         return "%s+%s" % (__version__, hashlib.sha256(f.read()).hexdigest()[:16])
 
 
@@ -232,7 +232,7 @@ def write_tables(out_dir, records):
         results.write(os.path.join(out_dir, PARQUET_TABLE), rows)
 
 
-def _client(distributed, workers, address):
+def dask_client(distributed, workers, address):
     """A client of the cluster at address, or of a new local one on loopback."""
     import logging
     if address:
@@ -255,7 +255,7 @@ class Session:
     one at address, that runs cells and journals each in DIR as it finishes."""
 
     def __init__(self, out_dir, workers=None, address=None):
-        self.distributed = _need_dask()
+        self.distributed = need_dask()
         os.makedirs(out_dir, exist_ok=True)
         self.out_dir, self.workers, self.address = out_dir, workers, address
         self.records = read_journal(out_dir)
@@ -275,7 +275,7 @@ class Session:
 
     def connect(self):
         if self.client is None:
-            self.client, self.cluster = _client(self.distributed, self.workers, self.address)
+            self.client, self.cluster = dask_client(self.distributed, self.workers, self.address)
         return self.client
 
     def done(self, cell):

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from hbl import __version__
-from hbl.sweep import Grid, _client, _need_dask, prepare_trace, read_journal, run, run_cell
+from hbl.sweep import Grid, dask_client, need_dask, prepare_trace, read_journal, run, run_cell
 
 
 def grid(requests):
@@ -38,7 +38,7 @@ def _once(g, cells, distributed):
         assert "error" not in out, out["error"]
     t["in_process_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    client, cluster = _client(distributed, 1, None)
+    client, cluster = dask_client(distributed, 1, None)
     client.close()
     cluster.close()
     t["cluster_startup_s"] = time.perf_counter() - t0
@@ -55,7 +55,7 @@ def _once(g, cells, distributed):
 
 def bench(requests=50_000, repeat=3):
     """The best of `repeat` rounds for each figure (the machine is shared: the least disturbed run)."""
-    distributed = _need_dask()
+    distributed = need_dask()
     g = grid(requests)
     cells = list(g.cells())
     rounds = [_once(g, cells, distributed) for _ in range(repeat)]

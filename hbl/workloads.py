@@ -337,8 +337,8 @@ def device_stat(dev):
 
 def capture(name, duration=DEFAULT_DURATION, requests=DEFAULT_REQUESTS, out=None, say=None, progress_every=10.0):
     """Run the recipe and capture its block I/O into out (default: the cache). Returns a summary dict."""
-    from hbl import trace as tracemod
     from hbl.capture import Capture
+    from hbl.trace import files as tracemod
     recipe = get(name)
     say = say or (lambda m: print(m, file=sys.stderr, flush=True))
     check(recipe)
@@ -415,10 +415,10 @@ def make_slice(name, requests=SLICE_REQUESTS, out_dir=APPS_DIR):
     Flushes and discards have no MSRC spelling and are left out (counted in the result)."""
     import gzip
     from hbl import record
-    from hbl.trace import open_trace, writer
+    from hbl.trace.files import open_file, writer
     src = resolve("workload:" + name)
     parts, n = [], 0
-    for chunk in open_trace(src):
+    for chunk in open_file(src):
         parts.append(chunk[:requests - n])
         n += len(parts[-1])
         if n >= requests:
@@ -437,11 +437,11 @@ def make_slice(name, requests=SLICE_REQUESTS, out_dir=APPS_DIR):
 def pack(name, out_dir=SHIPPED_DIR):
     """This machine's capture of NAME as a packed trace in out_dir (NAME.hblz, times and latencies
     in PACK_QUANTA): what is shipped as workload:NAME."""
-    from hbl.trace import open_trace, writer
+    from hbl.trace.files import open_file, writer
     src = trace_path(name)
     if not src.exists():
         raise HblError("no capture of %s on this machine (%s): sudo hbl workloads capture %s" % (name, src, name))
-    reader = open_trace(str(src))
+    reader = open_file(str(src))
     out = os.path.join(str(out_dir), name + ".hblz")
     with writer(out + ".part", "packed", source=reader.source, **PACK_QUANTA) as w:
         for chunk in reader:
@@ -471,8 +471,8 @@ def reuse_percentiles(info, qs=(50, 90, 99)):
 def summary(name):
     """trace-info of a cached capture with its capture record and reuse percentiles."""
     from hbl.info import trace_info
-    from hbl.trace import open_trace
-    info = trace_info(open_trace(resolve("workload:" + name)))
+    from hbl.trace.files import open_file
+    info = trace_info(open_file(resolve("workload:" + name)))
     meta = meta_of(name) or {}
     io = info["reads"] + info["writes"]
     return {"name": name, "application": meta.get("application"), "version": meta.get("version"),
@@ -491,8 +491,8 @@ def sort_by_issue(src, dst):
     counts as a write in /sys/block stat): it is written as one."""
     import numpy as np
     from hbl import record
-    from hbl.trace import load, writer
-    data, reader = load(src)
+    from hbl.trace.files import load_file, writer
+    data, reader = load_file(src)
     data = data[np.argsort(data["time_ns"], kind="stable")]
     data["op"][(data["op"] == record.WRITE) & (data["length"] == 0)] = record.FLUSH
     w = writer(dst + ".sorting", "native", source=reader.source)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write docs/cli.md, the CLI reference: every hbl command's --help, taken from the argparse
-parsers themselves (hbl/cli.py, and hbl/live/cli.py through it).
+parsers themselves (hbl/cli/, and hbl/live/cli.py through it).
 
     .venv/bin/python scripts/gen_cli_docs.py            # rewrite docs/cli.md
     .venv/bin/python scripts/gen_cli_docs.py --check    # exit 1 if docs/cli.md is not what it would write

@@ -190,8 +190,8 @@ def test_embedded_cluster_listens_on_loopback_only():
     """The scheduler, the nannies, the workers and any HTTP endpoint: nothing but 127.0.0.1."""
     import distributed
     import psutil
-    from hbl.sweep import _client
-    client, cluster = _client(distributed, 2, None)
+    from hbl.sweep import dask_client
+    client, cluster = dask_client(distributed, 2, None)
     try:
         client.wait_for_workers(2, timeout=60)
         procs = [psutil.Process()] + psutil.Process().children(recursive=True)

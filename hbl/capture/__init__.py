@@ -16,16 +16,12 @@ import time
 import numpy as np
 
 from hbl import record
-from hbl.errors import HblError
+from hbl.capture.events import CaptureError, event_dtype
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BPF_OBJECT = os.path.join(HERE, "hbl_capture.bpf.o")
 MODE_RQ, MODE_BIO = 1, 2   # enum hbl_dev_mode of ebpf/hbl_event.h (a test checks they agree)
 TRACEFS = "/sys/kernel/tracing"
-
-
-class CaptureError(HblError):
-    """Capture cannot start: the message says why and what to do."""
 
 
 def kernel_dev(major, minor):
@@ -205,21 +201,3 @@ class _LibbpfLoader:
         if self.cap != self.ffi.NULL:
             self.lib.hbl_capture_close(self.cap)
             self.cap = self.ffi.NULL
-
-
-def event_dtype(ffi):
-    """NumPy view of struct hbl_event, derived from the header (as hbl.record does for requests)."""
-    conv = {"unsigned long long": "<u8", "unsigned int": "<u4", "unsigned char": "u1"}
-    names, formats, offsets = [], [], []
-    for name, f in ffi.typeof("struct hbl_event").fields:
-        if name.startswith("_"):
-            continue
-        t = f.type
-        if t.kind == "array":
-            formats.append("S%d" % t.length if t.item.cname == "char" else (conv[t.item.cname], t.length))
-        else:
-            formats.append(conv[t.cname])
-        names.append(name)
-        offsets.append(f.offset)
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
-                     "itemsize": ffi.sizeof("struct hbl_event")})

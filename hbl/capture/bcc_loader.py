@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from hbl import record
-from hbl.capture import CaptureError, event_dtype
+from hbl.capture.events import CaptureError, event_dtype
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EBPF = os.path.join(ROOT, "ebpf")

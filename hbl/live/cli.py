@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from hbl.cli import positive, print_json
+from hbl.cmdline import positive, print_json
 from hbl.errors import HblError
 from hbl.live.options import Options
 

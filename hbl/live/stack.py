@@ -17,7 +17,7 @@ hold, which maps them (loading it whole, a target per run of extents, would cost
 batch a third table of thousands of targets).
 """
 from dmsetup import Device, Switch, Table
-from dmsetup.device import _ensure_node
+from dmsetup.device import ensure_node
 from hbl.live import layout
 
 HOLD = 2
@@ -53,7 +53,7 @@ class Stack:
         d.load(table)
         d.resume()
         d.major, d.minor = info["major"], info["minor"]
-        d.path = _ensure_node(d.name, info["major"], info["minor"])
+        d.path = ensure_node(d.name, info["major"], info["minor"])
         d.table = table
 
     def assemble(self, meta):

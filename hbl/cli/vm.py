@@ -1,0 +1,83 @@
+"""hbl vm: the QEMU testbed."""
+import argparse
+import shlex
+import sys
+
+from hbl.cmdline import print_json, whole
+from hbl.errors import HblError
+
+
+def add_parsers(sub):
+    """hbl vm build, run, test, shell and bench."""
+    vm = sub.add_parser("vm", help="the QEMU testbed: emulated NVMe + HDD, device-mapper (root)",
+                        description="Build (once, cached) and run a QEMU guest with an emulated NVMe drive "
+                        "(/dev/nvme0n1, fast), a throttled HDD-like virtio disk (/dev/vda, 100 IOPS) and "
+                        "optionally SATA-SSD-like ones (/dev/vdb, /dev/vdc); the project is at /hbl (read-only) and "
+                        "/out comes back to the host.")
+    vsub = vm.add_subparsers(dest="vm_command", metavar="ACTION", required=True)
+    vb = vsub.add_parser("build", help="build the kernel, initramfs and root file system (cached)")
+    vb.add_argument("--force", action="store_true", help="rebuild even if cached")
+    vb.add_argument("--json", action="store_true")
+    vr = vsub.add_parser("run", help="run a command in a fresh guest: hbl vm run -- CMD ARG... "
+                         "(one argument: a shell line); it runs in /root, writable")
+    vr.add_argument("cmd", nargs=argparse.REMAINDER)
+    vt = vsub.add_parser("test", help="run the guest test suite (device-mapper mechanics)")
+    vt.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    vsub.add_parser("shell", help="an interactive shell in the guest (poweroff -f to leave)")
+    vbe = vsub.add_parser("bench", help="table-reload stalls and emulated device latency, inside the guest; "
+                          "--live: hbl's live device against dm-cache")
+    vbe.add_argument("--live", action="store_true",
+                     help="hbl up with harmonia, smq and lru against the kernel's dm-cache smq, same devices and "
+                          "fio workload (about 12 minutes under TCG)")
+    for vp in (vr, vt, vsub.choices["shell"], vsub.choices["bench"]):
+        vp.add_argument("--timeout", type=whole(1, 1 << 20), default=1200, help="seconds before QEMU is killed (default 1200)")
+        vp.add_argument("--fast-mb", type=whole(16, 1 << 20), default=512, help="NVMe size (default 512)")
+        vp.add_argument("--slow-mb", type=whole(16, 1 << 20), default=1024, help="HDD size (default 1024)")
+        vp.add_argument("--extra", type=whole(0, 2), default=0,
+                        help="SATA-SSD-like virtio disks to add (/dev/vdb, /dev/vdc; default 0)")
+        vp.add_argument("--out", help="keep the guest's /out here (default: a new temporary folder)")
+        vp.add_argument("--quiet", action="store_true")
+    vm.set_defaults(func=cmd_vm)
+
+
+def vm_command_line(args):
+    """`hbl vm run -- CMD ARG...` runs the arguments as given; a single argument is a shell line."""
+    args = args[1:] if args[:1] == ["--"] else list(args)
+    if not args or not "".join(args).strip():
+        raise HblError("give a command: hbl vm run -- CMD [ARG...] (or one shell line in quotes)")
+    return args[0] if len(args) == 1 else shlex.join(args)
+
+
+def cmd_vm(a):
+    import time
+    from hbl.vm import build as vmbuild, run as vmrun
+    say = (lambda m: None) if getattr(a, "json", False) else (lambda m: print("hbl vm: " + m, file=sys.stderr))
+    t0 = time.time()
+    images = vmbuild.build(progress=say, force=getattr(a, "force", False))
+    build_s = time.time() - t0
+    if a.vm_command == "build":
+        info = {"images": images.path, "seconds": build_s, "cached": build_s < 5}
+        if a.json:
+            print_json(info)
+        else:
+            print("%s (%s, %.1f s)" % (images.path, "cached" if info["cached"] else "built", build_s))
+        return 0
+    disks = vmrun.default_disks(a.fast_mb, a.slow_mb, a.extra)
+    if a.vm_command == "shell":
+        return vmrun.run("", images, disks=disks, interactive=True).rc
+    if a.vm_command == "run":
+        cmd = vm_command_line(a.cmd)
+    elif a.vm_command == "test":
+        cmd = shlex.join(["python3", "-m", "pytest", "-p", "no:cacheprovider", "-rs", "/hbl/vm/guest/tests"] +
+                         [x for x in a.pytest_args if x != "--"])
+    elif getattr(a, "live", False):
+        cmd = "python3 /hbl/vm/guest/bench_live.py"
+    else:   # bench
+        cmd = "python3 /hbl/vm/guest/tests/bench_stall.py && sh /hbl/vm/guest/bench_fio.sh"
+    r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    if not a.quiet:
+        print("hbl vm: exit status %d, booted in %.1f s, %.1f s in all; results in %s" % (
+            r.rc, r.boot_seconds, r.seconds, r.out_dir), file=sys.stderr)
+    return r.rc
