@@ -8,10 +8,11 @@ import tempfile
 from hbl import tables
 from hbl import trace as tracemod
 from hbl.devices import load_hss
+from hbl.engine import materialize
 from hbl.errors import HblError
 from hbl.pool import run_all
 from hbl.progress import Progress
-from hbl.sim import footprint_pages, policy_names, replay_label, replay_mode, simulate
+from hbl.sim import policy_names, replay_label, replay_mode, simulate
 from hbl.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
 
@@ -47,22 +48,6 @@ def expand_policies(text):
     if BASELINE not in out:
         out.insert(0, BASELINE)
     return out
-
-
-def materialize(name, path, fmt, lenient, reader_options, limit=None):
-    """Read a trace (its first `limit` requests, if given) once into a native file (later passes
-    memory-map it); its footprint and the malformed lines skipped (--lenient)."""
-    reader = tracemod.open_trace(name, fmt=fmt, lenient=lenient, **reader_options)
-    if getattr(reader, "name", "") == "native" and not limit:
-        path = reader.path
-    else:
-        w = tracemod.writer(path, "native", source=name)
-        for chunk in reader:
-            w.write(chunk[:limit - w.count] if limit else chunk)
-            if limit and w.count >= limit:
-                break
-        w.close()
-    return path, footprint_pages(tracemod.open_trace(path)), getattr(reader, "skipped", 0)
 
 
 def _run(job):
