@@ -1,18 +1,17 @@
-"""Policies x workloads x HSS configurations, in parallel, as the papers' table:
+"""Policies x workloads x HSS configurations, a preset grid of the experiment engine (hbl.engine)
+run on local processes, as the papers' table:
 average latency normalized to Fast-Only, per workload, the geometric and arithmetic means, and a
 check that the oracle bounds every policy."""
-import os
+import dataclasses
 import sys
 import tempfile
 
-from hbl import tables
+from hbl import engine, tables
 from hbl import trace as tracemod
 from hbl.devices import load_hss
-from hbl.engine import materialize
+from hbl.engine import Grid
 from hbl.errors import HblError
-from hbl.pool import run_all
-from hbl.progress import Progress
-from hbl.sim import policy_names, replay_label, replay_mode, simulate
+from hbl.sim import policy_names, replay_label, replay_mode
 from hbl.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
 
@@ -50,11 +49,26 @@ def expand_policies(text):
     return out
 
 
-def _run(job):
-    label, name, path, footprint, hss, policy, seed, opts = job
-    r = simulate(path, hss=hss, policy=policy, footprint=footprint, fmt="native", seed=seed, **opts)
-    r["trace"], r["workload"] = name, label   # the trace as simulate names it; the table's short label
-    r["seed"] = seed
+@dataclasses.dataclass
+class CompareGrid(Grid):
+    """hbl compare's preset grid: a learning policy once per seed, the others once (with seed,
+    the first); the full captures (workload:NAME) cut to their first capture_requests requests."""
+    seed: int = 1
+    capture_requests: int = None
+
+    def seeds_of(self, policy):
+        return self.seeds if policy in LEARNING else [self.seed]
+
+    def limit_of(self, name):
+        return self.capture_requests if name.startswith("workload:") else None
+
+
+def _run_of(rec, labels):
+    """A cell's record as a run of the comparison: simulate's result, the trace as simulate names
+    it, the table's short label and the seed."""
+    r = rec["result"]
+    r["trace"], r["workload"] = rec["trace"], labels[rec["trace"]]
+    r["seed"] = rec["seed"]
     return r
 
 
@@ -63,40 +77,38 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
             capture_requests=CAPTURE_REQUESTS, **sim_options):
     """Every policy on every trace and HSS; learning policies once per seed (seed .. seed+seeds-1),
     from their shipped pretrained agents (hbl.pretrained) unless untrained. The default suite's
-    full captures are cut to their first capture_requests requests (0: whole)."""
+    full captures are cut to their first capture_requests requests (0: whole). The grid runs on
+    the engine's pool of local processes (hbl.engine.LocalPool)."""
     limit = None if traces else capture_requests or None
     traces = traces or default_traces(synthetic_requests)
     pols = expand_policies(policies)
     for h in hss_list:
         load_hss(h, sim_options.get("fast_capacity"))  # fail early on a bad config
     replay_mode(sim_options)                           # and on contradictory replay options
+    opts = dict(sim_options, load_agents=False) if untrained else sim_options
+    grid = CompareGrid(traces=list(traces), hss=list(hss_list), policies=pols, seeds=list(range(seed, seed + seeds)),
+                       options=opts, fmt=fmt, lenient=lenient, reader_options=reader_options or {}, seed=seed,
+                       capture_requests=limit)
+    labels = tables.labels(grid.traces)
+
+    def left_out(t):
+        if not t.footprint and progress:
+            print("hbl: %s has no reads or writes, left out" % t.name, file=sys.stderr)
+        return labels[t.name]
+
     with tempfile.TemporaryDirectory(prefix="hbl-compare-") as work:
-        prepared, skipped = [], {}
-        labels = tables.labels(traces)
-        with Progress("prepare", total=len(traces), unit="traces", quiet=not progress) as bar:
-            for i, name in enumerate(traces):
-                path, fp, bad = materialize(name, os.path.join(work, "%d.hbltrace" % i),
-                                            fmt if not name.startswith(("synth:", "bundled:")) else None,
-                                            lenient, reader_options or {},
-                                            limit if name.startswith("workload:") else None)
-                label = labels[name]
-                if bad:
-                    skipped[label] = bad
-                if fp:
-                    prepared.append((label, name, path, fp))
-                elif progress:
-                    print("hbl: %s has no reads or writes, left out" % name, file=sys.stderr)
-                bar.update(note=label)
-        if not prepared:
+        prepared, cells = engine.prepare(grid, opts, work, progress, what="prepare", note=left_out)
+        workloads = [labels[n] for n in grid.traces if prepared[n].footprint]
+        if not workloads:
             raise HblError("no workload with reads or writes to compare")
-        opts = dict(sim_options, load_agents=False) if untrained else sim_options
-        work_items = [(label, name, path, fp, h, p, seed + k, opts) for label, name, path, fp in prepared
-                      for h in hss_list for p in pols for k in range(seeds if p in LEARNING else 1)]
+        cells = [c for c in cells if prepared[c["trace"]].footprint]
         # longest first (the oracle and the learning policies), so the pool does not end on one straggler
-        work_items.sort(key=lambda j: -(j[3] * (3 if j[5] in LEARNING | FUTURE else 1)))
-        results = run_all(_run, work_items, jobs, progress and (
-            lambda r: "%s %s %s" % (r["hss"], r["policy"], r["workload"])))
-    summary = summarize(results, [p[0] for p in prepared], list(hss_list), pols)
+        cells.sort(key=lambda c: -(prepared[c["trace"]].footprint * (3 if c["policy"] in LEARNING | FUTURE else 1)))
+        pool = engine.LocalPool(jobs, strict=True, note=progress and (
+            lambda rec: "%s %s %s" % (rec["hss"], rec["policy"], labels[rec["trace"]])))
+        results = [_run_of(rec, labels) for rec in pool.run(cells, prepared, opts)]
+    skipped = {labels[n]: t.skipped for n, t in prepared.items() if t.skipped}
+    summary = summarize(results, workloads, list(hss_list), pols)
     summary["bad_lines_skipped"] = skipped
     summary["capture_requests"] = limit
     return summary

@@ -10,8 +10,9 @@ A record is the cell (trace, hss, policy, params, seed, key) with the simulator 
 status, the result of simulate (or the error), the worker and the wall time. A cell's key is the
 hash of its inputs (the trace's records, hbl's code, the HSS, policy, parameters, seed and
 simulator options), so a journal of records can tell the cells already done (hbl.sweep).
-The executors: hbl.sweep.Session, a Dask cluster (`hbl sweep`), and the local pool of forked
-processes (hbl.pool) that `hbl compare` runs on.
+The executors: LocalPool, forked processes of this machine (hbl.pool), on which `hbl compare`
+runs its preset grid (hbl.compare.CompareGrid), and hbl.sweep.Session, a Dask cluster, for
+`hbl sweep` (Dask is imported only there).
 """
 import dataclasses
 import functools
@@ -26,6 +27,7 @@ import time
 from hbl import __version__
 from hbl import trace as tracemod
 from hbl.errors import HblError
+from hbl.pool import each
 from hbl.progress import Progress
 from hbl.sim import footprint_pages, parse_params, policy_names, simulate
 
@@ -68,11 +70,20 @@ class Grid:
         combos = itertools.product(*[[(k, float(v)) for v in values] for k, values in axes])
         return [dict(c) for c in combos]
 
+    def seeds_of(self, policy):
+        """The seeds a policy runs with: every one of the grid's."""
+        return self.seeds
+
+    def limit_of(self, name):
+        """How many of a trace's first requests the grid takes (None: all)."""
+        return None
+
     def cells(self):
         fixed = parse_params(self.options.get("params"))     # --param: every cell, under the grid's
-        for t, h, p, s in itertools.product(self.traces, self.hss, self.policies, self.seeds):
-            for params in self.params_of(p):
-                yield dict(trace=t, hss=h, policy=p, params=dict(fixed, **params), seed=int(s))
+        for t, h, p in itertools.product(self.traces, self.hss, self.policies):
+            for s in self.seeds_of(p):
+                for params in self.params_of(p):
+                    yield dict(trace=t, hss=h, policy=p, params=dict(fixed, **params), seed=int(s))
 
 
 # ---- traces ----
@@ -99,26 +110,41 @@ class PreparedTrace:
     data: bytes          # the native file's bytes (header + records), for an executor that ships them
     digest: str          # sha256 of the records: the trace's content, whatever its name
     footprint: int
+    path: str = None     # or the native file, for executors on this machine (they memory-map it)
+    skipped: int = 0     # malformed lines skipped (--lenient)
 
 
-def prepare_trace(name, grid):
+def prepare_trace(name, grid, path=None):
+    """A trace read once into a native file at path (the trace itself if it is one whole), or,
+    without a path, into memory."""
     from hbl.trace.native import HEADER_SIZE
+    fmt = None if name.startswith(("synth:", "bundled:")) else grid.fmt
+    if path:
+        path, footprint, skipped = materialize(name, path, fmt, grid.lenient, grid.reader_options,
+                                               grid.limit_of(name))
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            f.seek(HEADER_SIZE)
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return PreparedTrace(name, None, digest.hexdigest(), footprint, path, skipped)
     with tempfile.TemporaryDirectory(prefix="hbl-sweep-") as work:
-        fmt = None if name.startswith(("synth:", "bundled:")) else grid.fmt
-        path, footprint, _ = materialize(name, os.path.join(work, "t.hbltrace"), fmt, grid.lenient,
-                                         grid.reader_options)
+        path, footprint, skipped = materialize(name, os.path.join(work, "t.hbltrace"), fmt, grid.lenient,
+                                               grid.reader_options, grid.limit_of(name))
         with open(path, "rb") as f:
             data = f.read()
-    return PreparedTrace(name, data, hashlib.sha256(memoryview(data)[HEADER_SIZE:]).hexdigest(), footprint)
+    return PreparedTrace(name, data, hashlib.sha256(memoryview(data)[HEADER_SIZE:]).hexdigest(), footprint,
+                         skipped=skipped)
 
 
-def prepare(grid, options, progress=True):
-    """The grid's traces read and converted once, and its cells with their keys."""
+def prepare(grid, options, work_dir=None, progress=True, what="sweep: read", note=None):
+    """The grid's traces read and converted once (into work_dir, else into memory), and its cells
+    with their keys. note(trace) -> str, if given, labels the progress after each trace."""
     traces = {}
-    with Progress("sweep: read", total=len(grid.traces), unit="traces", quiet=not progress) as bar:
-        for name in grid.traces:
-            traces[name] = prepare_trace(name, grid)
-            bar.update(note=name)
+    with Progress(what, total=len(grid.traces), unit="traces", quiet=not progress) as bar:
+        for i, name in enumerate(grid.traces):
+            traces[name] = prepare_trace(name, grid, work_dir and os.path.join(work_dir, "%d.hbltrace" % i))
+            bar.update(note=note(traces[name]) if note else name)
     cells = []
     for c in grid.cells():
         c["key"] = cell_key(c, traces[c["trace"]].digest, options)
@@ -177,3 +203,24 @@ def run_cell(cell, options, trace, footprint, strict=False):
 def record(cell, options, out):
     """A finished cell's record: the cell, its options, its status and run_cell's output."""
     return dict(cell, options=options, status="error" if "error" in out else "ok", **out)
+
+
+# ---- on this machine ----
+
+def _run_local(job):
+    cell, options, path, footprint, strict = job
+    return record(cell, options, run_cell(cell, options, path, footprint, strict))
+
+
+class LocalPool:
+    """Cells on forked processes of this machine (hbl.pool), jobs at once (default: the cores):
+    `hbl compare`'s executor. strict: a cell's error ends the run (raised), not recorded.
+    note(record) -> str, if given, shows the progress on stderr, labelled by it."""
+
+    def __init__(self, jobs=None, strict=False, note=None):
+        self.jobs, self.strict, self.note = jobs, strict, note
+
+    def run(self, cells, traces, options):
+        """Yield the record of each cell as it finishes (traces: prepared into files)."""
+        jobs = [(c, options, traces[c["trace"]].path, traces[c["trace"]].footprint, self.strict) for c in cells]
+        yield from each(_run_local, jobs, self.jobs, self.note)

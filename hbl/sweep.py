@@ -208,7 +208,7 @@ def run(grid, out_dir, workers=None, address=None, progress=True):
     grid.check()
     options = dict(grid.options)
     with Session(out_dir, workers, address) as session:
-        traces, cells = prepare(grid, options, progress)
+        traces, cells = prepare(grid, options, progress=progress)
         with open(os.path.join(out_dir, MANIFEST), "w") as f:
             json.dump(dict(dataclasses.asdict(grid), hbl=__version__, cells=len(cells)), f, indent=1, default=str)
         todo = [c for c in cells if not session.done(c)]
