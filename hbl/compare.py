@@ -300,21 +300,19 @@ def format_text(summary):
     line within 100 columns (--wide: format_wide)."""
     configs = tables.summarize(summary["results"], summary["workloads"], summary["hss"], summary["policies"])
     lines = [x for text in _preamble(summary) for x in tables.wrap(text, "  ")]
-    for h, c in zip(summary["hss"], configs):
-        lines.append("")
-        lines += tables.format_summary(c, tables.hss_title(h))
+
+    def under_summary(c):
+        h, out = c["config"], []
         long = summary.get("harmonia_summary", {}).get(h, {}).get("long")
         if long:
-            lines += tables.wrap(_standing_line(h, "long", long) + " (%s)" % ", ".join(long["workloads"]), "  ")
-        lines += _by_kind(summary, h, c)
-    lines += [""] + tables.wrap(tables.SUMMARY_NOTE)
-    for h, c in zip(summary["hss"], configs):
-        lines.append("")
-        lines += tables.format_workloads(c, tables.hss_title(h))
+            out += tables.wrap(_standing_line(h, "long", long) + " (%s)" % ", ".join(long["workloads"]), "  ")
+        return out + _by_kind(summary, h, c)
+
     cut = summary.get("capture_requests")
-    lines += [""] + tables.wrap(tables.WORKLOADS_NOTE + " * synthetic workload (the rest are real traces); + full "
-                                "capture of a real application (hbl workloads%s)." % (
-                                    ", its first %d requests" % cut if cut else ""))
+    lines += tables.format_tables(configs, lambda c: tables.hss_title(c["config"]), under_summary,
+                                  tables.WORKLOADS_NOTE + " * synthetic workload (the rest are real traces); + full "
+                                  "capture of a real application (hbl workloads%s)." % (
+                                      ", its first %d requests" % cut if cut else ""))
     if summary.get("beats_oracle"):
         lines += tables.wrap("! faster than the oracle: " + "; ".join(
             "%s on %s (%s, seed %d) %.3fx" % (b["policy"], b["workload"], b["hss"], b["seed"], b["latency_vs_oracle"])
