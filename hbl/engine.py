@@ -34,9 +34,11 @@ from hbl.sim import footprint_pages, parse_params, policy_names, simulate
 
 @dataclasses.dataclass
 class Grid:
-    """The cells of a sweep. param_grid maps NAME or POLICY.NAME to values: a bare NAME varies for
-    every policy, POLICY.NAME only for that policy (the others run once without it). options are
-    keyword arguments of hbl.sim.simulate shared by every cell (fast_capacity, queue_depth, ...)."""
+    """The cells of an experiment (a sweep's; CompareGrid in hbl/compare.py is `hbl compare`'s
+    preset, which overrides seeds_of and limit_of). param_grid maps NAME or POLICY.NAME to
+    values: a bare NAME varies for every policy, POLICY.NAME only for that policy (the others run
+    once without it). options are keyword arguments of hbl.sim.simulate shared by every cell
+    (fast_capacity, queue_depth, ...)."""
     traces: list
     hss: list
     policies: list

@@ -1,4 +1,6 @@
-"""Grids of simulations (traces x HSS x policies x parameters x seeds) on Dask distributed.
+"""Grids of simulations (traces x HSS x policies x parameters x seeds) on Dask distributed: the
+experiment engine (hbl.engine, which `hbl compare` runs on local processes) with a Dask executor
+and a journal.
 
     from hbl.sweep import Grid, run
     grid = Grid(traces=["bundled:hm_0"], hss=["cost"], policies=["fast-only", "lru"], seeds=[1, 2])
