@@ -1,17 +1,17 @@
-"""Policies x workloads x HSS configurations, in parallel, as the papers' table:
+"""Policies x workloads x HSS configurations, a preset grid of the experiment engine (hbl.engine)
+run on local processes, as the papers' table:
 average latency normalized to Fast-Only, per workload, the geometric and arithmetic means, and a
 check that the oracle bounds every policy."""
-import os
+import dataclasses
 import sys
 import tempfile
 
-from hbl import tables
+from hbl import engine, tables
 from hbl import trace as tracemod
 from hbl.devices import load_hss
+from hbl.engine import Grid
 from hbl.errors import HblError
-from hbl.pool import run_all
-from hbl.progress import Progress
-from hbl.sim import footprint_pages, policy_names, replay_label, replay_mode, simulate
+from hbl.sim import policy_names, replay_label, replay_mode
 from hbl.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
 
@@ -49,27 +49,26 @@ def expand_policies(text):
     return out
 
 
-def materialize(name, path, fmt, lenient, reader_options, limit=None):
-    """Read a trace (its first `limit` requests, if given) once into a native file (later passes
-    memory-map it); its footprint and the malformed lines skipped (--lenient)."""
-    reader = tracemod.open_trace(name, fmt=fmt, lenient=lenient, **reader_options)
-    if getattr(reader, "name", "") == "native" and not limit:
-        path = reader.path
-    else:
-        w = tracemod.writer(path, "native", source=name)
-        for chunk in reader:
-            w.write(chunk[:limit - w.count] if limit else chunk)
-            if limit and w.count >= limit:
-                break
-        w.close()
-    return path, footprint_pages(tracemod.open_trace(path)), getattr(reader, "skipped", 0)
+@dataclasses.dataclass
+class CompareGrid(Grid):
+    """hbl compare's preset grid: a learning policy once per seed, the others once (with seed,
+    the first); the full captures (workload:NAME) cut to their first capture_requests requests."""
+    seed: int = 1
+    capture_requests: int = None
+
+    def seeds_of(self, policy):
+        return self.seeds if policy in LEARNING else [self.seed]
+
+    def limit_of(self, name):
+        return self.capture_requests if name.startswith("workload:") else None
 
 
-def _run(job):
-    label, name, path, footprint, hss, policy, seed, opts = job
-    r = simulate(path, hss=hss, policy=policy, footprint=footprint, fmt="native", seed=seed, **opts)
-    r["trace"], r["workload"] = name, label   # the trace as simulate names it; the table's short label
-    r["seed"] = seed
+def _run_of(rec, labels):
+    """A cell's record as a run of the comparison: simulate's result, the trace as simulate names
+    it, the table's short label and the seed."""
+    r = rec["result"]
+    r["trace"], r["workload"] = rec["trace"], labels[rec["trace"]]
+    r["seed"] = rec["seed"]
     return r
 
 
@@ -78,40 +77,38 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
             capture_requests=CAPTURE_REQUESTS, **sim_options):
     """Every policy on every trace and HSS; learning policies once per seed (seed .. seed+seeds-1),
     from their shipped pretrained agents (hbl.pretrained) unless untrained. The default suite's
-    full captures are cut to their first capture_requests requests (0: whole)."""
+    full captures are cut to their first capture_requests requests (0: whole). The grid runs on
+    the engine's pool of local processes (hbl.engine.LocalPool)."""
     limit = None if traces else capture_requests or None
     traces = traces or default_traces(synthetic_requests)
     pols = expand_policies(policies)
     for h in hss_list:
         load_hss(h, sim_options.get("fast_capacity"))  # fail early on a bad config
     replay_mode(sim_options)                           # and on contradictory replay options
+    opts = dict(sim_options, load_agents=False) if untrained else sim_options
+    grid = CompareGrid(traces=list(traces), hss=list(hss_list), policies=pols, seeds=list(range(seed, seed + seeds)),
+                       options=opts, fmt=fmt, lenient=lenient, reader_options=reader_options or {}, seed=seed,
+                       capture_requests=limit)
+    labels = tables.labels(grid.traces)
+
+    def left_out(t):
+        if not t.footprint and progress:
+            print("hbl: %s has no reads or writes, left out" % t.name, file=sys.stderr)
+        return labels[t.name]
+
     with tempfile.TemporaryDirectory(prefix="hbl-compare-") as work:
-        prepared, skipped = [], {}
-        labels = tables.labels(traces)
-        with Progress("prepare", total=len(traces), unit="traces", quiet=not progress) as bar:
-            for i, name in enumerate(traces):
-                path, fp, bad = materialize(name, os.path.join(work, "%d.hbltrace" % i),
-                                            fmt if not name.startswith(("synth:", "bundled:")) else None,
-                                            lenient, reader_options or {},
-                                            limit if name.startswith("workload:") else None)
-                label = labels[name]
-                if bad:
-                    skipped[label] = bad
-                if fp:
-                    prepared.append((label, name, path, fp))
-                elif progress:
-                    print("hbl: %s has no reads or writes, left out" % name, file=sys.stderr)
-                bar.update(note=label)
-        if not prepared:
+        prepared, cells = engine.prepare(grid, opts, work, progress, what="prepare", note=left_out)
+        workloads = [labels[n] for n in grid.traces if prepared[n].footprint]
+        if not workloads:
             raise HblError("no workload with reads or writes to compare")
-        opts = dict(sim_options, load_agents=False) if untrained else sim_options
-        work_items = [(label, name, path, fp, h, p, seed + k, opts) for label, name, path, fp in prepared
-                      for h in hss_list for p in pols for k in range(seeds if p in LEARNING else 1)]
+        cells = [c for c in cells if prepared[c["trace"]].footprint]
         # longest first (the oracle and the learning policies), so the pool does not end on one straggler
-        work_items.sort(key=lambda j: -(j[3] * (3 if j[5] in LEARNING | FUTURE else 1)))
-        results = run_all(_run, work_items, jobs, progress and (
-            lambda r: "%s %s %s" % (r["hss"], r["policy"], r["workload"])))
-    summary = summarize(results, [p[0] for p in prepared], list(hss_list), pols)
+        cells.sort(key=lambda c: -(prepared[c["trace"]].footprint * (3 if c["policy"] in LEARNING | FUTURE else 1)))
+        pool = engine.LocalPool(jobs, strict=True, note=progress and (
+            lambda rec: "%s %s %s" % (rec["hss"], rec["policy"], labels[rec["trace"]])))
+        results = [_run_of(rec, labels) for rec in pool.run(cells, prepared, opts)]
+    skipped = {labels[n]: t.skipped for n, t in prepared.items() if t.skipped}
+    summary = summarize(results, workloads, list(hss_list), pols)
     summary["bad_lines_skipped"] = skipped
     summary["capture_requests"] = limit
     return summary
@@ -303,21 +300,19 @@ def format_text(summary):
     line within 100 columns (--wide: format_wide)."""
     configs = tables.summarize(summary["results"], summary["workloads"], summary["hss"], summary["policies"])
     lines = [x for text in _preamble(summary) for x in tables.wrap(text, "  ")]
-    for h, c in zip(summary["hss"], configs):
-        lines.append("")
-        lines += tables.format_summary(c, tables.hss_title(h))
+
+    def under_summary(c):
+        h, out = c["config"], []
         long = summary.get("harmonia_summary", {}).get(h, {}).get("long")
         if long:
-            lines += tables.wrap(_standing_line(h, "long", long) + " (%s)" % ", ".join(long["workloads"]), "  ")
-        lines += _by_kind(summary, h, c)
-    lines += [""] + tables.wrap(tables.SUMMARY_NOTE)
-    for h, c in zip(summary["hss"], configs):
-        lines.append("")
-        lines += tables.format_workloads(c, tables.hss_title(h))
+            out += tables.wrap(_standing_line(h, "long", long) + " (%s)" % ", ".join(long["workloads"]), "  ")
+        return out + _by_kind(summary, h, c)
+
     cut = summary.get("capture_requests")
-    lines += [""] + tables.wrap(tables.WORKLOADS_NOTE + " * synthetic workload (the rest are real traces); + full "
-                                "capture of a real application (hbl workloads%s)." % (
-                                    ", its first %d requests" % cut if cut else ""))
+    lines += tables.format_tables(configs, lambda c: tables.hss_title(c["config"]), under_summary,
+                                  tables.WORKLOADS_NOTE + " * synthetic workload (the rest are real traces); + full "
+                                  "capture of a real application (hbl workloads%s)." % (
+                                      ", its first %d requests" % cut if cut else ""))
     if summary.get("beats_oracle"):
         lines += tables.wrap("! faster than the oracle: " + "; ".join(
             "%s on %s (%s, seed %d) %.3fx" % (b["policy"], b["workload"], b["hss"], b["seed"], b["latency_vs_oracle"])

@@ -1,4 +1,6 @@
-"""Grids of simulations (traces x HSS x policies x parameters x seeds) on Dask distributed.
+"""Grids of simulations (traces x HSS x policies x parameters x seeds) on Dask distributed: the
+experiment engine (hbl.engine, which `hbl compare` runs on local processes) with a Dask executor
+and a journal.
 
     from hbl.sweep import Grid, run
     grid = Grid(traces=["bundled:hm_0"], hss=["cost"], policies=["fast-only", "lru"], seeds=[1, 2])
@@ -14,23 +16,18 @@ DIR/results.csv (always) and DIR/results.parquet (when pyarrow is installed) are
 the journal every few seconds and at the end.
 """
 import dataclasses
-import functools
-import hashlib
-import itertools
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
 
 from hbl import __version__
-from hbl import results
-from hbl.compare import materialize
+from hbl import engine, results
+from hbl.engine import Grid, prepare
 from hbl.errors import HblError
 from hbl.progress import Progress
 from hbl.results import JOURNAL, read_journal
-from hbl.sim import parse_params, policy_names
 
 MANIFEST = "sweep.json"
 CSV_TABLE = "results.csv"
@@ -45,51 +42,6 @@ def need_dask():
         raise HblError("hbl sweep needs Dask distributed: pip install 'hbl[sweep]' "
                        "(scripts/bootstrap.sh installs it)") from None
     return distributed
-
-
-@dataclasses.dataclass
-class Grid:
-    """The cells of a sweep. param_grid maps NAME or POLICY.NAME to values: a bare NAME varies for
-    every policy, POLICY.NAME only for that policy (the others run once without it). options are
-    keyword arguments of hbl.sim.simulate shared by every cell (fast_capacity, queue_depth, ...)."""
-    traces: list
-    hss: list
-    policies: list
-    param_grid: dict = dataclasses.field(default_factory=dict)
-    seeds: list = dataclasses.field(default_factory=lambda: [1])
-    options: dict = dataclasses.field(default_factory=dict)
-    fmt: str = None
-    lenient: bool = False
-    reader_options: dict = dataclasses.field(default_factory=dict)
-
-    def check(self):
-        for what in ("traces", "hss", "policies", "seeds"):
-            if not getattr(self, what):
-                raise HblError("sweep: no %s given" % what)
-        known = policy_names()
-        for p in self.policies:
-            if p not in known:
-                raise HblError("sweep: unknown policy %r (have: %s)" % (p, ", ".join(known)))
-        for name in self.param_grid:
-            scope = name.split(".")[0] if "." in name else None
-            if scope and scope not in self.policies:
-                raise HblError("sweep: --param-grid %s: policy %s is not in the sweep" % (name, scope))
-        from hbl.devices import load_hss
-        for h in self.hss:
-            load_hss(h, self.options.get("fast_capacity"))   # fail early on a bad HSS or capacity
-
-    def params_of(self, policy):
-        """Every parameter combination for one policy: [{'promote': 2.0}, {'promote': 4.0}, ...]."""
-        axes = [(name.split(".")[-1], values) for name, values in self.param_grid.items()
-                if "." not in name or name.split(".")[0] == policy]
-        combos = itertools.product(*[[(k, float(v)) for v in values] for k, values in axes])
-        return [dict(c) for c in combos]
-
-    def cells(self):
-        fixed = parse_params(self.options.get("params"))     # --param: every cell, under the grid's
-        for t, h, p, s in itertools.product(self.traces, self.hss, self.policies, self.seeds):
-            for params in self.params_of(p):
-                yield dict(trace=t, hss=h, policy=p, params=dict(fixed, **params), seed=int(s))
 
 
 def parse_grid_item(text):
@@ -137,54 +89,6 @@ def load_spec(path):
     return grid, {k: spec[k] for k in ("out", "workers", "address") if k in spec}
 
 
-# ---- traces ----
-
-@dataclasses.dataclass
-class PreparedTrace:
-    name: str
-    data: bytes          # the native file's bytes (header + records)
-    digest: str          # sha256 of the records: the trace's content, whatever its name
-    footprint: int
-
-
-def prepare_trace(name, grid):
-    from hbl.trace.native import HEADER_SIZE
-    with tempfile.TemporaryDirectory(prefix="hbl-sweep-") as work:
-        fmt = None if name.startswith(("synth:", "bundled:")) else grid.fmt
-        path, footprint, _ = materialize(name, os.path.join(work, "t.hbltrace"), fmt, grid.lenient,
-                                         grid.reader_options)
-        with open(path, "rb") as f:
-            data = f.read()
-    return PreparedTrace(name, data, hashlib.sha256(memoryview(data)[HEADER_SIZE:]).hexdigest(), footprint)
-
-
-def _hss_identity(hss):
-    """A named HSS is part of this hbl version; a .json file is identified by its content."""
-    if hss.endswith(".json") and os.path.exists(hss):
-        with open(hss, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    return hss
-
-
-@functools.lru_cache(maxsize=None)
-def code_identity():
-    """hbl's version and a hash of its compiled core: the version alone stays the same while the
-    policies change, and cells simulated by other code must not count as done."""
-    from hbl.core import LIBRARY
-    with open(LIBRARY, "rb") as f:
-        return "%s+%s" % (__version__, hashlib.sha256(f.read()).hexdigest()[:16])
-
-
-def cell_key(cell, trace_digest, options):
-    """The hash of everything a cell's result depends on; the simulator's defaults are included,
-    so changing a default changes the keys."""
-    from hbl.sim import DEFAULTS
-    ident = dict(trace=trace_digest, hbl=code_identity(), hss=_hss_identity(cell["hss"]), policy=cell["policy"],
-                 params=cell["params"], seed=cell["seed"],
-                 options=dict(DEFAULTS, **{k: v for k, v in options.items() if k != "params"}))
-    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
-
-
 # ---- on the worker ----
 
 def _local_trace(data, digest):
@@ -205,21 +109,13 @@ def _local_trace(data, digest):
 
 
 def run_cell(cell, options, data, digest, footprint, version):
-    """One cell: {'result': simulate's dict} or {'error': message}, with wall time and worker."""
-    t0 = time.time()
-    out = {"worker": "%s:%d" % (socket.gethostname(), os.getpid())}
-    try:
+    """One cell on a Dask worker (engine.run_cell on the scattered bytes, written once to a local
+    file): {'result': simulate's dict} or {'error': message}, with wall time and worker."""
+    def local():
         if version != __version__:
             raise HblError("worker runs hbl %s, the sweep hbl %s" % (__version__, version))
-        from hbl.sim import simulate
-        kw = {k: v for k, v in options.items() if k != "params"}
-        out["result"] = simulate(_local_trace(data, digest), hss=cell["hss"], policy=cell["policy"],
-                                 params=cell["params"], seed=cell["seed"], fmt="native",
-                                 footprint=footprint, **kw)
-    except Exception as exc:    # recorded with the cell; the sweep goes on
-        out["error"] = "%s: %s" % (type(exc).__name__, exc)
-    out["wall_s"] = time.time() - t0
-    return out
+        return _local_trace(data, digest)
+    return engine.run_cell(cell, options, local, footprint)
 
 
 # ---- results ----
@@ -299,7 +195,7 @@ class Session:
                     out = fut.result()
                 except Exception as exc:    # the worker died (KilledWorker) or the task was lost
                     out = {"error": "%s: %s" % (type(exc).__name__, exc)}
-                rec = dict(cell, options=options, status="error" if "error" in out else "ok", **out)
+                rec = engine.record(cell, options, out)
                 journal.write(json.dumps(rec, default=str) + "\n")
                 journal.flush()
                 self.records[cell["key"]] = rec
@@ -309,26 +205,12 @@ class Session:
                 yield rec
 
 
-def prepare(grid, options, progress=True):
-    """The grid's traces read and converted once, and its cells with their keys."""
-    traces = {}
-    with Progress("sweep: read", total=len(grid.traces), unit="traces", quiet=not progress) as bar:
-        for name in grid.traces:
-            traces[name] = prepare_trace(name, grid)
-            bar.update(note=name)
-    cells = []
-    for c in grid.cells():
-        c["key"] = cell_key(c, traces[c["trace"]].digest, options)
-        cells.append(c)
-    return traces, cells
-
-
 def run(grid, out_dir, workers=None, address=None, progress=True):
     """Run the grid's missing cells; returns {'cells', 'computed', 'skipped', 'failed', 'out'}."""
     grid.check()
     options = dict(grid.options)
     with Session(out_dir, workers, address) as session:
-        traces, cells = prepare(grid, options, progress)
+        traces, cells = prepare(grid, options, progress=progress)
         with open(os.path.join(out_dir, MANIFEST), "w") as f:
             json.dump(dict(dataclasses.asdict(grid), hbl=__version__, cells=len(cells)), f, indent=1, default=str)
         todo = [c for c in cells if not session.done(c)]

@@ -15,7 +15,9 @@ import tempfile
 import time
 
 from hbl import __version__
-from hbl.sweep import Grid, dask_client, need_dask, prepare_trace, read_journal, run, run_cell
+from hbl.engine import Grid, prepare_trace
+from hbl.results import read_journal
+from hbl.sweep import dask_client, need_dask, run, run_cell
 
 
 def grid(requests):

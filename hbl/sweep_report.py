@@ -24,20 +24,15 @@ def report(out_dir):
 
 def format_report(rep):
     lines = ["%d cells, %d failed (not in the tables)" % (rep["cells"], rep["failed"])]
-    configs = list(rep["configs"].values())
-    for c in configs:
-        lines.append("")
-        lines += tables.format_summary(c, "HSS " + c["config"])
-        if c["no_baseline"]:
-            lines += tables.wrap("left out (no %s cell to normalize by): %s" % (BASELINE, ", ".join(c["no_baseline"])))
-    if configs:
-        lines += [""] + tables.wrap(tables.SUMMARY_NOTE)
-    for c in configs:
-        lines.append("")
-        lines += tables.format_workloads(c, "HSS " + c["config"])
-    if configs:
-        lines += [""] + tables.wrap(tables.WORKLOADS_NOTE)
+    lines += tables.format_tables(list(rep["configs"].values()), lambda c: "HSS " + c["config"], _left_out)
     return "\n".join(lines)
+
+
+def _left_out(c):
+    """Under a config's summary: the workloads without a Fast-Only cell."""
+    if not c["no_baseline"]:
+        return []
+    return tables.wrap("left out (no %s cell to normalize by): %s" % (BASELINE, ", ".join(c["no_baseline"])))
 
 
 def _geomean_stats(c, v):

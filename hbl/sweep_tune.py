@@ -16,7 +16,8 @@ from hbl.tables import BASELINE
 from hbl.errors import HblError
 from hbl.sim import parse_params
 from hbl.split import check_training
-from hbl.sweep import Grid, Session, cell_key, prepare
+from hbl.engine import Grid, cell_key, prepare
+from hbl.sweep import Session
 
 TUNE_RESULT = "tune.json"
 

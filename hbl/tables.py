@@ -263,6 +263,25 @@ WORKLOADS_NOTE = ("< the best policy of the workload (other than the oracle); ! 
                   "is then no bound there; learning policies: mean over their seeds.")
 
 
+def format_tables(configs, title, under_summary=None, workloads_note=WORKLOADS_NOTE):
+    """The papers' tables as `hbl compare` and `hbl sweep report` both print them, from summarize's
+    configs: per config its summary (and under_summary(config)'s lines below it), the summary's
+    note, per config the latency per workload, then workloads_note. title(config) names one."""
+    lines = []
+    for c in configs:
+        lines.append("")
+        lines += format_summary(c, title(c))
+        lines += under_summary(c) if under_summary else []
+    if configs:
+        lines += [""] + wrap(SUMMARY_NOTE)
+    for c in configs:
+        lines.append("")
+        lines += format_workloads(c, title(c))
+    if configs:
+        lines += [""] + wrap(workloads_note)
+    return lines
+
+
 def _fold(name, width):
     """A column's name on as many lines as it takes, cut after '-' or at spaces."""
     parts, cur = [], ""
