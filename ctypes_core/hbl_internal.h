@@ -101,6 +101,8 @@ struct hbl_policy_ops {
 };
 
 const struct hbl_policy_ops *hbl_policy_find(const char *name);
+/* The i-th policy of the table (the order of hbl_policy_name), or NULL. */
+const struct hbl_policy_ops *hbl_policy_at(int32_t i);
 
 
 struct hbl_bgop { uint64_t page; uint32_t npages; uint8_t write; };
