@@ -121,7 +121,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     }
     if (s->st.requests == 0) s->st.first_arrival_ns = arrival;
     if (!s->live)
-        for (int d = 0; d < s->cfg.ndev; d++) hbl_bg_advance(s, d, arrival);
+        hbl_bg_advance(s, arrival);
     s->sync_done = arrival;
 
     struct hbl_pagetable *pt = &s->pt;

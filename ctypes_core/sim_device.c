@@ -79,11 +79,6 @@ double hbl_dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t n
 
 /* ---- background I/O: served in the devices' idle time ---- */
 
-int hbl_bg_room(const struct hbl_sim *s, int d, uint32_t npages)
-{
-    return s->bgpages[d] + npages <= s->cfg.bg.backlog_pages;
-}
-
 /* Queue a background I/O; one that continues the last queued I/O of the same
  * kind is merged with it (runs evicted together are written back as one I/O). */
 void hbl_bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now)
@@ -135,7 +130,7 @@ static struct hbl_bgop bg_take(struct hbl_sim *s, int d)
 /* Serve device d's background queue in its idle time before `now`: an I/O
  * starts only when no foreground I/O is in service (and, with idle_ns, has
  * not been for that long), under the rate limit. */
-void hbl_bg_advance(struct hbl_sim *s, int d, double now)
+static void bg_advance(struct hbl_sim *s, int d, double now)
 {
     const struct hbl_background_config *b = &s->cfg.bg;
     while (s->nbg[d]) {
@@ -150,6 +145,11 @@ void hbl_bg_advance(struct hbl_sim *s, int d, double now)
         if (b->rate_bytes_per_ns > 0)
             s->bg_next[d] = start + (double)op.npages * s->cfg.page_size / b->rate_bytes_per_ns;
     }
+}
+
+void hbl_bg_advance(struct hbl_sim *s, double now)
+{
+    for (int d = 0; d < s->cfg.ndev; d++) bg_advance(s, d, now);
 }
 
 /* Make room in d's full queue for npages: serve queued I/O now, in the queue's

@@ -1,6 +1,6 @@
 /*
- * Where pages are, and moving them: the per-device LRU lists, the bookkeeping
- * of a page changing device, and migrations with their copy accounting
+ * Where pages are, and moving them: the bookkeeping of a page changing device
+ * (its per-device LRU lists are inline in sim_internal.h), and migrations with their copy accounting
  * (promotions, evictions, clean evictions, moves refused, synchronous
  * evictions), charged as background I/O of the device model (sim_device.c);
  * in live mode the move is queued for the controller instead.
@@ -8,44 +8,15 @@
 #include <stdlib.h>
 #include "sim_internal.h"
 
-/* ---- per-device LRU lists (head = most recently used) ---- */
-
-static void lru_unlink(struct hbl_sim *s, uint32_t x)
-{
-    struct hbl_pagetable *pt = &s->pt;
-    int d = pt->dev[x];
-    uint32_t p = pt->prev[x], n = pt->next[x];
-    if (p != HBL_NONE) pt->next[p] = n; else s->lru_head[d] = n;
-    if (n != HBL_NONE) pt->prev[n] = p; else s->lru_tail[d] = p;
-    pt->prev[x] = pt->next[x] = HBL_NONE;
-}
-
-static void lru_push(struct hbl_sim *s, uint32_t x, int d)
-{
-    struct hbl_pagetable *pt = &s->pt;
-    pt->prev[x] = HBL_NONE;
-    pt->next[x] = s->lru_head[d];
-    if (s->lru_head[d] != HBL_NONE) pt->prev[s->lru_head[d]] = x; else s->lru_tail[d] = x;
-    s->lru_head[d] = x;
-}
-
-void hbl_lru_touch(struct hbl_sim *s, uint32_t x)
-{
-    int d = s->pt.dev[x];
-    if (s->lru_head[d] == x) return;
-    lru_unlink(s, x);
-    lru_push(s, x, d);
-}
-
 /* Bookkeeping of a device change; the caller charges any I/O. */
 void hbl_set_device(struct hbl_sim *s, uint32_t x, int to)
 {
     int from = s->pt.dev[x];
     if (from == to) return;
-    if (from >= 0) { lru_unlink(s, x); s->used[from]--; }
+    if (from >= 0) { hbl_lru_unlink(s, x); s->used[from]--; }
     s->pt.dev[x] = (int8_t)to;
     s->used[to]++;
-    lru_push(s, x, to);
+    hbl_lru_push(s, x, to);
     if (s->ops->on_move) s->ops->on_move(s->pstate, s, x, from, to);
 }
 
