@@ -1,6 +1,21 @@
 /*
  * Internals of the agent core shared by the simulator and the policies.
  * Nothing here crosses into Python; see hbl_api.h for that.
+ *
+ * The C files in layers, lowest first; a file calls only into its own layer
+ * (in the order given) or lower ones, so no two files call each other:
+ *   1. pagetable.c, hist.c, params.c, nn.c, hindsight.c, cachelist.c: no other file
+ *   2. tracestats.c: trace footprint and reuse distances (pagetable)
+ *   3. the learning agent (agent_internal.h): agent.c, agent_decide.c,
+ *      agent_train.c, agent_bench.c, agent_file.c (nn)
+ *   4. rl.c: state features, placement agent, migration agent (agent, hindsight, params)
+ *   5. policies/: one file per policy (rl, nn, cachelist, pagetable, params)
+ *   6. registry.c: the policy table, by name (the policies' ops tables)
+ *   7. the simulator (sim_internal.h): sim_device.c, sim_move.c, sim_stats.c,
+ *      sim_agents.c, sim.c, sim_live.c (registry, agent, hist, pagetable, params)
+ *   8. policy_defaults.c: each policy's parameter defaults (simulator, registry, params)
+ * A policy sees the simulator only as struct hbl_sim and the helpers below;
+ * the simulator calls a policy only through its struct hbl_policy_ops.
  */
 #ifndef HBL_INTERNAL_H
 #define HBL_INTERNAL_H
@@ -101,6 +116,8 @@ struct hbl_policy_ops {
 };
 
 const struct hbl_policy_ops *hbl_policy_find(const char *name);
+/* The i-th policy of the table (the order of hbl_policy_name), or NULL. */
+const struct hbl_policy_ops *hbl_policy_at(int32_t i);
 
 
 struct hbl_bgop { uint64_t page; uint32_t npages; uint8_t write; };

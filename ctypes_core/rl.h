@@ -1,7 +1,7 @@
 /*
  * What the learning policies share: the state features, the placement agent
  * (Sibyl's, and Harmonia's first agent) and the migration agent (Harmonia's
- * second).  Policies in policies/ compose these; the agent core (agent.c)
+ * second).  Policies in policies/ compose these; the agent core (agent*.c)
  * knows nothing of pages or devices.
  */
 #ifndef HBL_RL_H

@@ -1,4 +1,4 @@
-"""Thin Python view of the C learning agent (ctypes_core/agent.c).
+"""Thin Python view of the C learning agent (ctypes_core/agent*.c).
 
 Used by tests and benchmarks; policies drive their agents from C.  States are
 sequences of small integers (feature bins), one byte each.

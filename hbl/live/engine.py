@@ -1,7 +1,7 @@
 """The decision engine of a live device: the simulator's policies, fed with
 observed requests, answering with moves.
 
-It runs the same C policy code as `hbl simulate` (ctypes_core/sim.c in live
+It runs the same C policy code as `hbl simulate` (ctypes_core/sim*.c in live
 mode): a page is an extent, latencies are the measured ones, and instead of
 charging a device model the engine queues the extents whose device it changed.
 The controller carries the moves out and puts back the ones it could not do.

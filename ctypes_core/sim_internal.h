@@ -1,0 +1,73 @@
+/*
+ * The simulator's parts, shared among its files (sim*.c) and nothing else:
+ * policies see struct hbl_sim and its helpers in hbl_internal.h, never these.
+ * From the bottom up: the device model (sim_device.c), moves (sim_move.c),
+ * the request loop and construction (sim.c), live mode (sim_live.c); beside
+ * them, what reads the simulator (sim_stats.c) and its agents (sim_agents.c).
+ */
+#ifndef HBL_SIM_INTERNAL_H
+#define HBL_SIM_INTERNAL_H
+#include "hbl_internal.h"
+
+/* ---- device model and background I/O (sim_device.c) ---- */
+
+/* A foreground I/O on device d at `now`; returns when it completes. */
+double hbl_dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double bytes, double now);
+/* Whether d's background queue has room for npages more. */
+static inline int hbl_bg_room(const struct hbl_sim *s, int d, uint32_t npages)
+{
+    return s->bgpages[d] + npages <= s->cfg.bg.backlog_pages;
+}
+/* Queue a background I/O on d (merged with the last one it continues). */
+void hbl_bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now);
+/* Serve every device's background queue in its idle time before `now`. */
+void hbl_bg_advance(struct hbl_sim *s, double now);
+/* Make room in d's full queue for npages by serving it now; returns when that completes. */
+double hbl_bg_drain(struct hbl_sim *s, int d, uint32_t npages, double now);
+
+/* ---- per-device LRU lists, head = most recently used (inline: on the request path) ---- */
+
+static inline void hbl_lru_unlink(struct hbl_sim *s, uint32_t x)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    int d = pt->dev[x];
+    uint32_t p = pt->prev[x], n = pt->next[x];
+    if (p != HBL_NONE) pt->next[p] = n; else s->lru_head[d] = n;
+    if (n != HBL_NONE) pt->prev[n] = p; else s->lru_tail[d] = p;
+    pt->prev[x] = pt->next[x] = HBL_NONE;
+}
+
+static inline void hbl_lru_push(struct hbl_sim *s, uint32_t x, int d)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    pt->prev[x] = HBL_NONE;
+    pt->next[x] = s->lru_head[d];
+    if (s->lru_head[d] != HBL_NONE) pt->prev[s->lru_head[d]] = x; else s->lru_tail[d] = x;
+    s->lru_head[d] = x;
+}
+
+static inline void hbl_lru_touch(struct hbl_sim *s, uint32_t x)
+{
+    int d = s->pt.dev[x];
+    if (s->lru_head[d] == x) return;
+    hbl_lru_unlink(s, x);
+    hbl_lru_push(s, x, d);
+}
+
+/* ---- moves (sim_move.c) ---- */
+
+/* Bookkeeping of page x changing to device `to`; the caller charges any I/O. */
+void hbl_set_device(struct hbl_sim *s, uint32_t x, int to);
+/* Move page x to device `to` with a copy, as background I/O; 1 when it moved. */
+int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed, int required);
+/* Until d has `room` free pages, its victim goes to the next slower device. */
+void hbl_make_room(struct hbl_sim *s, int d, double now, int64_t room);
+
+/* ---- construction (sim.c) ---- */
+
+/* hbl_sim_new (live = 0) and hbl_live_new (live = 1). */
+struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *policy,
+                               const struct hbl_params *params, void *plugin, int live,
+                               char *err, int32_t errlen);
+
+#endif

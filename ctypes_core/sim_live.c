@@ -1,0 +1,40 @@
+/*
+ * Live mode: the same policies deciding for a real device (hbl/live).  No
+ * device model: the controller reports measured latencies with each request,
+ * tells where extents are, and takes the moves the policy asked for
+ * (queued by sim_move.c) to carry them out.
+ */
+#include <string.h>
+#include "sim_internal.h"
+
+struct hbl_sim *hbl_live_new(const struct hbl_sim_config *cfg, const char *policy,
+                             const struct hbl_params *params, char *err, int32_t errlen)
+{
+    return hbl_sim_create(cfg, policy, params, NULL, 1, err, errlen);
+}
+
+int32_t hbl_live_set_devices(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        if (devs[i] < 0 || devs[i] >= s->cfg.ndev) return -1;
+        uint32_t x = hbl_pt_get(&s->pt, extents[i]);
+        if (x == HBL_NONE) return -1;
+        hbl_set_device(s, x, devs[i]);
+    }
+    return 0;
+}
+
+int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent)
+{
+    uint32_t x = hbl_pt_find(&s->pt, extent);
+    return x == HBL_NONE ? HBL_UNPLACED : s->pt.dev[x];
+}
+
+uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max)
+{
+    uint64_t n = s->nmq < max ? s->nmq : max;
+    memcpy(extents, s->mq, n * sizeof(*extents));
+    memmove(s->mq, s->mq + n, (s->nmq - n) * sizeof(*s->mq));
+    s->nmq -= n;
+    return n;
+}

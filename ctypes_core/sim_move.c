@@ -1,0 +1,93 @@
+/*
+ * Where pages are, and moving them: the bookkeeping of a page changing device
+ * (its per-device LRU lists are inline in sim_internal.h), and migrations with their copy accounting
+ * (promotions, evictions, clean evictions, moves refused, synchronous
+ * evictions), charged as background I/O of the device model (sim_device.c);
+ * in live mode the move is queued for the controller instead.
+ */
+#include <stdlib.h>
+#include "sim_internal.h"
+
+/* Bookkeeping of a device change; the caller charges any I/O. */
+void hbl_set_device(struct hbl_sim *s, uint32_t x, int to)
+{
+    int from = s->pt.dev[x];
+    if (from == to) return;
+    if (from >= 0) { hbl_lru_unlink(s, x); s->used[from]--; }
+    s->pt.dev[x] = (int8_t)to;
+    s->used[to]++;
+    hbl_lru_push(s, x, to);
+    if (s->ops->on_move) s->ops->on_move(s->pstate, s, x, from, to);
+}
+
+/* Live mode: the move is queued for the controller to carry out. */
+static void live_queue(struct hbl_sim *s, uint32_t x)
+{
+    if (s->nmq == s->mqcap) {
+        uint64_t cap = s->mqcap ? s->mqcap * 2 : 1024;
+        uint64_t *q = realloc(s->mq, cap * sizeof(*q));
+        if (!q) return;           /* the move stays in the table; hbl_live_device tells */
+        s->mq = q; s->mqcap = cap;
+    }
+    s->mq[s->nmq++] = s->pt.page[x];
+}
+
+/* Move one stored page with a copy (read source, write destination), queued
+ * as background I/O.  Data promoted from the slowest device leaves its copy
+ * there (as dm-cache and bcache do); until the page is written, evicting it
+ * back costs no I/O.  An optional move (a promotion, a policy's migration) is
+ * refused when the queues are full; a required one (an eviction that makes
+ * room) is then done at once, and the request being served waits for it.
+ * Returns 1 when the page moved. */
+int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed, int required)
+{
+    int from = s->pt.dev[x];
+    if (s->live) {                 /* the controller copies; nothing is kept twice */
+        hbl_make_room(s, to, now, 1);
+        s->pt.last_mig[x] = s->nreq;
+        if (to < from) s->st.promotions++; else s->st.evictions++;
+        s->st.migrated_bytes += s->cfg.page_size;
+        live_queue(s, x);
+        hbl_set_device(s, x, to);
+        return 1;
+    }
+    int clean = to == hbl_slowest(s) && s->pt.home_copy[x];
+    if (!required && !clean && !(hbl_bg_room(s, to, 1) && (!read_needed || hbl_bg_room(s, from, 1)))) {
+        s->st.moves_refused++;
+        return 0;
+    }
+    hbl_make_room(s, to, now, 1);
+    uint64_t page = s->pt.page[x];
+    s->pt.last_mig[x] = s->nreq;
+    if (to < from) s->st.promotions++; else s->st.evictions++;
+    if (clean) {
+        s->st.clean_evictions++;
+    } else {
+        s->st.migrated_bytes += s->cfg.page_size;
+        if (!hbl_bg_room(s, to, 1) || (read_needed && !hbl_bg_room(s, from, 1))) {
+            /* the queues are full: the request waits until they have room */
+            double t = hbl_bg_drain(s, to, 1, now);
+            if (read_needed) { double u = hbl_bg_drain(s, from, 1, now); if (u > t) t = u; }
+            if (t > s->sync_done) s->sync_done = t;
+            s->st.sync_evictions++;
+        }
+        if (read_needed) hbl_bg_push(s, from, 0, page, 1, now);
+        hbl_bg_push(s, to, 1, page, 1, now);
+    }
+    if (from == hbl_slowest(s)) s->pt.home_copy[x] = 1;
+    hbl_set_device(s, x, to);
+    return 1;
+}
+
+/* The same fallback for every policy: until d has `room` free pages, its
+ * victim (least recently used unless the policy names one) goes to the next
+ * slower device. */
+void hbl_make_room(struct hbl_sim *s, int d, double now, int64_t room)
+{
+    while (hbl_free_pages(s, d) < room && d + 1 < s->cfg.ndev) {
+        uint32_t v = s->ops->victim ? s->ops->victim(s->pstate, s, d) : s->lru_tail[d];
+        if (v == HBL_NONE) return;
+        hbl_migrate_page(s, v, d + 1, now, 1, 1);
+        s->st.fallback_evictions++;
+    }
+}
