@@ -27,6 +27,15 @@ def test_simulate_json_keys():
     assert r["policy"] == "smq" and r["requests"] == 7016 and r["hss"] == "cost"
 
 
+@pytest.mark.parametrize("policy", ["arc", "lirs", "s3fifo", "wtinylfu"])
+def test_simulate_runs_every_cache_policy(policy):
+    """hbl simulate checks a policy's parameters before the run on a small fast device; the cache
+    policies with queues of their own once refused it ("needs a fast device of at least 2 pages")."""
+    r = json.loads(run("simulate", "--trace", "bundled:hm_0", "--hss", "perf", "--policy", policy,
+                       "--quiet", "--json").stdout)
+    assert r["policy"] == policy and r["requests"] == 7016 and 0 < r["read_hit_ratio"] < 1
+
+
 def test_simulate_human_output_and_timeline(tmp_path):
     out = run("simulate", "--policy", "lru", "--hss", "tri", "--timeline", str(tmp_path / "t.json")).stdout
     assert "avg latency" in out and "H+M+L" in out

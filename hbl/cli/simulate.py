@@ -37,8 +37,9 @@ def cmd_simulate(a):
         raise HblError("--policy python needs a plugin class: --policy python:FILE.py:CLASS")
     check_sim(a, [a.hss])
     if not policy.startswith("python:"):   # the policy checks its parameters when built: build it now
+        # (on a fast device of 1024 pages: the cache policies with queues of their own need several)
         hss = load_hss(a.hss, a.fast_capacity)
-        Simulator(hss, policy, [1] * (len(hss.devices) - 1) + [None], params=a.param, seed=a.seed,
+        Simulator(hss, policy, [1024] * (len(hss.devices) - 1) + [None], params=a.param, seed=a.seed,
                   **sim_options(a))
     check_output_dir(a.timeline, a.save_agent)
     if a.agent == "none":
