@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include "hbl_internal.h"
 #include "nn.h"
+#include "demos.h"
 
 /* floats of slack past an inference output layer: values_of reads the last,
  * partial group of atoms as a whole vector */
@@ -57,6 +58,7 @@ struct hbl_agent {
     /* experience buffer: states as bytes */
     uint8_t *bs, *bs2, *ba;
     _Float16 *br;               /* rewards at half precision: 3 digits are plenty, and it halves their memory */
+    uint8_t *bl;                /* demonstrators' actions (HBL_NO_LABEL: none); only with cfg.demo > 0 (demos.h) */
     int64_t nbuf, head;
     /* training scratch: one target (z2), one sample's logits (logits, probs, proj) */
     float *z2, *logits, *proj, *probs;
@@ -111,6 +113,7 @@ static int config_check(const struct hbl_agent_config *c, char *err, int errlen)
     else if (c->optimizer != HBL_OPT_ADAM && c->optimizer != HBL_OPT_RMSPROP) why = "optimizer must be adam or rmsprop";
     else if (!(c->lr > 0) || c->gamma < 0 || c->gamma >= 1) why = "lr > 0 and 0 <= gamma < 1";
     else if (c->epsilon < 0 || c->epsilon > 1 || c->warmup < 0) why = "epsilon in [0, 1], warmup >= 0";
+    else if (!(c->demo >= 0) || !(c->demo_margin >= 0)) why = "demo >= 0 and demo_margin >= 0";
     else if (c->cache < 0 || c->cache > (1 << 20) || (c->cache & (c->cache - 1)))
         why = "cache must be 0 or a power of two up to 2^20";
     else if (c->batch < 1 || c->buffer < c->batch || c->train_every < 1 || c->sync_every < 1)
@@ -151,6 +154,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->m1 = alloc(ag, np * 4); ag->m2 = alloc(ag, np * 4);
     ag->bs = alloc(ag, B * F); ag->bs2 = alloc(ag, B * F); ag->ba = alloc(ag, B); ag->br = alloc(ag, B * sizeof(_Float16));
     ag->z2 = alloc(ag, ((size_t)ag->m.qunits + OUT_SLACK) * 4);
+    if (cfg->demo > 0 && (ag->bl = alloc(ag, B))) memset(ag->bl, HBL_NO_LABEL, B);
     if (cfg->cache) {
         ag->ckey = alloc(ag, (size_t)cfg->cache * 8);
         ag->cact = alloc(ag, (size_t)cfg->cache);
@@ -164,7 +168,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
         ag->probs = alloc(ag, (size_t)cfg->atoms * 4);
     }
     if (!ag->q || !ag->w_train || !ag->grad || !ag->m1 || !ag->m2 || !ag->bs || !ag->bs2 || !ag->ba ||
-        !ag->br || !ag->z2 ||
+        !ag->br || !ag->z2 || (cfg->demo > 0 && !ag->bl) ||
         (c51 && (!ag->support || !ag->logits || !ag->proj || !ag->probs)) || (cfg->cache && (!ag->ckey || !ag->cact))) {
         hbl_agent_free(ag);
         snprintf(err, errlen, "out of memory");
@@ -188,7 +192,7 @@ void hbl_agent_free(struct hbl_agent *ag)
 {
     if (!ag) return;
     free(ag->q); free(ag->ref); free(ag->w_train); free(ag->grad); free(ag->m1); free(ag->m2);
-    free(ag->bs); free(ag->bs2); free(ag->ba); free(ag->br);
+    free(ag->bs); free(ag->bs2); free(ag->ba); free(ag->br); free(ag->bl);
     free(ag->z2);
     free(ag->support); free(ag->logits); free(ag->proj); free(ag->probs);
     free(ag->ckey); free(ag->cact);
@@ -372,6 +376,12 @@ int32_t hbl_agent_act(struct hbl_agent *ag, const uint8_t *state)
 
 void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, float reward, const uint8_t *s2)
 {
+    hbl_agent_remember_demo(ag, s, action, reward, s2, HBL_NO_LABEL);
+}
+
+void hbl_agent_remember_demo(struct hbl_agent *ag, const uint8_t *s, int32_t action, float reward,
+                             const uint8_t *s2, int32_t label)
+{
     int F = ag->cfg.nfeatures;
     lock(ag);
     int64_t i = ag->head;
@@ -379,6 +389,7 @@ void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, 
     memcpy(ag->bs2 + i * F, s2, F);
     ag->ba[i] = (uint8_t)action;
     ag->br[i] = (_Float16)reward;
+    if (ag->bl) ag->bl[i] = label >= 0 && label < ag->cfg.nactions ? (uint8_t)label : HBL_NO_LABEL;
     ag->head = (i + 1) % ag->cfg.buffer;
     if (ag->nbuf < ag->cfg.buffer) ag->nbuf++;
     ag->st.buffered++;
@@ -465,7 +476,7 @@ double hbl_agent_train(struct hbl_agent *ag)
     for (int k0 = 0; k0 < c->batch; k0 += T) {
         int n = c->batch - k0 < T ? c->batch - k0 : T;
         uint8_t s2[HBL_TILE][16];
-        int act[HBL_TILE];
+        int act[HBL_TILE], label[HBL_TILE];
         float r[HBL_TILE];
         /* a short last tile: its padding samples are zero and get no gradient */
         memset(x, 0, (size_t)F * T * sizeof(float));
@@ -475,6 +486,7 @@ double hbl_agent_train(struct hbl_agent *ag)
             lock(ag);
             int64_t i = (int64_t)(hbl_xorshift(rng) % (uint64_t)nbuf);
             act[k] = ag->ba[i];
+            label[k] = ag->bl ? ag->bl[i] : HBL_NO_LABEL;
             r[k] = (float)ag->br[i];
             memcpy(s1, ag->bs + i * F, (size_t)F);
             memcpy(s2[k], ag->bs2 + i * F, (size_t)F);
@@ -508,6 +520,9 @@ double hbl_agent_train(struct hbl_agent *ag)
                     dout[(act[k] * A + j) * T] = (ag->probs[j] - ag->proj[j]) * inv_b;
                 }
             }
+            if (label[k] != HBL_NO_LABEL)   /* a demonstration: the large-margin loss too (demos.h) */
+                loss += hbl_demo_margin(o, T, NA, c51 ? A : 1, c51 ? ag->support : NULL, label[k],
+                                        (float)c->demo_margin, (float)c->demo * inv_b, dout) / inv_b;
         }
         hbl_mlp_backward(m, ag->w_train, x, z, a, douts, ag->grad, scratch);
     }
