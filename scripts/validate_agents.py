@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--per-seed", action="store_true",
+                    help="also print each seed's geomean of a learning candidate (seeds 1, 2, ...)")
     ap.add_argument("--family", action="append", default=[], metavar="SPEC",
                     help="a training family added to the validation (repeatable), e.g. synth:uniform:read=0.0 "
                          "for a candidate trained on it too; the geomean is then also shown over the "
@@ -69,13 +71,16 @@ def main():
         print("\nHSS %s: geomean of average latency / Fast-Only (learning: mean over seeds, min-max)" % h)
         base = out[("fast-only", h, 1)]
         for label in labels:
-            cols = []
+            cols, each = [], []
             for subset in ([traces, default] if a.family else [traces]):
                 gs = [math.exp(sum(math.log(v[t] / base[t]) for t in subset) / len(subset))
                       for (lb, hh, s), v in sorted(out.items()) if lb == label and hh == h]
                 spread = "  %.3f-%.3f" % (min(gs), max(gs)) if len(gs) > 1 else ""
                 cols.append("%8.3f%-14s" % (sum(gs) / len(gs), spread))
+                each = each or gs
             print(("  %-26s %s" % (label, "   ".join(cols))).rstrip())
+            if a.per_seed and len(each) > 1:
+                print("  %-26s seeds: %s" % ("", " ".join("%.3f" % g for g in each)))
         if a.family:
             print("  (first column: all %d validation traces; second: the %d default families alone)"
                   % (len(traces), len(default)))
