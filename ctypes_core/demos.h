@@ -8,10 +8,14 @@
  * the fastest device would push it off, else on the slowest.  The oracle's boundary is the
  * farthest next access among the pages it keeps fast; the agents' fast device is kept in LRU
  * order, so here the boundary is how long it keeps an unaccessed page (the age of its least
- * recently used page, uncapped; no boundary while it has room).  A write is labelled fast when there is room, or when at least half its pages
- * are accessed again (read or rewritten) within the boundary; a migration candidate when its
- * next access is within it (a cold page of a faster device otherwise leaves one device down, a
- * page below the fastest stays where it is).  Nothing here knows what an agent is but the loss.
+ * recently used page, uncapped; no boundary while it has room).  A write is labelled fast when
+ * there is room, or when at least half its pages are accessed again (read or rewritten) within
+ * the boundary; a migration candidate when its next access is within it (a cold page of a faster
+ * device otherwise leaves one device down, a page below the fastest stays where it is).  Labels
+ * exist only where the future does: in closed-loop replay of a trace handed over whole
+ * (hbl.sim.simulate does when a demo parameter asks), never on a live device or an unseen trace,
+ * so they teach during pretraining and the agents carry what they learned.  Nothing here knows
+ * what an agent is but the loss.
  */
 #ifndef HBL_DEMOS_H
 #define HBL_DEMOS_H
