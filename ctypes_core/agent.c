@@ -68,6 +68,7 @@ static int config_check(const struct hbl_agent_config *c, char *err, int errlen)
     else if (c->optimizer != HBL_OPT_ADAM && c->optimizer != HBL_OPT_RMSPROP) why = "optimizer must be adam or rmsprop";
     else if (!(c->lr > 0) || c->gamma < 0 || c->gamma >= 1) why = "lr > 0 and 0 <= gamma < 1";
     else if (c->epsilon < 0 || c->epsilon > 1 || c->warmup < 0) why = "epsilon in [0, 1], warmup >= 0";
+    else if (!(c->demo >= 0) || !(c->demo_margin >= 0)) why = "demo >= 0 and demo_margin >= 0";
     else if (c->cache < 0 || c->cache > (1 << 20) || (c->cache & (c->cache - 1)))
         why = "cache must be 0 or a power of two up to 2^20";
     else if (c->batch < 1 || c->buffer < c->batch || c->train_every < 1 || c->sync_every < 1)
@@ -108,6 +109,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->m1 = alloc(ag, np * 4); ag->m2 = alloc(ag, np * 4);
     ag->bs = alloc(ag, B * F); ag->bs2 = alloc(ag, B * F); ag->ba = alloc(ag, B); ag->br = alloc(ag, B * sizeof(_Float16));
     ag->z2 = alloc(ag, ((size_t)ag->m.qunits + OUT_SLACK) * 4);
+    if (cfg->demo > 0 && (ag->bl = alloc(ag, B))) memset(ag->bl, HBL_NO_LABEL, B);
     if (cfg->cache) {
         ag->ckey = alloc(ag, (size_t)cfg->cache * 8);
         ag->cact = alloc(ag, (size_t)cfg->cache);
@@ -121,7 +123,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
         ag->probs = alloc(ag, (size_t)cfg->atoms * 4);
     }
     if (!ag->q || !ag->w_train || !ag->grad || !ag->m1 || !ag->m2 || !ag->bs || !ag->bs2 || !ag->ba ||
-        !ag->br || !ag->z2 ||
+        !ag->br || !ag->z2 || (cfg->demo > 0 && !ag->bl) ||
         (c51 && (!ag->support || !ag->logits || !ag->proj || !ag->probs)) || (cfg->cache && (!ag->ckey || !ag->cact))) {
         hbl_agent_free(ag);
         snprintf(err, errlen, "out of memory");
@@ -145,7 +147,7 @@ void hbl_agent_free(struct hbl_agent *ag)
 {
     if (!ag) return;
     free(ag->q); free(ag->ref); free(ag->w_train); free(ag->grad); free(ag->m1); free(ag->m2);
-    free(ag->bs); free(ag->bs2); free(ag->ba); free(ag->br);
+    free(ag->bs); free(ag->bs2); free(ag->ba); free(ag->br); free(ag->bl);
     free(ag->z2);
     free(ag->support); free(ag->logits); free(ag->proj); free(ag->probs);
     free(ag->ckey); free(ag->cact);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include "hbl_internal.h"
 #include "nn.h"
+#include "demos.h"
 
 /* floats of slack past an inference output layer: values_of reads the last,
  * partial group of atoms as a whole vector */
@@ -34,6 +35,7 @@ struct hbl_agent {
     /* experience buffer: states as bytes */
     uint8_t *bs, *bs2, *ba;
     _Float16 *br;               /* rewards at half precision: 3 digits are plenty, and it halves their memory */
+    uint8_t *bl;                /* demonstrators' actions (HBL_NO_LABEL: none); only with cfg.demo > 0 (demos.h) */
     int64_t nbuf, head;
     /* training scratch: one target (z2), one sample's logits (logits, probs, proj) */
     float *z2, *logits, *proj, *probs;

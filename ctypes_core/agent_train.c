@@ -13,6 +13,12 @@
 
 void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, float reward, const uint8_t *s2)
 {
+    hbl_agent_remember_demo(ag, s, action, reward, s2, HBL_NO_LABEL);
+}
+
+void hbl_agent_remember_demo(struct hbl_agent *ag, const uint8_t *s, int32_t action, float reward,
+                             const uint8_t *s2, int32_t label)
+{
     int F = ag->cfg.nfeatures;
     lock(ag);
     int64_t i = ag->head;
@@ -20,6 +26,7 @@ void hbl_agent_remember(struct hbl_agent *ag, const uint8_t *s, int32_t action, 
     memcpy(ag->bs2 + i * F, s2, F);
     ag->ba[i] = (uint8_t)action;
     ag->br[i] = (_Float16)reward;
+    if (ag->bl) ag->bl[i] = label >= 0 && label < ag->cfg.nactions ? (uint8_t)label : HBL_NO_LABEL;
     ag->head = (i + 1) % ag->cfg.buffer;
     if (ag->nbuf < ag->cfg.buffer) ag->nbuf++;
     ag->st.buffered++;
@@ -116,7 +123,7 @@ double hbl_agent_train(struct hbl_agent *ag)
     for (int k0 = 0; k0 < c->batch; k0 += T) {
         int n = c->batch - k0 < T ? c->batch - k0 : T;
         uint8_t s2[HBL_TILE][16];
-        int act[HBL_TILE];
+        int act[HBL_TILE], label[HBL_TILE];
         float r[HBL_TILE];
         /* a short last tile: its padding samples are zero and get no gradient */
         memset(x, 0, (size_t)F * T * sizeof(float));
@@ -126,6 +133,7 @@ double hbl_agent_train(struct hbl_agent *ag)
             lock(ag);
             int64_t i = (int64_t)(hbl_xorshift(rng) % (uint64_t)nbuf);
             act[k] = ag->ba[i];
+            label[k] = ag->bl ? ag->bl[i] : HBL_NO_LABEL;
             r[k] = (float)ag->br[i];
             memcpy(s1, ag->bs + i * F, (size_t)F);
             memcpy(s2[k], ag->bs2 + i * F, (size_t)F);
@@ -159,6 +167,9 @@ double hbl_agent_train(struct hbl_agent *ag)
                     dout[(act[k] * A + j) * T] = (ag->probs[j] - ag->proj[j]) * inv_b;
                 }
             }
+            if (label[k] != HBL_NO_LABEL)   /* a demonstration: the large-margin loss too (demos.h) */
+                loss += hbl_demo_margin(o, T, NA, c51 ? A : 1, c51 ? ag->support : NULL, label[k],
+                                        (float)c->demo_margin, (float)c->demo * inv_b, dout) / inv_b;
         }
         hbl_mlp_backward(m, ag->w_train, x, z, a, douts, ag->grad, scratch);
     }

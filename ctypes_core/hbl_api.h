@@ -208,6 +208,8 @@ struct hbl_agent_config {
     int32_t sync_every;        /* decisions between copies of the trained weights to the inference net */
     int32_t cache;             /* decision cache entries (power of two, 0 = none) */
     uint64_t seed;
+    double demo;               /* weight of the large-margin demonstration loss (DQfD); 0 = none */
+    double demo_margin;        /* its margin: the label's Q must lead every other action's by this */
 };
 
 struct hbl_agent_stats {
@@ -228,6 +230,13 @@ int32_t hbl_agent_greedy(const struct hbl_agent *a, const uint8_t *state);
 void hbl_agent_values(const struct hbl_agent *a, const uint8_t *state, float *out);
 void hbl_agent_remember(struct hbl_agent *a, const uint8_t *state, int32_t action, float reward,
                         const uint8_t *next_state);
+/* The same with a demonstrator's action for the state (label 0..nactions-1; anything else: none),
+ * taught by the large-margin loss when the agent's demo weight is > 0 (ignored otherwise). */
+void hbl_agent_remember_demo(struct hbl_agent *a, const uint8_t *state, int32_t action, float reward,
+                             const uint8_t *next_state, int32_t label);
+/* The large-margin loss of one sample's outputs (ctypes_core/demos.h), its gradient added to dout. */
+float hbl_demo_margin(const float *out, int32_t stride, int32_t nactions, int32_t atoms, const float *support,
+                      int32_t label, float margin, float weight, float *dout);
 /* One minibatch step on the training network; returns the loss (0 when the buffer is too small). */
 double hbl_agent_train(struct hbl_agent *a);
 void hbl_agent_sync(struct hbl_agent *a);

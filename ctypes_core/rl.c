@@ -151,6 +151,12 @@ int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, 
         c.vmin = (float)hbl_param(p, "vmin", HBL_HINDSIGHT_VMIN);
         c.vmax = (float)hbl_param(p, "vmax", HBL_HINDSIGHT_VMAX);
     }
+    pa->follow = setting(p, S_demo_follow, s) != 0;
+    pa->demo = c.demo > 0 || pa->follow;
+    if (pa->demo && pa->page_reward) {
+        snprintf(err, errlen, "demo and demo_follow need reward=0 (the decision's own latency)");
+        return -1;
+    }
     pa->ag = hbl_agent_new(&c, err, errlen);
     if (!pa->ag) return -1;
     pa->nfeatures = nfeatures;
@@ -258,12 +264,14 @@ void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s
         pa->resolve = d && pa->ring[d - 1].live && pa->ring[d - 1].slot == slots[0] ? (int64_t)d - 1 : -1;
         if (pa->resolve >= 0) memcpy(pa->next, state, sizeof(state));
     } else if (pa->pending) {   /* the previous decision's transition ends in this state */
-        hbl_agent_remember(pa->ag, pa->state, pa->action, pa->reward, state);
+        hbl_agent_remember_demo(pa->ag, pa->state, pa->action, pa->reward, state, pa->label);
         pa->pending = 0;
     }
     if (!write && !pa->act_on_reads) return;
     int a = hbl_agent_act(pa->ag, state);
     hbl_agent_tick(pa->ag);
+    pa->label = pa->demo ? (uint8_t)hbl_demos_place_label(pa->demos, s, n) : HBL_NO_LABEL;
+    if (pa->follow && pa->label != HBL_NO_LABEL) a = pa->label;
     memcpy(pa->state, state, sizeof(state));
     pa->action = a;
     pa->pending = -1;   /* waiting for the latency */
@@ -320,6 +328,12 @@ int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, 
     }
     struct hbl_agent_config c;
     hbl_agent_config_init(&c, &ma->feat, HBL_F_QUEUE, s->cfg.ndev, p, "m_", 1, s->live, s->cfg.seed + 1);
+    ma->follow = setting(p, S_m_demo_follow, s) != 0;
+    ma->demo = c.demo > 0 || ma->follow;
+    if (ma->demo && ma->page_reward == 2) {
+        snprintf(err, errlen, "m_demo and m_demo_follow need m_reward=0 or 1");
+        return -1;
+    }
     ma->ag = hbl_agent_new(&c, err, errlen);
     if (!ma->ag) return -1;
     ma->lref = hbl_reference_latency(s);
@@ -361,7 +375,8 @@ static void migration_reward(struct hbl_migration_agent *ma, struct hbl_sim *s)
             if (ma->pend[i].a != ma->pend[i].s[HBL_F_DEVICE]) r -= ma->move_cost;
         }
         hbl_features_encode(&ma->feat, s, 0, 1, ma->pend[i].slot, next);
-        hbl_agent_remember(ma->ag, ma->pend[i].s, ma->pend[i].a, (float)(r - ma->pend[i].penalty), next);
+        hbl_agent_remember_demo(ma->ag, ma->pend[i].s, ma->pend[i].a, (float)(r - ma->pend[i].penalty), next,
+                                ma->pend[i].label);
     }
     ma->npend = 0;
     ma->collecting = 0;
@@ -431,6 +446,8 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
         hbl_features_encode(&ma->feat, s, 0, 1, x, st);
         int a = hbl_agent_act(ma->ag, st);
         hbl_agent_tick(ma->ag);
+        int label = ma->demo ? hbl_demos_move_label(ma->demos, s, x) : HBL_NO_LABEL;
+        if (ma->follow && label != HBL_NO_LABEL) a = label;
         if (ma->page_reward == 2) {   /* every candidate is judged, moved or not */
             hbl_evalq_push(&ma->evalq, s, x, st, HBL_JUDGE_MOVE, i >= nhot, horizon);
             if (a != pt->dev[x] && m < limit) { slots[m] = x; targets[m] = (int8_t)a; m++; }
@@ -446,6 +463,7 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
         }
         memcpy(ma->pend[ma->npend].s, st, sizeof(st));
         ma->pend[ma->npend].a = (uint8_t)a;
+        ma->pend[ma->npend].label = (uint8_t)label;
         ma->pend[ma->npend].slot = x;
         ma->pend[ma->npend].penalty = pen;
         ma->pend[ma->npend].hits = 0;

@@ -7,6 +7,7 @@
 #ifndef HBL_RL_H
 #define HBL_RL_H
 #include "hindsight.h"
+#include "demos.h"
 
 #define HBL_MAX_HORIZON 32768   /* hindsight horizons (horizon, m_horizon), requests */
 /* The value support of a placement agent with hindsight rewards (reward=2), in units of one
@@ -76,7 +77,12 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
     X(cache, cache, 512, 512, 0, "ours", "ours", "decision cache entries, exact: cleared at every sync (0 = none)") \
     X(vmin, vmin, 0.0, 0.0, -1.0, "ours", "ours", "lowest value of the C51 support") \
     X(vmax, vmax, 1.0 / (1.0 - c->gamma), 1.0 / (1.0 - c->gamma), 2.0, "ours", "ours", \
-      "highest value of the C51 support (placement: 1 / (1 - gamma))")
+      "highest value of the C51 support (placement: 1 / (1 - gamma))") \
+    X(demo, demo, 0.0, 0.0, 0.0, "ours, after DQfD (Hester et al., AAAI'18)", "ours, after DQfD", \
+      "weight of the large-margin loss towards the oracle's action where the trace's future labels it " \
+      "(closed-loop replay only, demos.h); 0: none") \
+    X(demo_margin, demo_margin, 0.8, 0.8, 0.8, "DQfD", "DQfD", \
+      "demo: the margin by which the oracle's action's value must lead the others'")
 
 /*
  * The settings of the learning policies around their agents: X(name, default,
@@ -96,7 +102,10 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
       "with the device time it saved over horizon against the slowest device (writes) or staying (hindsight.h)") \
     X(window, 4096, 4096, "ours", "reward=1: decisions waiting for their page's next access") \
     X(horizon, 0, 0, "ours", "reward=2: requests after a decision over which it is credited; 0: the fastest " \
-      "device's characteristic time (the age of its least recently used page), at most 32768")
+      "device's characteristic time (the age of its least recently used page), at most 32768") \
+    X(demo_follow, 0, 0, "ours, after DQfD's pretraining on demonstrations", "1: place as the oracle's " \
+      "label says where the trace's future gives one (a warm start: the agent learns from the oracle's " \
+      "decisions; reward=0 only)")
 
 /* Both m_reward forms taught the agent to move very little on our workloads (README). */
 #define HBL_MIGRATION_SETTINGS(X) \
@@ -111,7 +120,9 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
       "action with the device time its accesses over m_horizon saved against staying (hindsight.h)") \
     X(m_move_cost, 0.05, 0.05, "ours", "m_reward=1: charged per move") \
     X(m_horizon, 0, 0, "ours", "m_reward=2: requests after a decision over which it is credited; 0: the " \
-      "fastest device's characteristic time (the age of its least recently used page), at most 32768")
+      "fastest device's characteristic time (the age of its least recently used page), at most 32768") \
+    X(m_demo_follow, 0, 0, "ours, after DQfD's pretraining on demonstrations", "1: move as the oracle's " \
+      "label says (m_reward=0 only)")
 
 #define HBL_FEATURE_SETTINGS(X) \
     X(octave_interval, 3, 3, "ours", "bins per doubling of the access interval (63 bins reach 2^21 requests)") \
@@ -159,6 +170,10 @@ struct hbl_placement_agent {
     uint32_t horizon;
     double unit;
     const double *space;
+    /* demonstrations (demos.h): the labels of the policy's future, if any; follow: act on them */
+    const struct hbl_demos *demos;
+    int follow, demo;
+    uint8_t label;          /* the pending decision's */
 };
 
 /* A policy's own defaults for its placement agent, where they differ from the tables'
@@ -183,7 +198,7 @@ struct hbl_migration_agent {
     int candidates, max_moves, reward_n;
     double pingpong, lref;
     uint32_t recent[1024]; int nrecent, rhead;   /* recently read pages on slower devices */
-    struct { uint8_t s[HBL_NFEATURES]; uint8_t a; uint32_t slot; float penalty;
+    struct { uint8_t s[HBL_NFEATURES]; uint8_t a, label; uint32_t slot; float penalty;
              uint32_t hits; double lat; } pend[HBL_MIG_MAX_CAND];
     int npend, collecting, lat_n;
     double lat_sum;
@@ -198,6 +213,8 @@ struct hbl_migration_agent {
     struct hbl_evalq evalq;
     uint32_t horizon;       /* 0: adaptive */
     double unit, space[8];   /* [4 + d]: how many cold pages of d the mean of space[d] is over */
+    const struct hbl_demos *demos;   /* as the placement agent's */
+    int follow, demo;
 };
 
 int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, const struct hbl_params *p,

@@ -14,7 +14,7 @@ OPTIMIZERS = {"adam": 0, "rmsprop": 1}
 
 def config(nbins, nactions, hidden=(20, 30), head="c51", atoms=51, vmin=0.0, vmax=10.0, optimizer="adam",
            lr=1e-3, gamma=0.9, epsilon=0.001, warmup=0, batch=128, buffer=1000, train_every=1000,
-           sync_every=1000, cache=0, seed=1):
+           sync_every=1000, cache=0, seed=1, demo=0.0, demo_margin=0.8):
     c = ffi.new("struct hbl_agent_config *")
     c.nfeatures = len(nbins)
     for i, b in enumerate(nbins):
@@ -26,6 +26,7 @@ def config(nbins, nactions, hidden=(20, 30), head="c51", atoms=51, vmin=0.0, vma
     c.head, c.atoms, c.vmin, c.vmax = HEADS[head], atoms, vmin, vmax
     c.optimizer, c.lr, c.gamma, c.epsilon, c.warmup = OPTIMIZERS[optimizer], lr, gamma, epsilon, warmup
     c.batch, c.buffer, c.train_every, c.sync_every, c.cache, c.seed = batch, buffer, train_every, sync_every, cache, seed
+    c.demo, c.demo_margin = demo, demo_margin
     return c
 
 
@@ -71,10 +72,14 @@ class Agent:
         lib.hbl_agent_values(self.ptr, p, out)
         return list(out)
 
-    def remember(self, state, action, reward, next_state):
+    def remember(self, state, action, reward, next_state, label=None):
+        """A transition; label: a demonstrator's action for the state (the large-margin loss, demo > 0)."""
         a, p = self._state(state)
         b, q = self._state(next_state)
-        lib.hbl_agent_remember(self.ptr, p, action, reward, q)
+        if label is None:
+            lib.hbl_agent_remember(self.ptr, p, action, reward, q)
+        else:
+            lib.hbl_agent_remember_demo(self.ptr, p, action, reward, q, label)
 
     def train(self):
         return lib.hbl_agent_train(self.ptr)

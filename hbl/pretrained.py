@@ -53,6 +53,24 @@ def validation_traces(requests=None, families=TRAINING_SUITE):
     return [t + ("," if t.count(":") > 1 else ":") + "requests=%d,seed=2" % n for t in families]
 
 
+#: Parameters of pretraining itself, not of the policy: the warm start from demonstrations, the
+#: number of first passes in which the placement (demo_warm) or migration (m_demo_warm) agent
+#: decides as the oracle's labels say (demo_follow=1, m_demo_follow=1; ctypes_core/demos.h).
+WARM = {"demo_warm": "demo_follow", "m_demo_warm": "m_demo_follow"}
+
+
+def pass_params(params, p):
+    """The policy parameters of pass p (from 0): params without WARM's, plus their follow for warm passes."""
+    from hbl.sim import parse_params
+    if not params:
+        return params
+    out = parse_params(params)
+    for warm, follow in WARM.items():
+        if p < out.pop(warm, 0):
+            out[follow] = 1.0
+    return out
+
+
 def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, progress=None):
     """Train `policy`'s agents from scratch over `traces` (`passes` times) and save them to `out`.
     Returns the last pass's results (one per trace)."""
@@ -70,7 +88,7 @@ def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, pr
             for i, t in enumerate(traces):
                 if progress:
                     progress(p, i, t)
-                results.append(simulate(t, hss=hss, policy=policy, params=params, seed=seed,
+                results.append(simulate(t, hss=hss, policy=policy, params=pass_params(params, p), seed=seed,
                                         load_agents=agents, save_agents=tmp))
                 agents = tmp
         os.replace(tmp, out)

@@ -116,6 +116,16 @@ def parse_params(items):
     return out
 
 
+#: Parameters of the learning policies that teach their agents from the oracle's labels
+#: (ctypes_core/demos.h): a run with any of them non-zero hands the policy the trace's future.
+DEMO_PARAMS = ("demo", "m_demo", "demo_follow", "m_demo_follow")
+
+
+def wants_future(policy, params=None):
+    """Whether a run of `policy` reads the whole trace first: the oracle, or demonstrations asked for."""
+    return policy in policy_names("needs_future") or any(parse_params(params).get(k) for k in DEMO_PARAMS)
+
+
 def footprint_pages(chunks, page_size=4096):
     """Distinct pages a trace touches (one streaming pass in C)."""
     t = lib.hbl_tstats_new(page_size, 0)
@@ -319,7 +329,7 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
     reader_options = reader_options or {}
     reopen = lambda: open_trace(trace, fmt=fmt, lenient=lenient, **reader_options)
-    if policy in policy_names("needs_future"):
+    if wants_future(policy, params):
         first = reopen()
         data = record.concat(list(watch(first, "reading")))
         source = [data]

@@ -37,6 +37,11 @@ def main():
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--trace-seed", type=int, default=2,
+                    help="generator seed of the validation traces (default 2; another one, e.g. 3, checks a "
+                         "choice made on seed 2 on traces it was not made on, still no evaluation workload)")
+    ap.add_argument("--per-seed", action="store_true",
+                    help="also print each seed's geomean of a learning candidate (seeds 1, 2, ...)")
     ap.add_argument("--family", action="append", default=[], metavar="SPEC",
                     help="a training family added to the validation (repeatable), e.g. synth:uniform:read=0.0 "
                          "for a candidate trained on it too; the geomean is then also shown over the "
@@ -47,8 +52,11 @@ def main():
     except HblError as exc:
         ap.error(str(exc))
     hss_list = a.hss.split(",")
-    traces = pretrained.validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family))
-    default = pretrained.validation_traces(a.requests)
+    if a.trace_seed < 2:
+        ap.error("--trace-seed must be 2 or more (seed 1 is what the agents are trained on)")
+    reseed = lambda ts: [t.replace("seed=2", "seed=%d" % a.trace_seed) for t in ts]
+    traces = reseed(pretrained.validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family)))
+    default = reseed(pretrained.validation_traces(a.requests))
     jobs = [(p, t, h, p, False, None, 1) for p in BASELINES for t in traces for h in hss_list]
     labels = list(BASELINES)
     for c in a.candidate:
@@ -64,18 +72,21 @@ def main():
     out = {}
     for label, t, h, s, lat in run_all(_run, jobs, a.jobs, lambda r: "validate"):
         out.setdefault((label, h, s), {})[t] = lat
-    print("validation traces (training families, generator seed 2): %s" % ", ".join(traces))
+    print("validation traces (training families, generator seed %d): %s" % (a.trace_seed, ", ".join(traces)))
     for h in hss_list:
         print("\nHSS %s: geomean of average latency / Fast-Only (learning: mean over seeds, min-max)" % h)
         base = out[("fast-only", h, 1)]
         for label in labels:
-            cols = []
+            cols, each = [], []
             for subset in ([traces, default] if a.family else [traces]):
                 gs = [math.exp(sum(math.log(v[t] / base[t]) for t in subset) / len(subset))
                       for (lb, hh, s), v in sorted(out.items()) if lb == label and hh == h]
                 spread = "  %.3f-%.3f" % (min(gs), max(gs)) if len(gs) > 1 else ""
                 cols.append("%8.3f%-14s" % (sum(gs) / len(gs), spread))
+                each = each or gs
             print(("  %-26s %s" % (label, "   ".join(cols))).rstrip())
+            if a.per_seed and len(each) > 1:
+                print("  %-26s seeds: %s" % ("", " ".join("%.3f" % g for g in each)))
         if a.family:
             print("  (first column: all %d validation traces; second: the %d default families alone)"
                   % (len(traces), len(default)))

@@ -18,6 +18,7 @@ struct state {
     int use_placement, use_migration;
     struct hbl_placement_agent pa;
     struct hbl_migration_agent ma;
+    struct hbl_demos demos;     /* the oracle's labels, when the simulation hands over the future */
 };
 
 static const struct hbl_param_doc params[] = {
@@ -71,6 +72,7 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
         goto fail;
     if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;
     if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
+    st->pa.demos = st->ma.demos = &st->demos;
     *out = st;
     return 0;
 fail:
@@ -91,7 +93,16 @@ static void destroy(void *v)
     struct state *st = v;
     hbl_placement_agent_free(&st->pa);
     hbl_migration_agent_free(&st->ma);
+    hbl_demos_free(&st->demos);
     free(st);
+}
+
+/* The future, for demonstrations (demo, demo_follow and their m_ forms; labels only where asked). */
+static int set_future(void *v, struct hbl_sim *s, const struct hbl_request *reqs, uint64_t n)
+{
+    struct state *st = v;
+    if (!(st->use_placement && st->pa.demo) && !(st->use_migration && st->ma.demo)) return 0;
+    return hbl_demos_set_future(&st->demos, s, reqs, n);
 }
 
 static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
@@ -109,6 +120,7 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
                     const uint32_t *slots, int n, double lat)
 {
     struct state *st = v;
+    if (hbl_demos_ready(&st->demos)) hbl_demos_observe(&st->demos, s, slots, n);
     if (st->use_placement) hbl_placement_agent_observe(&st->pa, s, r, slots, n, lat);
     if (st->use_migration) hbl_migration_agent_observe(&st->ma, s, slots, n, r->op == HBL_OP_WRITE, lat);
 }
@@ -131,7 +143,8 @@ static int agents(void *v, struct hbl_agent **out)
 #define HARMONIA(var, nm, dc, in) \
     const struct hbl_policy_ops var = { .name = nm, .doc = dc, \
         .flags = HBL_POLICY_LEARNS | HBL_POLICY_LIVE, .params = params, .init = in, \
-        .free = destroy, .place = place, .observe = observe, .migrate = migrate, .agents = agents }
+        .free = destroy, .place = place, .observe = observe, .migrate = migrate, .agents = agents, \
+        .set_future = set_future }
 
 HARMONIA(hbl_policy_harmonia, "harmonia",
          "Harmonia: RL placement agent + RL migration agent coordinating through shared state", init_both);
