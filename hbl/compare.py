@@ -23,12 +23,13 @@ CAPTURE_REQUESTS = 250_000
 def default_traces(synthetic_requests=None):
     """The bundled MSR slices, the real-application slices (apps:), the full application
     captures (workload:, shipped with hbl or made here by `hbl workloads capture`), then the
-    synthetic suite."""
-    from hbl import workloads
+    synthetic suite; evaluation workloads only (hbl/split.py), never a training one."""
+    from hbl import split, workloads
     traces = ["bundled:" + n for n in tracemod.bundled_traces()]
-    traces += ["apps:" + n for n in workloads.app_slices()]
+    traces += ["apps:" + n for n in workloads.app_slices() if split.side("apps:" + n) != "training"]
     traces += ["workload:" + n for n in workloads.RECIPES
-               if workloads.trace_path(n).exists() or workloads.shipped_path(n).exists()]
+               if (workloads.trace_path(n).exists() or workloads.shipped_path(n).exists())
+               and split.side("workload:" + n) != "training"]
     for spec in DEFAULT_SUITE:
         traces.append(spec + (":requests=%d" % synthetic_requests if synthetic_requests else ""))
     return traces
