@@ -337,8 +337,9 @@ class Soak:
             self.st["pending"] = {"index": i, "step": step, "generation": gen0, "t0": t0}
             self.save()
             self.say("fault #%d %s at %s: asking the host to cut the power" % (i, kind, step))
-            with open(os.path.join(self.dir, "cut"), "w") as f:
+            with open(os.path.join(self.dir, "cut.tmp"), "w") as f:      # whole when the host sees it
                 f.write("%d %s\n" % (i, step))
+            os.rename(os.path.join(self.dir, "cut.tmp"), os.path.join(self.dir, "cut"))
             time.sleep(4 * DEADLINE)
             raise Bad("the host did not cut the power within %d s" % (4 * DEADLINE))
         elif kind in ("errors", "stall"):
