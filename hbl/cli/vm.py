@@ -44,8 +44,13 @@ def add_parsers(sub):
     vs.add_argument("--kinds", default="kill,power,errors,stall,removal",
                     help="fault kinds, comma-separated (default kill,power,errors,stall,removal)")
     vs.add_argument("--json", action="store_true", help="print the summary as JSON")
+    vs.add_argument("--timeout", type=whole(1, 1 << 20), default=86400,
+                    help="seconds a boot may run before QEMU is killed (default 86400: a boot lasts until the "
+                         "next power cut, all of the soak without one)")
     for vp in (vr, vt, vsub.choices["shell"], vsub.choices["bench"], vs):
-        vp.add_argument("--timeout", type=whole(1, 1 << 20), default=1200, help="seconds before QEMU is killed (default 1200)")
+        if vp is not vs:
+            vp.add_argument("--timeout", type=whole(1, 1 << 20), default=1200,
+                            help="seconds before QEMU is killed (default 1200)")
         vp.add_argument("--fast-mb", type=whole(16, 1 << 20), default=512, help="NVMe size (default 512)")
         vp.add_argument("--slow-mb", type=whole(16, 1 << 20), default=1024, help="HDD size (default 1024)")
         vp.add_argument("--extra", type=whole(0, 2), default=0,
