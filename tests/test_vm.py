@@ -206,3 +206,23 @@ def test_stopping_hbl_vm_stops_qemu(tmp_path, sig):
     while _qemu_pids_with(out) and time.time() < deadline:
         time.sleep(0.2)
     assert not _qemu_pids_with(out), "QEMU outlived `hbl vm run` stopped with SIG%s" % sig
+
+
+def test_soak_prints_the_guest_progress_by_whole_lines_and_refuses_unknown_kinds(tmp_path):
+    """The host side of `hbl vm soak` without a guest: the progress log is printed line by line
+    as it grows (a partial last line waits), and an unknown fault kind is refused before any boot."""
+    from hbl.errors import HblError
+    from hbl.vm import soak
+    log = tmp_path / "progress.log"
+    said = []
+    p = soak.Progress(str(log), said.append)
+    p()                                       # no log yet: nothing
+    log.write_text("fault #0 kill at t+1.00s: ok\nfault #1 pow")
+    p()
+    assert said == ["fault #0 kill at t+1.00s: ok"]
+    with open(log, "a") as f:
+        f.write("er at step after_meta: ok\n")
+    p()
+    assert said[1:] == ["fault #1 power at step after_meta: ok"]
+    with pytest.raises(HblError, match="--kinds: quake unknown"):
+        soak.soak(None, 1, 1, kinds=("kill", "quake"), out_dir=str(tmp_path / "out"))

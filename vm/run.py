@@ -50,6 +50,7 @@ class Result:
     log: str
     seconds: float
     boot_seconds: float
+    cut: bool = False      # QEMU was killed when cut() asked (a power cut): rc is None
 
     @property
     def ok(self):
@@ -141,8 +142,11 @@ def _last_words(out_dir, serial):
 
 
 def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cpus=2, out_dir=None,
-        disk_dir=None, interactive=False):
-    """Run `command` (a shell command line, in a writable scratch directory, /root) in a fresh guest."""
+        disk_dir=None, interactive=False, cut=None):
+    """Run `command` (a shell command line, in a writable scratch directory, /root) in a fresh guest.
+    cut, if given, is called every 0.1 s while the guest runs: when it returns true, QEMU is
+    SIGKILLed there and then (a power cut: the disks keep what QEMU wrote, the guest loses the
+    rest) and the Result says so (cut, rc None)."""
     if shutil.which("qemu-system-x86_64") is None:
         raise HblError("qemu-system-x86_64 is not installed (scripts/bootstrap.sh installs it)")
     disks = default_disks() if disks is None else disks
@@ -176,6 +180,11 @@ def run(command, images, disks=None, timeout=900, accel=None, memory_mb=1536, cp
             while p.poll() is None:
                 if not boot and os.path.exists(log) and "HBL-GUEST-READY" in open(log, errors="replace").read():
                     boot = time.time() - t0
+                if cut is not None and cut():
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+                    text = open(log, errors="replace").read() if os.path.exists(log) else ""
+                    return Result(None, "", "", out_dir, text, time.time() - t0, boot, cut=True)
                 if time.time() - t0 > timeout:
                     raise HblError("the guest did not finish within %d s (serial log: %s)%s" % (
                         timeout, log, _last_words(out_dir, open(log, errors="replace").read()

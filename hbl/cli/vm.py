@@ -29,8 +29,28 @@ def add_parsers(sub):
     vbe.add_argument("--live", action="store_true",
                      help="hbl up with harmonia, smq and lru against the kernel's dm-cache smq, same devices and "
                           "fio workload (about 12 minutes under TCG)")
-    for vp in (vr, vt, vsub.choices["shell"], vsub.choices["bench"]):
-        vp.add_argument("--timeout", type=whole(1, 1 << 20), default=1200, help="seconds before QEMU is killed (default 1200)")
+    vs = vsub.add_parser("soak", help="a verifying writer on the live device while controller kills, power cuts, "
+                         "member errors, stalls and removals are injected; every acknowledged write checked after each",
+                         description="Boot the guest, bring up a live device over two members (each a dm-linear "
+                         "device over the NVMe and the HDD-like disk) and run a verifying writer on it while faults "
+                         "are injected at random moments and random protocol steps: the controller SIGKILLed, the "
+                         "power cut (QEMU killed from the host, the guest booted again on the same disks), a member "
+                         "returning I/O errors (dm-flakey, dm-error) or stalling (dm-delay), a member removed. After "
+                         "each: the device comes up, its metadata loads, and every acknowledged write reads back. "
+                         "The first bad outcome stops the soak with a message naming the fault, its step and the "
+                         "seed (--seed replays the same plan).")
+    vs.add_argument("--faults", type=whole(1, 100000), default=5, help="faults of each kind (default 5)")
+    vs.add_argument("--seed", type=whole(0, 1 << 31), help="the plan's seed (default: from the clock, printed)")
+    vs.add_argument("--kinds", default="kill,power,errors,stall,removal",
+                    help="fault kinds, comma-separated (default kill,power,errors,stall,removal)")
+    vs.add_argument("--json", action="store_true", help="print the summary as JSON")
+    vs.add_argument("--timeout", type=whole(1, 1 << 20), default=86400,
+                    help="seconds a boot may run before QEMU is killed (default 86400: a boot lasts until the "
+                         "next power cut, all of the soak without one)")
+    for vp in (vr, vt, vsub.choices["shell"], vsub.choices["bench"], vs):
+        if vp is not vs:
+            vp.add_argument("--timeout", type=whole(1, 1 << 20), default=1200,
+                            help="seconds before QEMU is killed (default 1200)")
         vp.add_argument("--fast-mb", type=whole(16, 1 << 20), default=512, help="NVMe size (default 512)")
         vp.add_argument("--slow-mb", type=whole(16, 1 << 20), default=1024, help="HDD size (default 1024)")
         vp.add_argument("--extra", type=whole(0, 2), default=0,
@@ -63,6 +83,8 @@ def cmd_vm(a):
             print("%s (%s, %.1f s)" % (images.path, "cached" if info["cached"] else "built", build_s))
         return 0
     disks = vmrun.default_disks(a.fast_mb, a.slow_mb, a.extra)
+    if a.vm_command == "soak":
+        return soak(a, images, disks)
     if a.vm_command == "shell":
         return vmrun.run("", images, disks=disks, interactive=True).rc
     if a.vm_command == "run":
@@ -81,3 +103,26 @@ def cmd_vm(a):
         print("hbl vm: exit status %d, booted in %.1f s, %.1f s in all; results in %s" % (
             r.rc, r.boot_seconds, r.seconds, r.out_dir), file=sys.stderr)
     return r.rc
+
+
+def soak(a, images, disks):
+    import time
+    from hbl.vm import soak as vmsoak
+    seed = a.seed if a.seed is not None else int(time.time()) % 100000
+    kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
+    say = (lambda m: None) if a.quiet or a.json else (lambda m: print("hbl vm soak: " + m, file=sys.stderr))
+    say("seed %d (replay: hbl vm soak --seed %d --faults %d --kinds %s)" % (seed, seed, a.faults, ",".join(kinds)))
+    s = vmsoak.soak(images, seed, a.faults, kinds, out_dir=a.out, disks=disks, timeout=a.timeout, say=say)
+    if a.json:
+        print_json(s)
+    else:
+        print("soak, seed %d: %s injected; %d lost writes, %d unrecoverable states; %d acknowledged writes; "
+              "%d guest boots; %.0f s" % (s["seed"], ", ".join("%d %s" % (n, k) for k, n in s["faults"].items()),
+                                          s["lost_writes"], s["unrecoverable"], s["acknowledged_writes"],
+                                          s["guest_boots"], s["host_seconds"]))
+        print("seconds per fault: " + ", ".join("%s %.1f" % kv for kv in s["seconds_per_fault"].items()))
+        print("results in " + s["out_dir"])
+    if s.get("failure"):
+        print("hbl vm soak: " + s["failure"], file=sys.stderr)
+        return 1
+    return 0

@@ -66,6 +66,7 @@ class Controller(Observer, MemberFaults):
         self.options = dataclasses.replace(o, copy_rate=rate)
         self.crash_at = os.environ.get("HBL_CRASH_AT", "")
         self.crash_after = int(os.environ.get("HBL_CRASH_AFTER", "0"))
+        self.crash_file = os.environ.get("HBL_CRASH_FILE", "")
         if self.crash_at and self.crash_at not in CRASH_POINTS:
             raise HblError("HBL_CRASH_AT=%s: one of %s" % (self.crash_at, ", ".join(CRASH_POINTS)))
         try:        # for tests: extents moved to the next member in every batch, whatever the policy says
@@ -156,6 +157,24 @@ class Controller(Observer, MemberFaults):
         if self.crash_at == point and self.batches >= self.crash_after:
             self.log("crash point %s reached (HBL_CRASH_AT): SIGKILL" % point)
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.crash_file:
+            self.crash_armed(point)
+
+    def crash_armed(self, point):
+        """HBL_CRASH_FILE (the soak): a crash armed while the controller runs, by a file holding
+        "POINT kill" or "POINT stop"; at POINT the file is removed and the controller SIGKILLs
+        itself, or SIGSTOPs itself so that the guest can be powered off with the controller
+        frozen there."""
+        try:
+            with open(self.crash_file) as f:
+                want = f.read().split()
+        except OSError:
+            return
+        if len(want) != 2 or want[0] != point or want[1] not in ("kill", "stop"):
+            return
+        os.unlink(self.crash_file)
+        self.log("crash point %s reached (HBL_CRASH_FILE): SIG%s" % (point, want[1].upper()))
+        os.kill(os.getpid(), signal.SIGKILL if want[1] == "kill" else signal.SIGSTOP)
 
     # ---- set-up ----
 

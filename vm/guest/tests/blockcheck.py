@@ -16,6 +16,8 @@ thread i on the blocks b with b % T == i, so that each block's versions are
 still written one after the other.  `run` stops at --seconds or at SIGTERM,
 whichever comes first (a test that waits for events gives a long --seconds as
 its deadline and ends the run when it has them), and reports either way.
+With --tolerate-errors (the soak, which makes members fail under the device), an
+I/O error is counted and the run goes on; a write that erred is not logged.
 """
 import argparse
 import json
@@ -98,7 +100,7 @@ def cmd_run(a):
     log = open(a.log, "a", buffering=1)
     lock = threading.Lock()
     t0 = time.time()
-    totals = {"writes": 0, "reads": 0, "bad_reads": 0}
+    totals = {"writes": 0, "reads": 0, "bad_reads": 0, "io_errors": 0}
     errors = []
     failed = []
     T = max(1, a.threads)
@@ -109,7 +111,7 @@ def cmd_run(a):
         dev = Dev(a.device, a.offset)
         rng = random.Random(a.seed if T == 1 else a.seed * 1000 + i)
         seq = seq0 + i                      # thread i's sequence numbers: seq0 + i + k*T, increasing
-        writes = reads = bad = 0
+        writes = reads = bad = io_errors = 0
         while time.time() - t0 < a.seconds and not stop.is_set():
             b = skewed(rng, a.blocks)
             if T > 1:
@@ -117,14 +119,32 @@ def cmd_run(a):
                 if b >= a.blocks:
                     continue
             if rng.random() < a.write_fraction or b not in acked:
-                dev.write(b, seq)
+                try:
+                    dev.write(b, seq)
+                except OSError as exc:
+                    if not a.tolerate_errors:
+                        raise
+                    # not acknowledged, so not logged: the block holds the last acknowledged
+                    # version or this one, which verify accepts (a later sequence number)
+                    seq += T
+                    io_errors += 1
+                    time.sleep(0.01)
+                    continue
                 with lock:
                     log.write("%d %d\n" % (b, seq))
                 acked[b] = seq
                 seq += T
                 writes += 1
             else:
-                got, why = parse(dev.read(b), b)
+                try:
+                    buf = dev.read(b)
+                except OSError:
+                    if not a.tolerate_errors:
+                        raise
+                    io_errors += 1
+                    time.sleep(0.01)
+                    continue
+                got, why = parse(buf, b)
                 reads += 1
                 if got is None or got < acked[b]:
                     bad += 1
@@ -134,6 +154,7 @@ def cmd_run(a):
             totals["writes"] += writes
             totals["reads"] += reads
             totals["bad_reads"] += bad
+            totals["io_errors"] += io_errors
 
     def guarded(i):
         try:
@@ -190,6 +211,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--write-fraction", type=float, default=0.5)
     p.add_argument("--threads", type=int, default=1, help="writers at once (run)")
+    p.add_argument("--tolerate-errors", action="store_true",
+                   help="run: an I/O error is counted (io_errors) and the run goes on (a member fault "
+                        "injected under the device); a write that erred is not acknowledged")
     a = p.parse_args(argv)
     return cmd_run(a) if a.action == "run" else cmd_verify(a)
 
