@@ -53,3 +53,7 @@ class Recipe:
 
     def stop(self, sc):
         """Stop the services prepare() started."""
+
+    def shell(self, sc, label, script, share=None):
+        """A step that runs `script` with /bin/sh, written beside the scratch file system."""
+        return Step(label, ["/bin/sh", sc.write_tmp("%s-%s.sh" % (self.name, label), script)], share)

@@ -5,7 +5,7 @@ What a file server or a build farm's source checkout sees, metadata-heavy: a Lin
 searched with grep and walked with du, with the page cache dropped between rounds, and the copy
 removed again. Directory and inode blocks, journal commits and many small files.
 """
-from hbl.recipes.base import Recipe, Step
+from hbl.recipes.base import Recipe
 
 ROUNDS = r"""set -eu
 cd {mnt}
@@ -41,4 +41,4 @@ class FileServer(Recipe):
         sc.run(["/bin/sh", "-c", "mv %s/linux-source-* %s/src" % (sc.mnt, sc.mnt)])
 
     def steps(self, sc):
-        return [Step("rounds", ["/bin/sh", sc.write_tmp("file-server.sh", ROUNDS.format(mnt=sc.mnt))], 1.0)]
+        return [self.shell(sc, "rounds", ROUNDS.format(mnt=sc.mnt), 1.0)]

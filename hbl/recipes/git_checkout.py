@@ -5,7 +5,7 @@ cloned, its working tree checked out, searched with git grep (random reads into 
 compared with git status, with the page cache dropped between rounds, then removed: what a
 git server, a CI runner's checkout or a developer's clone asks of the disk.
 """
-from hbl.recipes.base import Recipe, Step
+from hbl.recipes.base import Recipe
 
 PREPARE = r"""set -eu
 cd {mnt}
@@ -48,7 +48,7 @@ class GitCheckout(Recipe):
 
     def prepare(self, sc):
         tarball = self.tool("/usr/src/linux-source-*.tar.xz")
-        sc.run(["/bin/sh", sc.write_tmp("git-prepare.sh", PREPARE.format(mnt=sc.mnt, tarball=tarball))])
+        sc.run(self.shell(sc, "prepare", PREPARE.format(mnt=sc.mnt, tarball=tarball)).argv)
 
     def steps(self, sc):
-        return [Step("rounds", ["/bin/sh", sc.write_tmp("git-rounds.sh", ROUNDS.format(mnt=sc.mnt))], 1.0)]
+        return [self.shell(sc, "rounds", ROUNDS.format(mnt=sc.mnt), 1.0)]

@@ -6,7 +6,7 @@ when it doubles (a background rewrite: one large sequential write), and the serv
 and started again between rounds, with the page cache dropped, so each start reads the whole
 log back (long sequential reads of the tail the rewrite left).
 """
-from hbl.recipes.base import Recipe, Step
+from hbl.recipes.base import Recipe
 
 #: one round: writes of four kinds over 2 M keys, a few reads, then a restart from the log
 ROUND = r"""set -u
@@ -46,5 +46,4 @@ class RedisAof(Recipe):
     def steps(self, sc):
         data = sc.path("redis")
         sc.mkdir("redis", "root")
-        script = sc.write_tmp("redis-rounds.sh", ROUND.format(sock=sc.path("redis", "redis.sock"), dir=data))
-        return [Step("rounds", ["/bin/sh", script], 1.0)]
+        return [self.shell(sc, "rounds", ROUND.format(sock=sc.path("redis", "redis.sock"), dir=data), 1.0)]
