@@ -190,9 +190,11 @@ def test_stopping_hbl_vm_stops_qemu(tmp_path, sig):
     from hbl.vm import build
     build.build()                      # not part of the timed run
     out = str(tmp_path / "out")
+    # SIGINT at its default in hbl: a suite started in the background of a non-interactive shell
+    # (`./scripts/test &`) inherits SIGINT ignored, and hbl would then rightly sleep the 600 s out
     p = subprocess.Popen([sys.executable, "-m", "hbl.cli", "vm", "run", "--out", out, "--timeout", str(DEADLINE),
                           "--", "sleep", "600"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.time()
     while p.poll() is None and not _qemu_pids_with(out) and time.time() - t0 < DEADLINE:
         time.sleep(0.5)
