@@ -26,10 +26,10 @@ def default_traces(synthetic_requests=None):
     synthetic suite; evaluation workloads only (hbl/split.py), never a training one."""
     from hbl import split, workloads
     traces = ["bundled:" + n for n in tracemod.bundled_traces()]
-    traces += ["apps:" + n for n in workloads.app_slices() if split.side("apps:" + n) != "training"]
+    traces += ["apps:" + n for n in workloads.app_slices()]
     traces += ["workload:" + n for n in workloads.RECIPES
-               if (workloads.trace_path(n).exists() or workloads.shipped_path(n).exists())
-               and split.side("workload:" + n) != "training"]
+               if workloads.trace_path(n).exists() or workloads.shipped_path(n).exists()]
+    traces = [t for t in traces if split.side(t) != "training"]
     for spec in DEFAULT_SUITE:
         traces.append(spec + (":requests=%d" % synthetic_requests if synthetic_requests else ""))
     return traces

@@ -6,12 +6,10 @@ compared with git status, with the page cache dropped between rounds, then remov
 git server, a CI runner's checkout or a developer's clone asks of the disk.
 """
 from hbl.recipes.base import Recipe
+from hbl.recipes.file_server import unpack_source
 
 PREPARE = r"""set -eu
-cd {mnt}
-tar -xf {tarball}
-mv linux-source-* src
-cd src
+cd {mnt}/src
 git init -q
 git add -A -f    # Debian's tree ignores everything (its .gitignore has /*)
 git -c user.name=hbl -c user.email=hbl@localhost commit -q -m import
@@ -47,8 +45,8 @@ class GitCheckout(Recipe):
                 ("/usr/bin/xz", "xz-utils"))
 
     def prepare(self, sc):
-        tarball = self.tool("/usr/src/linux-source-*.tar.xz")
-        sc.run(self.shell(sc, "prepare", PREPARE.format(mnt=sc.mnt, tarball=tarball)).argv)
+        unpack_source(self, sc)
+        sc.run(self.shell(sc, "prepare", PREPARE.format(mnt=sc.mnt)).argv)
 
     def steps(self, sc):
         return [self.shell(sc, "rounds", ROUNDS.format(mnt=sc.mnt), 1.0)]
