@@ -76,7 +76,9 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     *out = st;
     return 0;
 fail:
+    /* either agent may be partly built (its network allocated, a later check failed) */
     hbl_placement_agent_free(&st->pa);
+    hbl_migration_agent_free(&st->ma);
     free(st);
     return -1;
 }
