@@ -59,6 +59,15 @@ static const struct hbl_param_doc params[] = {
     {.hidden1 = 16, .hidden2 = 16, .atoms = 11, .penalty = 0, .device_time = 1, .place_reads = (reads)}
 static const struct hbl_placement_defaults with_migration = HARMONIA_PLACEMENT(0), alone = HARMONIA_PLACEMENT(1);
 
+static void destroy(void *v)
+{
+    struct state *st = v;
+    hbl_placement_agent_free(&st->pa);
+    hbl_migration_agent_free(&st->ma);
+    hbl_demos_free(&st->demos);
+    free(st);
+}
+
 static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *p, char *err, int errlen,
                         int placement, int migration)
 {
@@ -76,10 +85,7 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     *out = st;
     return 0;
 fail:
-    /* either agent may be partly built (its network allocated, a later check failed) */
-    hbl_placement_agent_free(&st->pa);
-    hbl_migration_agent_free(&st->ma);
-    free(st);
+    destroy(st);                    /* either agent may be partly built: each free takes that */
     return -1;
 }
 
@@ -89,15 +95,6 @@ static int init_placement(struct hbl_sim *s, void **o, const struct hbl_params *
 { return init_variant(s, o, p, e, n, 1, 0); }
 static int init_migration(struct hbl_sim *s, void **o, const struct hbl_params *p, char *e, int n)
 { return init_variant(s, o, p, e, n, 0, 1); }
-
-static void destroy(void *v)
-{
-    struct state *st = v;
-    hbl_placement_agent_free(&st->pa);
-    hbl_migration_agent_free(&st->ma);
-    hbl_demos_free(&st->demos);
-    free(st);
-}
 
 /* The future, for demonstrations (demo, demo_follow and their m_ forms; labels only where asked). */
 static int set_future(void *v, struct hbl_sim *s, const struct hbl_request *reqs, uint64_t n)
