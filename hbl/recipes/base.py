@@ -54,6 +54,11 @@ class Recipe:
     def stop(self, sc):
         """Stop the services prepare() started."""
 
+    def unpack_linux_source(self, sc):
+        """Debian's linux-source tree (the tarball among the recipe's tools) unpacked as src/."""
+        sc.run(["tar", "-xf", self.tool("/usr/src/linux-source-*.tar.xz"), "-C", sc.mnt])
+        sc.run(["/bin/sh", "-c", "mv %s/linux-source-* %s/src" % (sc.mnt, sc.mnt)])
+
     def shell(self, sc, label, script, share=None):
         """A step that runs `script` with /bin/sh, written beside the scratch file system."""
         return Step(label, ["/bin/sh", sc.write_tmp("%s-%s.sh" % (self.name, label), script)], share)

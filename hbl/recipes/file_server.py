@@ -24,12 +24,6 @@ done
 """
 
 
-def unpack_source(recipe, sc):
-    """Debian's linux-source tree (the recipe's binaries name the tarball) unpacked as src/."""
-    sc.run(["tar", "-xf", recipe.tool("/usr/src/linux-source-*.tar.xz"), "-C", sc.mnt])
-    sc.run(["/bin/sh", "-c", "mv %s/linux-source-* %s/src" % (sc.mnt, sc.mnt)])
-
-
 class FileServer(Recipe):
     name, application, package = "file-server", "rsync + tar, cp, grep (Linux source tree)", "rsync"
     runs = ("rounds over Debian's linux-source tree (about 80,000 files, 1.3 GiB) with the page cache dropped: "
@@ -42,7 +36,7 @@ class FileServer(Recipe):
                 ("/usr/bin/xz", "xz-utils"))
 
     def prepare(self, sc):
-        unpack_source(self, sc)
+        self.unpack_linux_source(sc)
 
     def steps(self, sc):
         return [self.shell(sc, "rounds", ROUNDS.format(mnt=sc.mnt), 1.0)]

@@ -6,7 +6,6 @@ compared with git status, with the page cache dropped between rounds, then remov
 git server, a CI runner's checkout or a developer's clone asks of the disk.
 """
 from hbl.recipes.base import Recipe
-from hbl.recipes.file_server import unpack_source
 
 PREPARE = r"""set -eu
 cd {mnt}/src
@@ -45,7 +44,7 @@ class GitCheckout(Recipe):
                 ("/usr/bin/xz", "xz-utils"))
 
     def prepare(self, sc):
-        unpack_source(self, sc)
+        self.unpack_linux_source(sc)
         sc.run(self.shell(sc, "prepare", PREPARE.format(mnt=sc.mnt)).argv)
 
     def steps(self, sc):
