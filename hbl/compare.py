@@ -90,6 +90,7 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
     grid = CompareGrid(traces=list(traces), hss=list(hss_list), policies=pols, seeds=list(range(seed, seed + seeds)),
                        options=opts, fmt=fmt, lenient=lenient, reader_options=reader_options or {}, seed=seed,
                        capture_requests=limit)
+    grid.check()                                       # and on --param no policy of the run takes
     labels = tables.labels(grid.traces)
 
     def left_out(t):

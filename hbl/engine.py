@@ -29,7 +29,7 @@ from hbl import trace as tracemod
 from hbl.errors import HblError
 from hbl.pool import each
 from hbl.progress import Progress
-from hbl.sim import footprint_pages, parse_params, policy_names, simulate
+from hbl.sim import check_params_for, footprint_pages, params_for, policy_names, simulate
 
 
 @dataclasses.dataclass
@@ -61,6 +61,7 @@ class Grid:
             scope = name.split(".")[0] if "." in name else None
             if scope and scope not in self.policies:
                 raise HblError("sweep: --param-grid %s: policy %s is not in the sweep" % (name, scope))
+        check_params_for(self.options.get("params"), self.policies)
         from hbl.devices import load_hss
         for h in self.hss:
             load_hss(h, self.options.get("fast_capacity"))   # fail early on a bad HSS or capacity
@@ -81,8 +82,10 @@ class Grid:
         return None
 
     def cells(self):
-        fixed = parse_params(self.options.get("params"))     # --param: every cell, under the grid's
+        given = self.options.get("params")    # --param: each policy that takes it, under the grid's
+        fixed_of = {p: params_for(given, p) for p in self.policies}
         for t, h, p in itertools.product(self.traces, self.hss, self.policies):
+            fixed = fixed_of[p]
             for s in self.seeds_of(p):
                 for params in self.params_of(p):
                     yield dict(trace=t, hss=h, policy=p, params=dict(fixed, **params), seed=int(s))

@@ -98,22 +98,66 @@ def policy_params(i):
     return out
 
 
-def parse_params(items):
-    """['smq.promote=8', 'promote=8'] -> {'promote': 8.0}; also accepts a dict."""
+def param_items(items):
+    """['smq.promote=8', 'promote=8'] -> [('smq', 'promote', 8.0), (None, 'promote', 8.0)]: each
+    parameter with the policy it is scoped to (POLICY.NAME) or None; a dict's keys may be scoped too."""
+    pairs = []
     if isinstance(items, dict):
-        return {str(k): float(v) for k, v in items.items()}
-    out = {}
-    for item in items or []:
-        for part in filter(None, item.split(",")):
-            key, eq, value = part.partition("=")
-            key = key.split(".")[-1].strip()
-            try:
-                out[key] = float(value)
-            except ValueError:
-                raise HblError("policy parameter %r: want NAME=NUMBER" % part) from None
-            if not eq or not key:
-                raise HblError("policy parameter %r: want NAME=NUMBER" % part)
+        pairs = [(str(k), v, "%s=%s" % (k, v)) for k, v in items.items()]
+    else:
+        for item in items or []:
+            for part in filter(None, item.split(",")):
+                key, eq, value = part.partition("=")
+                if not eq or not key.strip():
+                    raise HblError("policy parameter %r: want NAME=NUMBER" % part)
+                pairs.append((key, value, part))
+    out = []
+    for key, value, part in pairs:
+        scope, _, name = key.strip().rpartition(".")
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise HblError("policy parameter %r: want NAME=NUMBER" % part) from None
+        if not name:
+            raise HblError("policy parameter %r: want NAME=NUMBER" % part)
+        out.append((scope or None, name, value))
     return out
+
+
+def parse_params(items, policy=None):
+    """['smq.promote=8', 'promote=8'] -> {'promote': 8.0}; also accepts a dict. With `policy`, a
+    parameter scoped to another policy (lru.NAME for smq) is an error, not silently dropped."""
+    out = {}
+    for scope, name, value in param_items(items):
+        if policy is not None and scope is not None and scope != policy:
+            raise HblError("policy parameter %s.%s is for policy %s, not %s" % (scope, name, scope, policy))
+        out[name] = value
+    return out
+
+
+def params_for(items, policy):
+    """The parameters of one policy in a run of several (hbl compare, hbl sweep): POLICY.NAME
+    entries for this policy, and unscoped NAME entries when this policy takes NAME (a policy
+    that does not, such as fast-only, runs without them)."""
+    takes = set(policy_params(policy_names().index(policy))) if policy in policy_names() else set()
+    return {name: value for scope, name, value in param_items(items)
+            if scope == policy or (scope is None and name in takes)}
+
+
+def check_params_for(items, names):
+    """Refuse parameters no policy of a run would get: a scope that is not one of `names`, or an
+    unscoped NAME that none of them takes (a typo would otherwise be dropped without a word)."""
+    known = policy_names()
+    takes = set()
+    for p in names:
+        if p in known:
+            takes.update(policy_params(known.index(p)))
+    for scope, name, _ in param_items(items):
+        if scope is not None and scope not in names:
+            raise HblError("--param %s.%s: policy %s is not in this run (have: %s)"
+                           % (scope, name, scope, ", ".join(names)))
+        if scope is None and name not in takes:
+            raise HblError("--param %s: no policy in this run takes it (see `hbl policies`)" % name)
 
 
 #: Parameters of the learning policies that teach their agents from the oracle's labels
@@ -164,7 +208,7 @@ class Simulator:
         for i, (profile, cap) in enumerate(zip(hss.devices, capacities_pages)):
             profile.to_c(cfg.dev[i], cap)
         p = ffi.new("struct hbl_params *")
-        params = parse_params(params)
+        params = parse_params(params, policy)
         if len(params) > 32:
             raise HblError("at most 32 policy parameters")
         for i, (k, v) in enumerate(params.items()):

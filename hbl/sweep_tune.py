@@ -14,7 +14,7 @@ import os
 
 from hbl.tables import BASELINE
 from hbl.errors import HblError
-from hbl.sim import parse_params
+from hbl.sim import params_for
 from hbl.split import check_training
 from hbl.engine import Grid, cell_key, prepare
 from hbl.sweep import Session
@@ -68,7 +68,7 @@ def tune(train, policy, space, trials, out_dir, hss=("cost",), seeds=(1,), test=
     grid.check()
     traces, baselines = prepare(grid, options, progress=False)    # the Fast-Only cells of every trace
 
-    fixed = parse_params(options.get("params"))
+    fixed = params_for(options.get("params"), policy)
 
     def cells(params, names):
         params = dict(fixed, **params)

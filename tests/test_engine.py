@@ -64,3 +64,28 @@ def test_compare_needs_no_dask():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+def test_a_param_reaches_the_policies_that_take_it_and_a_scoped_one_only_its_policy():
+    """--param promote=8 goes to smq (which takes promote) but not to fast-only or lru (which
+    would refuse it); smq.promote=8 only to smq; a name no policy takes, or a scope that is not in
+    the run, is refused before any run (it was dropped, or failed every cell, before)."""
+    def params(given, policies=("fast-only", "lru", "smq")):
+        g = engine.Grid(traces=[TRACE], hss=["cost"], policies=list(policies), seeds=[1],
+                        options=dict(params=given))
+        g.check()
+        return {c["policy"]: c["params"] for c in g.cells()}
+    want = {"fast-only": {}, "lru": {}, "smq": {"promote": 8.0}}
+    assert params(["promote=8"]) == want
+    assert params(["smq.promote=8"]) == want
+    with pytest.raises(HblError, match="policy lru is not in this run"):
+        params(["lru.promote=3"], ("fast-only", "smq"))
+    with pytest.raises(HblError, match="no policy in this run takes it"):
+        params(["prmote=8"])
+
+
+def test_simulate_refuses_a_param_scoped_to_another_policy():
+    from hbl.sim import parse_params
+    assert parse_params(["smq.promote=8"], "smq") == {"promote": 8.0}
+    with pytest.raises(HblError, match="for policy smq, not lru"):
+        parse_params(["smq.promote=8"], "lru")
