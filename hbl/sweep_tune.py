@@ -47,13 +47,7 @@ def _suggest(trial, space):
     return out
 
 
-def tune(train, policy, space, trials, out_dir, hss=("cost",), seeds=(1,), test=(), options=None,
-         workers=None, address=None, sampler_seed=1, progress=print):
-    try:
-        import optuna
-    except ImportError:
-        raise HblError("hbl sweep tune needs Optuna: pip install 'hbl[tune]' "
-                       "(scripts/bootstrap.sh installs it)") from None
+def _check(train, test, space, trials):
     overlap = sorted(set(train) & set(test))
     if overlap:
         raise HblError("the test workloads must not be training workloads: %s" % ", ".join(overlap))
@@ -62,67 +56,92 @@ def tune(train, policy, space, trials, out_dir, hss=("cost",), seeds=(1,), test=
         raise HblError("hbl sweep tune: give at least one --space NAME=LOW:HIGH")
     if trials < 1:
         raise HblError("--trials must be >= 1")
-    options = dict(options or {})
-    grid = Grid(traces=list(train) + list(test), hss=list(hss), policies=[BASELINE, policy], seeds=list(seeds),
-                options=options)
-    grid.check()
-    traces, baselines = prepare(grid, options, progress=False)    # the Fast-Only cells of every trace
 
-    fixed = params_for(options.get("params"), policy)
 
-    def cells(params, names):
-        params = dict(fixed, **params)
+class _Cells:
+    """The cells of one parameter set of the tuned policy over some traces, and their score."""
+
+    def __init__(self, policy, fixed, hss, seeds, traces, options):
+        self.policy, self.fixed, self.hss, self.seeds = policy, fixed, hss, seeds
+        self.traces, self.options, self.base_latency = traces, options, {}
+
+    def of(self, params, names):
+        params = dict(self.fixed, **params)
         out = []
         for t in names:
-            for h in hss:
-                for s in seeds:
-                    c = dict(trace=t, hss=h, policy=policy, params=params, seed=int(s))
-                    c["key"] = cell_key(c, traces[t].digest, options)
+            for h in self.hss:
+                for s in self.seeds:
+                    c = dict(trace=t, hss=h, policy=self.policy, params=params, seed=int(s))
+                    c["key"] = cell_key(c, self.traces[t].digest, self.options)
                     out.append(c)
         return out
 
-    def score(session, cs):
+    def run_baselines(self, session, baselines):
+        """Run the Fast-Only cells every score divides by."""
+        base_cells = [c for c in baselines if c["policy"] == BASELINE]
+        for _ in session.run(base_cells, self.traces, self.options):
+            pass
+        failed = [session.records[c["key"]]["error"] for c in base_cells if not session.done(c)]
+        if failed:
+            raise HblError("the %s cells failed: %s" % (BASELINE, failed[0]))
+        self.base_latency = {(c["trace"], c["hss"], c["seed"]): session.records[c["key"]]["result"]["avg_latency_us"]
+                             for c in base_cells}
+
+    def score(self, session, cs):
         """Mean latency / Fast-Only over the cells, or the first error."""
         ratios = []
         for c in cs:
             rec = session.records[c["key"]]
             if rec["status"] != "ok":
                 return None, rec["error"]
-            base = base_latency[(c["trace"], c["hss"], c["seed"])]
-            ratios.append(rec["result"]["avg_latency_us"] / base)
+            ratios.append(rec["result"]["avg_latency_us"] / self.base_latency[(c["trace"], c["hss"], c["seed"])])
         return sum(ratios) / len(ratios), None
 
+
+def _search(optuna, study, session, cells, space, trials, train, progress):
+    """Ask, run and tell trials in batches of as many as the cluster has workers: their history."""
+    history = []
+    parallel = max(1, len(session.connect().scheduler_info()["workers"]))
+    while len(history) < trials:
+        batch = [study.ask() for _ in range(min(parallel, trials - len(history)))]
+        asked = [(t, _suggest(t, space)) for t in batch]
+        todo = [c for _, params in asked for c in cells.of(params, train)]
+        for _ in session.run(todo, cells.traces, cells.options):
+            pass
+        for t, params in asked:
+            value, error = cells.score(session, cells.of(params, train))
+            if error:
+                study.tell(t, state=optuna.trial.TrialState.FAIL)
+            else:
+                study.tell(t, value)
+            history.append(dict(trial=t.number, params=params, value=value, error=error))
+            if progress:
+                progress("trial %d/%d: %s -> %s" % (
+                    len(history), trials, " ".join("%s=%g" % kv for kv in params.items()),
+                    "%.4g" % value if error is None else "failed: " + error))
+    return history
+
+
+def tune(train, policy, space, trials, out_dir, hss=("cost",), seeds=(1,), test=(), options=None,
+         workers=None, address=None, sampler_seed=1, progress=print):
+    try:
+        import optuna
+    except ImportError:
+        raise HblError("hbl sweep tune needs Optuna: pip install 'hbl[tune]' "
+                       "(scripts/bootstrap.sh installs it)") from None
+    _check(train, test, space, trials)
+    options = dict(options or {})
+    grid = Grid(traces=list(train) + list(test), hss=list(hss), policies=[BASELINE, policy], seeds=list(seeds),
+                options=options)
+    grid.check()
+    traces, baselines = prepare(grid, options, progress=False)    # the Fast-Only cells of every trace
+    cells = _Cells(policy, params_for(options.get("params"), policy), hss, seeds, traces, options)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize",
                                 sampler=optuna.samplers.TPESampler(seed=sampler_seed, constant_liar=True))
-    history = []
     with Session(out_dir, workers, address) as session:
-        base_cells = [c for c in baselines if c["policy"] == BASELINE]
-        for _ in session.run(base_cells, traces, options):
-            pass
-        failed = [session.records[c["key"]]["error"] for c in base_cells if not session.done(c)]
-        if failed:
-            raise HblError("the %s cells failed: %s" % (BASELINE, failed[0]))
-        base_latency = {(c["trace"], c["hss"], c["seed"]): session.records[c["key"]]["result"]["avg_latency_us"]
-                        for c in base_cells}
-        parallel = max(1, len(session.connect().scheduler_info()["workers"]))
-        while len(history) < trials:
-            batch = [study.ask() for _ in range(min(parallel, trials - len(history)))]
-            asked = [(t, _suggest(t, space)) for t in batch]
-            todo = [c for _, params in asked for c in cells(params, train)]
-            for _ in session.run(todo, traces, options):
-                pass
-            for t, params in asked:
-                value, error = score(session, cells(params, train))
-                if error:
-                    study.tell(t, state=optuna.trial.TrialState.FAIL)
-                else:
-                    study.tell(t, value)
-                history.append(dict(trial=t.number, params=params, value=value, error=error))
-                if progress:
-                    progress("trial %d/%d: %s -> %s" % (
-                        len(history), trials, " ".join("%s=%g" % kv for kv in params.items()),
-                        "%.4g" % value if error is None else "failed: " + error))
+        cells.run_baselines(session, baselines)
+        history = _search(optuna, study, session, cells, space, trials, train, progress)
         done = [h for h in history if h["error"] is None]
         if not done:
             raise HblError("every trial failed; the first: %s" % history[0]["error"])
@@ -131,11 +150,11 @@ def tune(train, policy, space, trials, out_dir, hss=("cost",), seeds=(1,), test=
                       space=[dict(name=n, low=lo, high=hi, kind=k) for n, lo, hi, k in space],
                       trials=history, best_params=best["params"], best_train_value=best["value"])
         if test:
-            tuned, default = cells(best["params"], test), cells({}, test)
+            tuned, default = cells.of(best["params"], test), cells.of({}, test)
             for _ in session.run(tuned + default, traces, options):
                 pass
-            result["test_value"], err = score(session, tuned)
-            result["test_default_value"], err_default = score(session, default)
+            result["test_value"], err = cells.score(session, tuned)
+            result["test_default_value"], err_default = cells.score(session, default)
             if err or err_default:
                 raise HblError("the test cells failed: %s" % (err or err_default))
     with open(os.path.join(out_dir, TUNE_RESULT), "w") as f:
