@@ -214,7 +214,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     hbl_hist_add(&s->hist, (uint64_t)llround(lat));
     s->win_req++; s->win_lat += lat;
     if (!write) { s->win_rpages += n; s->win_rhits += hits; }
-    if (s->cfg.queue_depth > 0) heap_push(s, done);
+    if (s->cfg.queue_depth > 0 && !s->live) heap_push(s, done);   /* live: nothing replayed, no queue */
     s->last_arrival = arrival;
 
     if (s->ops->observe) s->ops->observe(s->pstate, s, r, slots, (int)n, lat);

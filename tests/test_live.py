@@ -77,6 +77,39 @@ def test_engine_refuses_bad_input():
         e.set_devices([1], [5])
 
 
+LIVE_QD = """
+import numpy as np, sys
+from hbl import record
+from hbl.devices import load_hss
+from hbl.sim import Simulator
+rng = np.random.default_rng(2)
+r = record.empty(5000)
+r["offset"] = (rng.zipf(1.2, 5000) % 3000) * 4096
+r["length"], r["op"], r["latency_ns"] = 4096, rng.integers(0, 2, 5000), 50_000
+r["time_ns"] = np.arange(5000) * 1000
+out = []
+for qd in (0, 4):
+    opts = dict(queue_depth=qd) if qd else dict(queue_depth=0, speed=1.0)
+    s = Simulator(load_hss("perf"), "lru", [300, None], live=True, timeline_every=0, **opts)
+    s.feed(r)
+    s.check()
+    res = s.result()
+    out.append((res["promotions"], res["evictions"], res["read_hit_ratio"]))
+    del s
+print(out[0] == out[1], out)
+"""
+
+
+def test_a_live_simulator_ignores_the_queue_depth_and_keeps_its_heap():
+    """Live mode replays nothing: its requests were served by the real device, so a queue depth
+    given to it changes nothing. It used to push every request onto the closed-loop heap (sized for
+    the queue depth) and never pop it, writing past the heap's end; in a child, so a corrupted heap
+    fails this test and not the suite."""
+    p = subprocess.run([sys.executable, "-c", LIVE_QD], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.startswith("True"), p.stdout
+
+
 def test_engine_agents_come_from_a_simulator_run(tmp_path):
     """An agent trained by hbl simulate loads into the live engine (same policy, same shapes)."""
     from hbl.sim import simulate
