@@ -18,9 +18,10 @@ def add_parsers(sub):
     ws = wsub.add_parser("summary", help="trace-info figures of every cached capture (results/workloads/workloads.*)")
     ws.add_argument("--json", action="store_true")
     wsub.add_parser("slice", help="write the first 20,000 requests of a cached capture to hbl/data/traces/apps/"
-                    ).add_argument("name")
+                    ).add_argument("name", help="a recipe captured here (hbl workloads list)")
     wsub.add_parser("pack", help="write a cached capture, packed, to hbl/data/traces/workloads/ (what "
-                    "workload:NAME reads where it was not captured)").add_argument("name")
+                    "workload:NAME reads where it was not captured)").add_argument(
+                        "name", help="a recipe captured here (hbl workloads list)")
     wc = wsub.add_parser("capture", help="run a recipe and capture its block I/O (root)")
     wc.add_argument("name", help="recipe (hbl workloads list)")
     wc.add_argument("--duration", help="capture at most this long (default 30m)")
