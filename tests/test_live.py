@@ -932,3 +932,16 @@ def test_page_accesses_count_every_extent_a_request_spans():
     writes = np.array([False, False, True, True])
     assert page_accesses(dev, first, last, writes) == {"read_pages": 6, "fast_read_pages": 4,
                                                        "write_pages": 3, "fast_write_pages": 2}
+
+
+def test_a_long_holds_late_writes_have_no_time_when_their_completion_is_unknown():
+    """The log of a long hold gives each write copied again in the hold its completion in ms
+    from the hold; a write carried from before the batch with no completion known (time 0)
+    has none, where it used to print about -1.8e12 ms (its 0 less the wall-clock hold)."""
+    from hbl.live.batch import late_write_times
+    hold = 1_796_277_854_000_000_000                  # a wall-clock hold, ns (2026-12)
+    rows = np.array([[1, 0, 4096, hold - 2_500_000, 0],      # completed 2.5 ms before the hold
+                     [0, 8192, 4096, hold + 12_000_000, 1],  # bio-based, queued 12 ms into it
+                     [1, 4096, 4096, 0, 1]], np.int64)       # open write from before the batch
+    assert late_write_times(rows, hold) == [(1, -2.5), (0, 12.0), (1, None)]
+    assert late_write_times(np.zeros((0, 5), np.int64), hold) == []
