@@ -891,3 +891,57 @@ def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_p
     assert thr.rate > r
     thr.feedback(2 * thr.baseline)
     assert thr.rate < r + (4 << 20)
+
+
+def test_the_read_hit_ratio_counts_page_reads_only_as_the_simulator_does():
+    """read_hit_ratio is the simulator's: the page reads (an extent is the page) the fast
+    device served, over the page reads; writes count in fast_write_share and, with the reads,
+    in fast_request_share.  Here every write goes to the fast device and most reads to the
+    slow one: counting the writes as hits would give 0.5, counting requests not pages 0.25."""
+    import collections
+    import types
+    from hbl import record
+    from hbl.live import status
+    from hbl.live.controller import Controller
+    MiB = 1 << 20
+    c = Controller.__new__(Controller)
+    c.meta = types.SimpleNamespace(extent_bytes=MiB, nextents=8, members=[{}, {}],
+                                   dev=np.array([0, 0, 0, 0, 1, 1, 1, 1]), written=np.zeros(8, np.uint8))
+    c.dm_dev, c.recent_holds, c.decide = 99, collections.deque(), lambda *a: None
+    c.lat, c.heat, c.rw = np.zeros((2, 2)), np.zeros(8, np.float32), np.zeros((8, 2), np.uint32)
+    c.count, c.win = collections.Counter(), [0, 0, 0, 0]
+    b = record.empty(7)
+    b["device"], b["time_ns"] = 99, 1
+    b["op"] = [record.WRITE] * 3 + [record.READ] * 4
+    b["offset"] = [0, 1 * MiB, 2 * MiB, 4 * MiB, 5 * MiB, 4 * MiB - 4096, 6 * MiB]   # the 6th spans extents 3 and 4
+    b["length"] = [4096] * 5 + [8192, 4096]
+    c.observe(b)
+    assert (c.count["reads"], c.count["writes"]) == (4, 3)
+    assert (c.count["read_pages"], c.count["fast_read_pages"]) == (5, 1)
+    assert status.hit_figures(c.count) == {"read_hit_ratio": 0.2, "fast_write_share": 1.0,
+                                           "fast_request_share": 4 / 7}
+    assert c.win == [7, 4, 5, 1]       # the timeline's window: requests, fast ones, page reads, fast ones
+    assert status.hit_figures(collections.Counter()) == {"read_hit_ratio": 0.0, "fast_write_share": 0.0,
+                                                          "fast_request_share": 0.0}
+
+
+def test_page_accesses_count_every_extent_a_request_spans():
+    from hbl.live.observe import page_accesses
+    dev = np.array([0, 1, 0, 0, 1])
+    first, last = np.array([0, 0, 1, 2]), np.array([0, 4, 1, 3])
+    writes = np.array([False, False, True, True])
+    assert page_accesses(dev, first, last, writes) == {"read_pages": 6, "fast_read_pages": 4,
+                                                       "write_pages": 3, "fast_write_pages": 2}
+
+
+def test_a_long_holds_late_writes_have_no_time_when_their_completion_is_unknown():
+    """The log of a long hold gives each write copied again in the hold its completion in ms
+    from the hold; a write carried from before the batch with no completion known (time 0)
+    has none, where it used to print about -1.8e12 ms (its 0 less the wall-clock hold)."""
+    from hbl.live.batch import late_write_times
+    hold = 1_796_277_854_000_000_000                  # a wall-clock hold, ns (2026-12)
+    rows = np.array([[1, 0, 4096, hold - 2_500_000, 0],      # completed 2.5 ms before the hold
+                     [0, 8192, 4096, hold + 12_000_000, 1],  # bio-based, queued 12 ms into it
+                     [1, 4096, 4096, 0, 1]], np.int64)       # open write from before the batch
+    assert late_write_times(rows, hold) == [(1, -2.5), (0, 12.0), (1, None)]
+    assert late_write_times(np.zeros((0, 5), np.int64), hold) == []

@@ -24,6 +24,14 @@ COPY_PASSES = 4        # a whole copy, then re-copies of what was written meanwh
 SETTLE_S = 0.3
 
 
+def late_write_times(rows, hold_ns):
+    """When the member writes copied again in the hold completed, for the log of a long hold:
+    (member, ms from the hold at wall-clock hold_ns; negative: before it, after settle's last
+    pass).  A write of unknown completion recorded before the batch (OpenWrites keeps only its
+    span) has no time: None, not its 0 less the hold (which read as -1.8e12 ms)."""
+    return [(int(d), round((int(t) - hold_ns) / 1e6, 1) if t else None) for d, t in rows[:, [0, 3]]]
+
+
 class Batch:
     """One batch of moves, one method per step of the protocol.  I/O to extents
     not in the batch never waits: it is only sent from one live view to the other,
@@ -386,10 +394,8 @@ class Batch:
         late_rows = np.zeros(len(writes), bool)
         late_rows[self.mark:] = True
         rows = writes[late_rows | (writes[:, 4] == 1)]
-        # when the writes copied again completed, in ms from the hold (negative: before it, after
-        # settle's last pass), with the member: where the slow holds' re-copies come from
-        self.late_writes = [(int(d), round((int(t) - self.t["hold"] - c.clock_offset) / 1e6, 1))
-                            for d, t in rows[:8, [0, 3]]]
+        # where the slow holds' re-copies come from
+        self.late_writes = late_write_times(rows[:8], self.t["hold"] + c.clock_offset)
         done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)], rows)
         if done:
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])

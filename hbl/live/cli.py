@@ -80,7 +80,8 @@ def add_parsers(sub):
 
     st = sub.add_parser("status", help="devices, fill, hits, migrations, holds, agents of a live device",
                         description="The state of a live device: per member fill and latency, reads and "
-                        "writes, fast-device hit ratio, promotions, evictions, bytes migrated, copy bandwidth, "
+                        "writes, read hit ratio (page reads the fast device served), fast write and request "
+                        "shares, promotions, evictions, bytes migrated, copy bandwidth, "
                         "time moving extents are held, agent state, lost eBPF records.")
     st.add_argument("name")
     st.add_argument("--json", action="store_true")
@@ -321,8 +322,9 @@ def cmd_status(a):
                                                          d["free_slots"], lat("read_latency_us"),
                                                          lat("write_latency_us")))
     print("  requests: %d reads, %d writes" % (st["reads"], st["writes"]) +
-          ("; read hit ratio %.3f, fast write share %.3f" % (st["read_hit_ratio"], st["fast_write_share"])
-           if "read_hit_ratio" in st else ""))
+          ("; read hit ratio %.3f, fast write share %.3f, fast request share %.3f" % (
+              st["read_hit_ratio"], st["fast_write_share"], st["fast_request_share"])
+           if "fast_request_share" in st else ""))
     print("  migrations: %d promotions, %d evictions, %s copied" % (st["promotions"], st["evictions"],
                                                                     _fmt_bytes(st["migrated_bytes"])) +
           (", %d remaps without copy, %s re-copied in the hold, %d batches, %d rolled back" % (

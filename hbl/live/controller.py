@@ -93,8 +93,8 @@ class Controller(Observer, MemberFaults):
         self.stop = False
         self.batches = 0
         c = m.counters
-        self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "fast_read_hits", "fast_writes",
-                                                       "promotions", "evictions",
+        self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "read_pages", "fast_read_pages",
+                                                       "write_pages", "fast_write_pages", "promotions", "evictions",
                                                        "migrated_bytes", "remaps_without_copy", "recopied_bytes",
                                                        "batches", "rollbacks", "stale_moves")}
         # per routing message (two a batch: the extents not moving to the next view, then the
@@ -114,7 +114,7 @@ class Controller(Observer, MemberFaults):
         self.lat_n = np.zeros((len(m.members), 2))
         self.reads = np.zeros((len(m.members), 2))        # member reads completed: [latency sum ns, count]
         self.idle_from = None                              # self.reads when an interval without copies began
-        self.win = [0, 0, 0, 0]     # the current timeline window: requests, fast hits, reads, fast read hits
+        self.win = [0, 0, 0, 0]     # the current timeline window: requests, fast hits, page reads, fast page reads
         self.batch = None                                  # the Batch under way
         self.last_moving = np.zeros(0, np.int64)          # the extents the last batch moved
         self.newest_ts = 0

@@ -9,6 +9,22 @@ OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at mo
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
 
 
+def page_accesses(dev, first, last, writes):
+    """The page accesses of requests over extents first..last (an extent is the live device's
+    page), counted as the simulator counts them: a request touches each extent it spans, and
+    a page read is a fast read hit if that extent is on device 0 (`dev`: each extent's device).
+    Reads and writes apart: {read_pages, fast_read_pages, write_pages, fast_write_pages}."""
+    out = {}
+    for name, sel in (("read", ~writes), ("write", writes)):
+        f, z = first[sel], last[sel]
+        fast = int((dev[f] == 0).sum()) + int((dev[z[z > f]] == 0).sum())
+        for a, b in zip(f[z - f > 1].tolist(), z[z - f > 1].tolist()):    # the middles of wide requests
+            fast += int((dev[a + 1:b] == 0).sum())
+        out[name + "_pages"] = int((z - f + 1).sum())
+        out["fast_%s_pages" % name] = fast
+    return out
+
+
 class Observer:
     """The Controller's reading of the records (a base class of it, over its state: meta, options, cap,
     engine, batch, held, in_flight, open_writes and the counters, which the controller sets up)."""
@@ -166,16 +182,15 @@ class Observer:
         log["latency_ns"] = self.lat[dev, log["op"].astype(np.int64)].astype(np.uint64)
         self.count["reads"] += int((~writes).sum())
         self.count["writes"] += int(writes.sum())
-        fast = dev == 0
-        hits = int(fast.sum())
-        read_hits = int((fast & ~writes).sum())
+        hits = int((dev == 0).sum())
         self.count["fast_hits"] += hits
-        self.count["fast_read_hits"] += read_hits
-        self.count["fast_writes"] += hits - read_hits
+        pages = page_accesses(m.dev, first, last, writes)
+        for k, v in pages.items():
+            self.count[k] += v
         self.win[0] += len(log)
         self.win[1] += hits
-        self.win[2] += int((~writes).sum())
-        self.win[3] += read_hits
+        self.win[2] += pages["read_pages"]
+        self.win[3] += pages["fast_read_pages"]
         np.add.at(self.heat, first, 1.0)
         np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())

@@ -32,6 +32,19 @@ def settle_summary(steps):
             "hold_ms_by_settle": {"timed_out_p99": pct(split(True), 0.99), "settled_p99": pct(split(False), 0.99)}}
 
 
+def hit_figures(count):
+    """The hit figures of the controller's counters, by the simulator's names and meaning:
+    read_hit_ratio, the page reads the fast device served (reads only: a write is never a
+    hit), fast_write_share, the page writes it took; and fast_request_share, the requests,
+    reads and writes together, that went to it (the figure `hbl status` called fast_hit_ratio
+    before 2026-12-02)."""
+    ratio = lambda a, b: count[a] / count[b] if count[b] else 0.0
+    total = count["reads"] + count["writes"]
+    return {"read_hit_ratio": ratio("fast_read_pages", "read_pages"),
+            "fast_write_share": ratio("fast_write_pages", "write_pages"),
+            "fast_request_share": count["fast_hits"] / total if total else 0.0}
+
+
 def running_status(c):
     """The status of the running Controller `c`, as its status file carries it."""
     m = c.meta
@@ -42,7 +55,6 @@ def running_status(c):
     dec = sorted(c.decision_ns)
     pl = sorted(c.plan_ns)
     wall = time.time() - c.t0
-    total = c.count["reads"] + c.count["writes"]
     hot = np.argsort(-c.heat)[:20]
     cs = c.cap.stats()
     out = layout.describe(m, c.free)
@@ -53,10 +65,7 @@ def running_status(c):
         **out, "state": "running", "pid": os.getpid(), "path": c.dev.path, "policy": c.policy,
         "uptime_s": wall,
         "reads": c.count["reads"], "writes": c.count["writes"],
-        # the simulator's names: reads the fast device served, writes it took; then both together
-        "read_hit_ratio": c.count["fast_read_hits"] / c.count["reads"] if c.count["reads"] else 0.0,
-        "fast_write_share": c.count["fast_writes"] / c.count["writes"] if c.count["writes"] else 0.0,
-        "fast_request_share": c.count["fast_hits"] / total if total else 0.0,
+        **hit_figures(c.count),
         "promotions": c.count["promotions"], "evictions": c.count["evictions"],
         "remaps_without_copy": c.count["remaps_without_copy"],
         "migrated_bytes": c.count["migrated_bytes"], "recopied_bytes": c.count["recopied_bytes"],

@@ -179,7 +179,8 @@ def main():
                 " re-copied writes done at %s ms]" % (
                     b["hold_ms"], b["drain"], b["records"], b["recopy"], b.get("copied_whole_in_hold", 0),
                     b["recopied_bytes"] // 1024, b["metadata"], b["release"], b["settle"], b["settle_in_flight"],
-                    b.get("window_requests", 0), b.get("window_ms", 0), b.get("moving_from"), " ".join("%+.1f" % t for _, t in b.get("late_writes", [])) or "-")
+                    b.get("window_requests", 0), b.get("window_ms", 0), b.get("moving_from"),
+                    " ".join("?" if t is None else "%+.1f" % t for _, t in b.get("late_writes", [])) or "-")
                 for b in reversed(r.get("slowest_holds", [])))))
 
 

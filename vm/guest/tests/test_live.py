@@ -218,9 +218,9 @@ def test_fio_verify_while_agents_migrate(fresh):
                     "train_steps": st["agents"][0]["train_steps"],
                     "idle level measured": int(bool(st["copy_idle_read_latency_us"])),
                     "timeline windows": len(hits),
-                    "hit ratio rise (%)": int(100 * (max(hits[-3:]) - hits[0])) if hits else 0}
+                    "fast request share rise (%)": int(100 * (max(hits[-3:]) - hits[0])) if hits else 0}
         got = wait_for_counts({"batches": 1, "promotions": 1, "train_steps": 1, "idle level measured": 1,
-                               "timeline windows": 4, "hit ratio rise (%)": 21}, progress, DEADLINE, every=2)
+                               "timeline windows": 4, "fast request share rise (%)": 21}, progress, DEADLINE, every=2)
     finally:
         stopped = fio.poll() is None
         if stopped:

@@ -42,6 +42,6 @@ def test_simcheck_pipeline():
     assert s["captures_same_sequence"] > 0.9
     r = s["results"]["lru"]
     for side in ("live", "sim"):
-        assert 0 < r[side]["hit_ratio"] <= 1 and r[side]["mean_latency_us"] > 0
+        assert 0 < r[side]["read_hit_ratio"] <= 1 and r[side]["mean_latency_us"] > 0
     if not r["short_trace"]:
         assert r["sim"]["requests"] == r["live"]["warm_requests"] + r["live"]["measure_requests"]

@@ -1,0 +1,71 @@
+"""scripts/simcheck.py's host half on a made-up guest output (the guest half needs the
+testbed: vm/guest/tests/test_simcheck.py): it compares the read hit ratio, the figure the
+simulator and `hbl status` share, and names an output too old to carry it."""
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+from hbl import record
+from hbl.errors import HblError
+from hbl.trace import files
+
+MiB = 1 << 20
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROFILE = {"read_latency_us": 985.5, "write_latency_us": 1698.5, "read_mb_s": 312.4, "write_mb_s": 511.1,
+           "read_iops": 947, "write_iops": 3136}
+SLOW = {"read_latency_us": 9660.4, "write_latency_us": 9524.7, "read_mb_s": 108.9, "write_mb_s": 112.9,
+        "read_iops": 103, "write_iops": 103}
+
+
+def simcheck():
+    spec = importlib.util.spec_from_file_location("simcheck", os.path.join(ROOT, "scripts", "simcheck.py"))
+    sc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sc)
+    return sc
+
+
+def guest_output(d, live):
+    rng = np.random.default_rng(1)
+    n = 3000
+    r = record.empty(n)
+    r["time_ns"] = np.arange(n) * 1_000_000
+    r["offset"] = 600 * MiB + rng.zipf(1.3, n).clip(1, 200) * MiB - MiB + rng.integers(0, 256, n) * 4096
+    r["length"] = 4096
+    r["op"] = np.where(rng.random(n) < 0.3, record.WRITE, record.READ)
+    for phase in ("warm", "measure"):
+        with files.writer(str(d / ("%s.trace" % phase)), "native") as w:
+            w.write(r)
+    guest = {"warm_s": 10, "measure_s": 5,
+             "layout": {"extent_bytes": MiB, "fast_extents": 32, "slow_extents": 1013},
+             "profiles": {"fast": {"profile": PROFILE, "modelled_as": "pipeline", "fio": {}},
+                          "slow": {"profile": SLOW, "modelled_as": "pipeline", "fio": {}}},
+             "capture": {ph: {"trace": "%s.trace" % ph} for ph in ("warm", "measure")},
+             "live": {"lru": dict({"warm_ios": 1000, "ios": 2000, "mean_latency_us": 5000.0, "promotions": 10,
+                                   "evictions": 5, "migrated_mib": 10.0, "iops": 700.0, "read_mean_us": 5000.0,
+                                   "write_mean_us": 5000.0, "stall_ms": {"count": 0, "p50": None, "p99": None},
+                                   "decision_to_remap_ms": {"p50": None, "p99": None},
+                                   "copy_bandwidth_mib_s": 30.0}, **live)}}
+    (d / "simcheck-guest.json").write_text(json.dumps(guest))
+
+
+def test_simcheck_compares_the_read_hit_ratio(tmp_path):
+    guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.9})
+    sc = simcheck()
+    s = sc.check(str(tmp_path), ["lru"])
+    r = s["results"]["lru"]
+    sim = r["sim"]["read_hit_ratio"]
+    assert 0 < sim < 1 and r["sim"]["warm_read_hit_ratio"] > 0
+    assert r["live"]["read_hit_ratio"] == 0.4 and r["live"]["fast_request_share"] == 0.9
+    assert r["read_hit_ratio_diff"] == pytest.approx(sim - 0.4)          # not against the 0.9 of reads and writes
+    assert r["read_hit_ratio_ok"] == (abs(sim - 0.4) <= sc.HIT_TARGET)
+    text = sc.format_table(s)
+    assert "live rhit" in text and ("%.3f" % sim) in text
+
+
+def test_simcheck_names_a_guest_output_from_before_the_read_hit_ratio(tmp_path):
+    guest_output(tmp_path, {"fast_hit_ratio": 0.8})
+    with pytest.raises(HblError, match="simcheck-guest.json predates .* run the guest again"):
+        simcheck().check(str(tmp_path), ["lru"])
