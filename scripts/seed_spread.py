@@ -8,12 +8,17 @@ Then splits the seeds into disjoint groups of --group (1-5, 6-10, ...), takes ea
 the seed-2 traces as `--select` does (online seed 1), and prints, per HSS: every seed's geomean of
 average latency / Fast-Only on both, the spread (max / min - 1) of single seeds, and the spread of
 the selections' figures on the seed-3 traces (mean over online seeds 1..--online-seeds, min-max).
-No evaluation workload anywhere.
+No evaluation workload anywhere.  --resample FILE reads such a report back and gives the best of
+G over every G-subset of its seeds instead of the disjoint groups alone (no simulation).
 
-    scripts/seed_spread.py --dir DIR --seeds 10 --group 5 --hss perf,cost
+    scripts/seed_spread.py --dir DIR --seeds 10 --group 5 --hss perf,cost > report.txt
+    scripts/seed_spread.py --resample report.txt --group 5
 """
 import argparse
+import itertools
 import math
+import random
+import re
 import sys
 
 from hbl import pretrained
@@ -58,9 +63,34 @@ def best_of(group, select_fig):
     return min(group, key=lambda s: select_fig[s])
 
 
+def resample(path, group, samples=200_000):
+    """Best of `group` over every subset of the seeds of a report (at most `samples`, else random ones), per
+    HSS: chosen on the seed-2 column, its figure on the check column (online seed 1)."""
+    text = open(path).read()
+    for part in text.split("\nHSS ")[1:]:
+        hss = part.split("\n", 1)[0].strip()
+        rows = {int(m[0]): (float(m[1]), float(m[2]))
+                for m in re.findall(r"^\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s*$", part, re.M)}
+        seeds, rng = sorted(rows), random.Random(1)
+        if math.comb(len(seeds), group) <= samples:
+            subsets = itertools.combinations(seeds, group)
+        else:
+            subsets = (rng.sample(seeds, group) for _ in range(samples))
+        vals = sorted(rows[min(c, key=lambda s: rows[s][0])][1] for c in subsets)
+        n = len(vals)
+        pairs = [(vals[rng.randrange(n)], vals[rng.randrange(n)]) for _ in range(samples)]
+        apart = sum(max(x, y) / min(x, y) - 1 > 0.03 for x, y in pairs) / len(pairs)
+        p95 = vals[min(n - 1, int(0.95 * n))]
+        print("%s best of %d over %d subsets of %d seeds: min %.3f median %.3f p95 %.3f max %.3f; p95 / min - 1 = "
+              "%.1f%%; two selections more than 3%% apart: %.1f%% of pairs"
+              % (hss, group, n, len(seeds), vals[0], vals[n // 2], p95, vals[-1], 100 * (p95 / vals[0] - 1),
+                 100 * apart))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dir", required=True, help="the per-seed agents (hbl pretrain --out DIR)")
+    ap.add_argument("--dir", help="the per-seed agents (hbl pretrain --out DIR)")
+    ap.add_argument("--resample", metavar="FILE", help="a report of this script: best of --group over every subset")
     ap.add_argument("--policy", default="harmonia")
     ap.add_argument("--hss", default="perf,cost")
     ap.add_argument("--seeds", type=int, default=10)
@@ -72,6 +102,11 @@ def main():
     ap.add_argument("--requests", type=int, default=pretrained.VALIDATION_REQUESTS)
     ap.add_argument("--jobs", type=int, default=None)
     a = ap.parse_args()
+    if a.resample:
+        resample(a.resample, a.group)
+        return 0
+    if not a.dir:
+        ap.error("--dir DIR or --resample FILE is required")
     if a.check_seed < 3:
         ap.error("--check-seed must be 3 or more (1 is trained on, 2 is chosen on)")
     if a.group < 1 or a.seeds < a.group:
