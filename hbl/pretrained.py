@@ -71,6 +71,15 @@ def pass_params(params, p):
     return out
 
 
+def validation_params(params):
+    """The policy parameters a validation run of agents trained with `params` takes: those without
+    pretraining's own (WARM), which no policy knows."""
+    from hbl.sim import parse_params
+    if not params:
+        return params
+    return {k: v for k, v in parse_params(params).items() if k not in WARM}
+
+
 def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, progress=None):
     """Train `policy`'s agents from scratch over `traces` (`passes` times) and save them to `out`.
     Returns the last pass's results (one per trace)."""
@@ -159,7 +168,7 @@ def select(directory, policies, hss_list, seeds, params=None, requests=None, job
         raise HblError("no agents to choose from: %s (train them with `hbl pretrain --out %s`)"
                        % (", ".join(missing[:3]) + (" ..." if len(missing) > 3 else ""), directory))
     base = {(h, t): lat for h, t, lat in run_all(_fast_only, [(h, t) for h in hss_list for t in traces], jobs)}
-    work = [(p, h, s, agent_file(p, h, s, directory), t, params)
+    work = [(p, h, s, agent_file(p, h, s, directory), t, validation_params(params))
             for p in policies for h in hss_list for s in range(1, seeds + 1) for t in traces]
     lat = {}
     for p, h, s, t, v in run_all(_validate, work, jobs, progress and (lambda r: "validate %s %s seed %d" % r[:3])):

@@ -89,6 +89,20 @@ def test_pretrain_select_ships_the_best_seed_on_validation(tmp_path, capsys, mon
     assert json.loads((tmp_path / "selection.json").read_text())["rows"][0]["seed"] == row["seed"]
 
 
+def test_pretrain_select_after_a_warm_start_validates_without_it(tmp_path, capsys, monkeypatch):
+    """demo_warm is pretraining's own parameter (the first passes follow the oracle's labels): the
+    validation runs must not be given it, as no policy takes it (they failed after all the training)."""
+    monkeypatch.setattr(pretrained, "VALIDATION_REQUESTS", 3000)
+    rc = main(["pretrain", "--out", str(tmp_path), "--policies", "harmonia", "--hss", "perf", "--seeds", "1",
+               "--passes", "1", "--trace", "synth:zipf:requests=4000,pages=2000", "--param", "demo_warm=1",
+               "--param", "demo=0.1", "--select", "--json", "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    (row,) = json.loads(capsys.readouterr().out)["selected"]
+    assert row["seed"] == 1
+    assert pretrained.validation_params(["demo_warm=1", "demo=0.1", "m_demo_warm=2"]) == {"demo": 0.1}
+    assert pretrained.validation_params(None) is None
+
+
 def test_select_names_the_missing_agents(tmp_path):
     with pytest.raises(HblError, match="no agents to choose from: .*sibyl-perf-s1.agent"):
         pretrained.select(tmp_path, ["sibyl"], ["perf"], 2)
