@@ -40,7 +40,7 @@ def run_guest(a):
     # the scratch disk spans the live device's logical space (1519 MiB), so fio's offsets are the same
     disks = vmrun.default_disks() + [vmrun.Disk("scratch", 1536, "virtio")]
     cmd = "HBL_BENCH_WARM=%d HBL_BENCH_SECONDS=%d HBL_SIMCHECK_MEASURE_S=%g HBL_SIMCHECK_POLICIES=%s " \
-          "python3 vm/guest/simcheck.py" % (a.warm, a.seconds, a.measure_seconds, a.policies)
+          "python3 /hbl/vm/guest/simcheck.py" % (a.warm, a.seconds, a.measure_seconds, a.policies)
     r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
     sys.stderr.write(r.stderr)
     if not r.ok:
