@@ -10,7 +10,9 @@ replayed closed loop at fio's depth (4) through an HSS of the two measured profi
 with the live device's extent as the page and its fast slots as the fast capacity.
 Side by side: the read hit ratio over both phases (page reads served by the fast device,
 as both the simulator and `hbl status` count it; writes are not hits) and the measured
-phase's mean latency, against the targets (0.05, 25%).
+phase's mean latency (live: fio's submission + completion, the span the simulator charges),
+against the targets (0.05, 25%); then where each side's time goes, the live hit ratio by
+phase (from the status timeline) and counterfactuals that locate a miss.
 
     sudo .venv/bin/python scripts/simcheck.py [--warm 90] [--seconds 60] [--out DIR]
     .venv/bin/python scripts/simcheck.py --from DIR      # re-simulate a kept guest output
@@ -156,18 +158,19 @@ def live_total_latency(fio):
     return sum(x["ios"] * (x["mean_us"] + x["submit_mean_us"]) for x in (r, w)) / max(1, n)
 
 
-def live_phase_hits(lv):
-    """The live read hit ratio of each phase, from the status timeline (a row per 5 s): the rows
-    up to the warm-up's request count are the warm-up; each row weighted by its requests, so
-    approximate (a row's page reads are not kept).  None without a timeline."""
-    rows = [r for r in lv.get("timeline") or [] if r.get("read_hit_ratio") is not None and r["requests"]]
+def live_phase_hits(lv, key="read_hit_ratio"):
+    """The live read hit ratio (or another figure of the timeline) of each phase, from the status
+    timeline (a row per 5 s): the rows up to the warm-up's request count are the warm-up; each row
+    weighted by its requests, so approximate (a row's page reads are not kept).  None without a
+    timeline."""
+    rows = [r for r in lv.get("timeline") or [] if r.get(key) is not None and r["requests"]]
     if not rows:
         return None
     done, acc = 0, {"warm": [0.0, 0], "measure": [0.0, 0]}
     for r in rows:
         phase = "warm" if done + r["requests"] / 2 <= lv["warm_ios"] else "measure"
         done += r["requests"]
-        acc[phase][0] += r["read_hit_ratio"] * r["requests"]
+        acc[phase][0] += r[key] * r["requests"]
         acc[phase][1] += r["requests"]
     return {ph: a[0] / a[1] if a[1] else None for ph, a in acc.items()}
 
@@ -196,12 +199,16 @@ def check(guest_dir, policies):
         # 4 KiB pages over the same fast bytes, so a request moves its own 4 KiB, not a page.
         reads = seq.copy()
         reads["op"] = 0
-        # And the live device's bound on migration: at most MAX_BATCH extents moving at a time
-        # (hbl up --max-batch), where the simulator queues up to 256 pages of copies per device.
+        # And the live device's pace of migration: copies queued one batch deep (hbl up's
+        # --max-batch extents, where the simulator queues up to 256 pages per device) at the rate
+        # the live device moved extents in this run (a diagnosis from the run's own figure, not a model).
+        pace = (lv["promotions"] + lv["evictions"]) * guest["layout"]["extent_bytes"] / 1e6 / \
+            (guest["warm_s"] + guest["measure_s"])
         diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure),
                      "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096),
-                     "backlog_of_a_batch": simulate(policy, hss_path, guest, seq, n_warm, n_measure,
-                                                    background_backlog=MAX_BATCH)}
+                     "live_pace": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
+                                                background_backlog=MAX_BATCH, background_rate_mb_s=pace),
+                                       rate_mb_s=pace)}
         fio = {ph: fio_latency(guest_dir, "hbl-%s%s" % (policy, sfx)) for ph, sfx in (("warm", "-warm"), ("measure", ""))}
         live_mean = live_total_latency(fio["measure"]) if fio["measure"] else lv["mean_latency_us"]
         hit_diff = sim["read_hit_ratio"] - lv["read_hit_ratio"]
@@ -210,6 +217,7 @@ def check(guest_dir, policies):
             "live": {"read_hit_ratio": lv["read_hit_ratio"], "fast_request_share": lv["fast_request_share"],
                      "mean_latency_us": live_mean, "completion_mean_us": lv["mean_latency_us"],
                      "phase_read_hit_ratio": live_phase_hits(lv),
+                     "phase_fast_request_share": live_phase_hits(lv, "fast_request_share"),
                      "warm_requests": n_warm, "measure_requests": n_measure, "promotions": lv["promotions"],
                      "evictions": lv["evictions"], "migrated_mib": lv["migrated_mib"], "iops": lv["iops"],
                      "read_mean_us": lv["read_mean_us"], "write_mean_us": lv["write_mean_us"],
@@ -310,6 +318,12 @@ def breakdown(k, r):
                "others mean %.0f us; waits behind background copies %.0f us and evictions made synchronous "
                "%.0f us per request" % (k, 100 * sv["nvme_only_share"], sv["nvme_only_mean_us"], sv["hdd_mean_us"],
                                         sm["measure_background_wait_us"], sm["measure_sync_wait_us"]))
+    share = (lv.get("phase_fast_request_share") or {}).get("measure")
+    if share is not None:
+        mix = share * sv["nvme_only_mean_us"] + (1 - share) * sv["hdd_mean_us"]
+        out.append("hbl-%s: the simulator's means by device at the live share of requests served by the NVMe "
+                   "in the measured phase (%.3f, the timeline): %.0f us, live %.0f us (%+.0f%%)" % (
+                       k, share, mix, lv["mean_latency_us"], 100 * (mix / lv["mean_latency_us"] - 1)))
     if lv.get("hold_ms"):
         hw = lv.get("held_io_ms") or {}
         out.append("hbl-%s: live %d batches, %d moves given back stale, hold p50 %.0f ms p99 %.0f ms, %d requests "
@@ -317,11 +331,12 @@ def breakdown(k, r):
                        k, lv.get("batches", 0), lv.get("stale_moves", 0), lv["hold_ms"].get("p50") or 0,
                        lv["hold_ms"].get("p99") or 0, hw.get("count") or 0, hw.get("p99") or 0,
                        100 * lv.get("controller_cpu", 0)))
-    b = r["diagnosis"]["backlog_of_a_batch"]
-    out.append("hbl-%s: counterfactual, background queues of %d pages (a batch) instead of 256: read hit %.3f "
-               "mean %.0f us, promotions %d, moves refused %d" % (k, MAX_BATCH, b["read_hit_ratio"],
-                                                                  b["mean_latency_us"], b["promotions"],
-                                                                  b["moves_refused"]))
+    b = r["diagnosis"]["live_pace"]
+    out.append("hbl-%s: counterfactual, copies at the live device's pace (queues of %d pages, %.1f MB/s, the "
+               "live moves of this run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, "
+               "moves refused %d" % (k, MAX_BATCH, b["rate_mb_s"], b["read_hit_ratio"], b["warm_read_hit_ratio"],
+                                     b["measure_read_hit_ratio"], b["mean_latency_us"], b["promotions"],
+                                     b["moves_refused"]))
     return out
 
 
