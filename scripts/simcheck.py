@@ -22,6 +22,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,7 +57,8 @@ def run_guest(a):
     # the scratch disk spans the live device's logical space (1519 MiB), so fio's offsets are the same
     disks = vmrun.default_disks() + [vmrun.Disk("scratch", 1536, "virtio")]
     cmd = "HBL_BENCH_WARM=%d HBL_BENCH_SECONDS=%d HBL_SIMCHECK_MEASURE_S=%g HBL_SIMCHECK_POLICIES=%s " \
-          "python3 /hbl/vm/guest/simcheck.py" % (a.warm, a.seconds, a.measure_seconds, a.policies)
+          "HBL_BENCH_UP_ARGS=%s python3 /hbl/vm/guest/simcheck.py" % (
+              a.warm, a.seconds, a.measure_seconds, a.policies, shlex.quote(a.up_args))
     r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
     sys.stderr.write(r.stderr)
     if not r.ok:
@@ -236,7 +238,7 @@ def check(guest_dir, policies):
     except (OSError, ValueError):
         host = None             # a guest output kept from before the host was recorded
     return {"date": datetime.date.today().isoformat(), "warm_s": guest["warm_s"], "measure_s": guest["measure_s"],
-            "host": host,
+            "host": host, "hbl_up_args": [x for x in guest.get("hbl_up_args", []) if x],
             "targets": {"read_hit_ratio_abs": HIT_TARGET, "mean_latency_rel": LATENCY_TARGET},
             "replay": {"mode": "closed", "queue_depth": QUEUE_DEPTH, "page_size": guest["layout"]["extent_bytes"]},
             "layout": guest["layout"], "hss": spec,
@@ -346,6 +348,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=60, help="measured seconds (default 60)")
     ap.add_argument("--measure-seconds", type=float, default=3, help="per fio job of hbl devices --measure (3)")
     ap.add_argument("--policies", default="lru,smq")
+    ap.add_argument("--up-args", default="", help="more `hbl up` options for the live runs (e.g. \"--frontier 0\")")
     ap.add_argument("--timeout", type=int, default=2400, help="seconds before QEMU is killed (default 2400)")
     ap.add_argument("--out", help="keep the guest's output (traces, profiles) here")
     ap.add_argument("--from", dest="from_dir", metavar="DIR", help="simulate a kept guest output, no VM")
@@ -358,7 +361,8 @@ def main():
     except (HblError, OSError, KeyError) as exc:
         sys.exit("simcheck: %s" % exc)
     s["command"] = "sudo .venv/bin/python scripts/simcheck.py" + (
-        "" if (s["warm_s"], s["measure_s"]) == (90, 60) else " --warm %d --seconds %d" % (s["warm_s"], s["measure_s"]))
+        "" if (s["warm_s"], s["measure_s"]) == (90, 60) else " --warm %d --seconds %d" % (s["warm_s"], s["measure_s"])) + (
+        " --up-args %s" % shlex.quote(" ".join(s["hbl_up_args"])) if s["hbl_up_args"] else "")
     text = "# %s   (%s)\n%s" % (s["command"], s["date"], format_table(s))
     print(text)
     with open(os.path.join(a.results, "simcheck.json"), "w") as f:
