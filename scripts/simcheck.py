@@ -10,7 +10,9 @@ replayed closed loop at fio's depth (4) through an HSS of the two measured profi
 with the live device's extent as the page and its fast slots as the fast capacity.
 Side by side: the read hit ratio over both phases (page reads served by the fast device,
 as both the simulator and `hbl status` count it; writes are not hits) and the measured
-phase's mean latency, against the targets (0.05, 25%).
+phase's mean latency (live: fio's submission + completion, the span the simulator charges),
+against the targets (0.05, 25%); then where each side's time goes, the live hit ratio by
+phase (from the status timeline) and counterfactuals that locate a miss.
 
     sudo .venv/bin/python scripts/simcheck.py [--warm 90] [--seconds 60] [--out DIR]
     .venv/bin/python scripts/simcheck.py --from DIR      # re-simulate a kept guest output
@@ -20,6 +22,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,20 +35,37 @@ from hbl.trace import native  # noqa: E402
 
 HIT_TARGET, LATENCY_TARGET = 0.05, 0.25
 QUEUE_DEPTH = 4                       # fio's iodepth in bench_live.py
+MAX_BATCH = 8                         # hbl up's --max-batch: extents moved by one batch at most
+
+
+def host_load():
+    """This host's CPU and load, for the record (the guest's timing depends on both)."""
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()],
+            "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")}
 
 
 def run_guest(a):
     from hbl.vm import build as vmbuild, run as vmrun
+    start = host_load()
     images = vmbuild.build(progress=lambda m: print("simcheck: " + m, file=sys.stderr))
     # the scratch disk spans the live device's logical space (1519 MiB), so fio's offsets are the same
     disks = vmrun.default_disks() + [vmrun.Disk("scratch", 1536, "virtio")]
     cmd = "HBL_BENCH_WARM=%d HBL_BENCH_SECONDS=%d HBL_SIMCHECK_MEASURE_S=%g HBL_SIMCHECK_POLICIES=%s " \
-          "python3 vm/guest/simcheck.py" % (a.warm, a.seconds, a.measure_seconds, a.policies)
+          "HBL_BENCH_UP_ARGS=%s python3 /hbl/vm/guest/simcheck.py" % (
+              a.warm, a.seconds, a.measure_seconds, a.policies, shlex.quote(a.up_args))
     r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
     sys.stderr.write(r.stderr)
     if not r.ok:
         raise HblError("the guest failed (exit status %d); its output is in %s" % (r.rc, r.out_dir))
     print("simcheck: guest done in %.0f s; output in %s" % (r.seconds, r.out_dir), file=sys.stderr)
+    with open(os.path.join(r.out_dir, "host.json"), "w") as f:
+        json.dump({"start": start, "end": host_load(), "guest_seconds": round(r.seconds)}, f, indent=1)
     return r.out_dir
 
 
@@ -67,17 +87,28 @@ def hss_file(guest, out_dir):
 
 def counters(sim):
     st = sim.stats()
-    return {k: getattr(st, k) for k in ("requests", "reads", "writes", "latency_sum_ns", "read_page_accesses",
-                                         "fast_read_hits", "write_page_accesses", "fast_page_writes",
-                                         "promotions", "evictions", "migrated_bytes", "sync_evictions",
-                                         "background_ios")}
+    c = {k: getattr(st, k) for k in ("requests", "reads", "writes", "latency_sum_ns", "read_page_accesses",
+                                      "fast_read_hits", "write_page_accesses", "fast_page_writes",
+                                      "promotions", "evictions", "migrated_bytes", "sync_evictions",
+                                      "background_ios", "foreground_wait_ns", "sync_wait_ns", "moves_refused")}
+    # each request under the slowest device it was served from (0 the NVMe alone, 1 the HDD)
+    c["served"] = [(st.served_requests[d], st.served_latency_ns[d]) for d in range(2)]
+    return c
 
 
-def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None):
+def served(t, w):
+    """The measured phase's requests by the slowest device they were served from: share, mean."""
+    n = [t["served"][d][0] - w["served"][d][0] for d in range(2)]
+    ns = [t["served"][d][1] - w["served"][d][1] for d in range(2)]
+    return {"nvme_only_share": n[0] / max(1, sum(n)), "nvme_only_mean_us": ns[0] / max(1, n[0]) / 1e3,
+            "hdd_mean_us": ns[1] / max(1, n[1]) / 1e3}
+
+
+def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None, **background):
     page_size = page_size or guest["layout"]["extent_bytes"]
     config = load_hss(hss_path)
     caps = config.capacity_pages(0, page_size)
-    sim = Simulator(config, policy, caps, queue_depth=QUEUE_DEPTH, page_size=page_size)
+    sim = Simulator(config, policy, caps, queue_depth=QUEUE_DEPTH, page_size=page_size, **background)
     sim.feed(seq[:n_warm])
     w = counters(sim)
     sim.feed(seq[:n_measure])
@@ -92,12 +123,58 @@ def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None):
                                                 t["read_page_accesses"] - w["read_page_accesses"]),
             "fast_write_share": t["fast_page_writes"] / max(1, t["write_page_accesses"]),
             "mean_latency_us": (t["latency_sum_ns"] - w["latency_sum_ns"]) / max(1, m_req) / 1e3,
+            "measure_served": served(t, w), "moves_refused": t["moves_refused"],
+            "measure_background_wait_us": (t["foreground_wait_ns"] - w["foreground_wait_ns"]) / max(1, m_req) / 1e3,
+            "measure_sync_wait_us": (t["sync_wait_ns"] - w["sync_wait_ns"]) / max(1, m_req) / 1e3,
             "warm_mean_latency_us": w["latency_sum_ns"] / max(1, w["requests"]) / 1e3,
             "promotions": t["promotions"], "evictions": t["evictions"], "sync_evictions": t["sync_evictions"],
             "migrated_mib": t["migrated_bytes"] / 2 ** 20, "capacity_pages": caps[0],
             "iops": whole["throughput_iops"], "device_utilization": whole["device_utilization"],
             "background_utilization": whole["background_utilization"],
             "background_wait_us": whole["background_wait_us"]}
+
+
+def fio_latency(guest_dir, name):
+    """fio's completion latency, reads and writes, of one live phase (the guest's live-NAME.json;
+    None if it is not there): mean and percentiles, in us."""
+    try:
+        with open(os.path.join(guest_dir, "live-%s.json" % name)) as f:
+            job = json.load(f)["jobs"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    out = {}
+    for side in ("read", "write"):
+        c = job[side]["clat_ns"]
+        pct = c.get("percentile", {})
+        out[side] = dict({"ios": job[side]["total_ios"], "mean_us": c["mean"] / 1e3,
+                          "submit_mean_us": job[side]["slat_ns"]["mean"] / 1e3},
+                         **{"p%d_us" % q: pct.get("%.6f" % q, 0) / 1e3 for q in (10, 50, 90, 99)})
+    return out
+
+
+def live_total_latency(fio):
+    """The measured phase's mean from submission to completion (fio's lat: slat + clat), the span
+    the simulator charges a request; hbl vm bench --live reports clat alone."""
+    r, w = fio["read"], fio["write"]
+    n = r["ios"] + w["ios"]
+    return sum(x["ios"] * (x["mean_us"] + x["submit_mean_us"]) for x in (r, w)) / max(1, n)
+
+
+def live_phase_hits(lv, key="read_hit_ratio"):
+    """The live read hit ratio (or another figure of the timeline) of each phase, from the status
+    timeline (a row per 5 s): the rows up to the warm-up's request count are the warm-up; each row
+    weighted by its requests, so approximate (a row's page reads are not kept).  None without a
+    timeline."""
+    rows = [r for r in lv.get("timeline") or [] if r.get(key) is not None and r["requests"]]
+    if not rows:
+        return None
+    done, acc = 0, {"warm": [0.0, 0], "measure": [0.0, 0]}
+    for r in rows:
+        phase = "warm" if done + r["requests"] / 2 <= lv["warm_ios"] else "measure"
+        done += r["requests"]
+        acc[phase][0] += r[key] * r["requests"]
+        acc[phase][1] += r["requests"]
+    return {ph: a[0] / a[1] if a[1] else None for ph, a in acc.items()}
 
 
 def check(guest_dir, policies):
@@ -124,23 +201,44 @@ def check(guest_dir, policies):
         # 4 KiB pages over the same fast bytes, so a request moves its own 4 KiB, not a page.
         reads = seq.copy()
         reads["op"] = 0
+        # And the live device's pace of migration: copies queued one batch deep (hbl up's
+        # --max-batch extents, where the simulator queues up to 256 pages per device) at the rate
+        # the live device moved extents in this run (a diagnosis from the run's own figure, not a model).
+        pace = (lv["promotions"] + lv["evictions"]) * guest["layout"]["extent_bytes"] / 1e6 / \
+            (guest["warm_s"] + guest["measure_s"])
         diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure),
-                     "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096)}
+                     "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096),
+                     "live_pace": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
+                                                background_backlog=MAX_BATCH, background_rate_mb_s=pace),
+                                       rate_mb_s=pace)}
+        fio = {ph: fio_latency(guest_dir, "hbl-%s%s" % (policy, sfx)) for ph, sfx in (("warm", "-warm"), ("measure", ""))}
+        live_mean = live_total_latency(fio["measure"]) if fio["measure"] else lv["mean_latency_us"]
         hit_diff = sim["read_hit_ratio"] - lv["read_hit_ratio"]
-        lat_diff = sim["mean_latency_us"] / lv["mean_latency_us"] - 1
+        lat_diff = sim["mean_latency_us"] / live_mean - 1
         rows[policy] = {
             "live": {"read_hit_ratio": lv["read_hit_ratio"], "fast_request_share": lv["fast_request_share"],
-                     "mean_latency_us": lv["mean_latency_us"],
+                     "mean_latency_us": live_mean, "completion_mean_us": lv["mean_latency_us"],
+                     "phase_read_hit_ratio": live_phase_hits(lv),
+                     "phase_fast_request_share": live_phase_hits(lv, "fast_request_share"),
                      "warm_requests": n_warm, "measure_requests": n_measure, "promotions": lv["promotions"],
                      "evictions": lv["evictions"], "migrated_mib": lv["migrated_mib"], "iops": lv["iops"],
                      "read_mean_us": lv["read_mean_us"], "write_mean_us": lv["write_mean_us"],
                      "stall_ms": lv["stall_ms"], "decision_to_remap_ms": lv["decision_to_remap_ms"],
-                     "copy_bandwidth_mib_s": lv["copy_bandwidth_mib_s"]},
+                     "copy_bandwidth_mib_s": lv["copy_bandwidth_mib_s"],
+                     "fio": fio,
+                     **{k: lv[k] for k in ("hold_ms", "held_io_ms", "batches", "stale_moves", "controller_cpu")
+                        if k in lv}},
             "sim": sim, "diagnosis": diagnosis,
             "read_hit_ratio_diff": hit_diff, "mean_latency_diff": lat_diff,
             "short_trace": len(seq) < max(n_warm, n_measure),
             "read_hit_ratio_ok": abs(hit_diff) <= HIT_TARGET, "mean_latency_ok": abs(lat_diff) <= LATENCY_TARGET}
+    try:
+        with open(os.path.join(guest_dir, "host.json")) as f:
+            host = json.load(f)
+    except (OSError, ValueError):
+        host = None             # a guest output kept from before the host was recorded
     return {"date": datetime.date.today().isoformat(), "warm_s": guest["warm_s"], "measure_s": guest["measure_s"],
+            "host": host, "hbl_up_args": [x for x in guest.get("hbl_up_args", []) if x],
             "targets": {"read_hit_ratio_abs": HIT_TARGET, "mean_latency_rel": LATENCY_TARGET},
             "replay": {"mode": "closed", "queue_depth": QUEUE_DEPTH, "page_size": guest["layout"]["extent_bytes"]},
             "layout": guest["layout"], "hss": spec,
@@ -154,7 +252,8 @@ def check(guest_dir, policies):
 def format_table(s):
     p = lambda prof: ", ".join("%s %g" % kv for kv in prof.items() if kv[0] not in ("name", "description"))
     lines = ["# fio randrw 70%% reads, 4 KiB, zipf:1.2 over 800 MiB, qd 4; %d s warm-up + %d s measured "
-             "(the latency); read hit ratio (page reads served by the NVMe) over both phases" % (s["warm_s"], s["measure_s"]),
+             "(the latency: submission to completion, fio's lat, as the simulator charges it); read hit ratio (page reads "
+             "served by the NVMe) over both phases" % (s["warm_s"], s["measure_s"]),
              "# simulator: closed loop at depth %d, page = extent = %d KiB, fast capacity %d extents, profiles "
              "measured in the same boot:" % (s["replay"]["queue_depth"], s["replay"]["page_size"] >> 10,
                                              s["layout"]["fast_extents"]),
@@ -177,7 +276,7 @@ def format_table(s):
                                                           sm["evictions"], lv["migrated_mib"], sm["migrated_mib"],
                                                           sm["warm_read_hit_ratio"], sm["measure_read_hit_ratio"],
                                                           lv["fast_request_share"], lv["read_mean_us"], lv["write_mean_us"]))
-        lines.append("hbl-%s: live %d stalls (p50 %.0f ms, p99 %.0f ms), request seen -> remap p50 %.1f s p99 %.1f s, "
+        lines.append("hbl-%s: live %d stalls (p50 %.1f ms, p99 %.1f ms), request seen -> remap p50 %.1f s p99 %.1f s, "
                      "copies at %.1f MiB/s" % (k, lv["stall_ms"]["count"], lv["stall_ms"]["p50"] or 0,
                                                lv["stall_ms"]["p99"] or 0, (lv["decision_to_remap_ms"]["p50"] or 0) / 1e3,
                                                (lv["decision_to_remap_ms"]["p99"] or 0) / 1e3, lv["copy_bandwidth_mib_s"]))
@@ -187,7 +286,60 @@ def format_table(s):
                          sm["sync_evictions"], r["diagnosis"]["writes_as_reads"]["read_hit_ratio"],
                          r["diagnosis"]["writes_as_reads"]["mean_latency_us"],
                          r["diagnosis"]["pages_of_4k"]["read_hit_ratio"], r["diagnosis"]["pages_of_4k"]["mean_latency_us"]))
+        lines += breakdown(k, r)
+    cap = s["capture"].get("measure", {})
+    if cap.get("fio_mean_latency_us"):
+        lines.append("the same fio job on the guest's unthrottled virtio scratch disk (the capture), measured "
+                     "phase: mean %.0f us at %.0f IOPS (the guest's own cost per I/O under TCG)" % (
+                         cap["fio_mean_latency_us"], cap["fio_iops"]))
+    h = s.get("host")
+    if h:
+        lines.append("host: %s, %d cores; load (1, 5, 15 min) %s at %s UTC, %s at the end; the guest ran %d s" % (
+            h["start"]["cpu"], h["start"]["cores"], " ".join("%.1f" % x for x in h["start"]["load"]),
+            h["start"]["utc"], " ".join("%.1f" % x for x in h["end"]["load"]), h["guest_seconds"]))
     return "\n".join(lines)
+
+
+def breakdown(k, r):
+    """Where the measured phase's time goes, live (fio's percentiles) and simulated (by device)."""
+    lv, sm, out = r["live"], r["sim"], []
+    f = (lv.get("fio") or {}).get("measure")
+    if f:
+        out.append("hbl-%s: live measured phase, fio: reads submission %.0f us + completion mean %.0f us (p10 %.0f "
+                   "p50 %.0f p90 %.0f p99 %.0f); writes %.0f + %.0f us (p10 %.0f p50 %.0f p90 %.0f p99 %.0f)" % (
+                       (k,) + tuple(f[side][x] for side in ("read", "write")
+                                    for x in ("submit_mean_us", "mean_us", "p10_us", "p50_us", "p90_us", "p99_us"))))
+    ph = lv.get("phase_read_hit_ratio")
+    if ph:
+        out.append("hbl-%s: read hit ratio by phase, warm-up / measured: live %s / %s (the status timeline, rows "
+                   "weighted by requests), sim %.3f / %.3f" % (
+                       k, *("%.3f" % ph[x] if ph[x] is not None else "-" for x in ("warm", "measure")),
+                       sm["warm_read_hit_ratio"], sm["measure_read_hit_ratio"]))
+    sv = sm["measure_served"]
+    out.append("hbl-%s: sim measured phase: %.1f%% of requests served by the NVMe alone, mean %.0f us; the "
+               "others mean %.0f us; waits behind background copies %.0f us and evictions made synchronous "
+               "%.0f us per request" % (k, 100 * sv["nvme_only_share"], sv["nvme_only_mean_us"], sv["hdd_mean_us"],
+                                        sm["measure_background_wait_us"], sm["measure_sync_wait_us"]))
+    share = (lv.get("phase_fast_request_share") or {}).get("measure")
+    if share is not None:
+        mix = share * sv["nvme_only_mean_us"] + (1 - share) * sv["hdd_mean_us"]
+        out.append("hbl-%s: the simulator's means by device at the live share of requests served by the NVMe "
+                   "in the measured phase (%.3f, the timeline): %.0f us, live %.0f us (%+.0f%%)" % (
+                       k, share, mix, lv["mean_latency_us"], 100 * (mix / lv["mean_latency_us"] - 1)))
+    if lv.get("hold_ms"):
+        hw = lv.get("held_io_ms") or {}
+        out.append("hbl-%s: live %d batches, %d moves given back stale, hold p50 %.0f ms p99 %.0f ms, %d requests "
+                   "held (p99 %.0f ms), controller CPU %.0f%%" % (
+                       k, lv.get("batches", 0), lv.get("stale_moves", 0), lv["hold_ms"].get("p50") or 0,
+                       lv["hold_ms"].get("p99") or 0, hw.get("count") or 0, hw.get("p99") or 0,
+                       100 * lv.get("controller_cpu", 0)))
+    b = r["diagnosis"]["live_pace"]
+    out.append("hbl-%s: counterfactual, copies at the live device's pace (queues of %d pages, %.1f MB/s, the "
+               "live moves of this run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, "
+               "moves refused %d" % (k, MAX_BATCH, b["rate_mb_s"], b["read_hit_ratio"], b["warm_read_hit_ratio"],
+                                     b["measure_read_hit_ratio"], b["mean_latency_us"], b["promotions"],
+                                     b["moves_refused"]))
+    return out
 
 
 def main():
@@ -196,6 +348,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=60, help="measured seconds (default 60)")
     ap.add_argument("--measure-seconds", type=float, default=3, help="per fio job of hbl devices --measure (3)")
     ap.add_argument("--policies", default="lru,smq")
+    ap.add_argument("--up-args", default="", help="more `hbl up` options for the live runs (e.g. \"--frontier 0\")")
     ap.add_argument("--timeout", type=int, default=2400, help="seconds before QEMU is killed (default 2400)")
     ap.add_argument("--out", help="keep the guest's output (traces, profiles) here")
     ap.add_argument("--from", dest="from_dir", metavar="DIR", help="simulate a kept guest output, no VM")
@@ -208,7 +361,8 @@ def main():
     except (HblError, OSError, KeyError) as exc:
         sys.exit("simcheck: %s" % exc)
     s["command"] = "sudo .venv/bin/python scripts/simcheck.py" + (
-        "" if (s["warm_s"], s["measure_s"]) == (90, 60) else " --warm %d --seconds %d" % (s["warm_s"], s["measure_s"]))
+        "" if (s["warm_s"], s["measure_s"]) == (90, 60) else " --warm %d --seconds %d" % (s["warm_s"], s["measure_s"])) + (
+        " --up-args %s" % shlex.quote(" ".join(s["hbl_up_args"])) if s["hbl_up_args"] else "")
     text = "# %s   (%s)\n%s" % (s["command"], s["date"], format_table(s))
     print(text)
     with open(os.path.join(a.results, "simcheck.json"), "w") as f:

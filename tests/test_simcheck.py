@@ -69,3 +69,30 @@ def test_simcheck_names_a_guest_output_from_before_the_read_hit_ratio(tmp_path):
     guest_output(tmp_path, {"fast_hit_ratio": 0.8})
     with pytest.raises(HblError, match="simcheck-guest.json predates .* run the guest again"):
         simcheck().check(str(tmp_path), ["lru"])
+
+
+def fio_job(read_ios, read_clat_us, read_slat_us, write_ios, write_clat_us, write_slat_us):
+    side = lambda n, c, s: {"total_ios": n, "clat_ns": {"mean": c * 1e3, "percentile": {"50.000000": c * 1e3}},
+                            "slat_ns": {"mean": s * 1e3}}
+    return {"jobs": [{"read": side(read_ios, read_clat_us, read_slat_us),
+                      "write": side(write_ios, write_clat_us, write_slat_us)}]}
+
+
+def test_simcheck_compares_the_live_latency_from_submission(tmp_path):
+    """The simulator charges a request from its arrival; fio's clat starts after submission, so the
+    live mean compared is slat + clat (from the guest's fio output), not the clat the bench reports."""
+    guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.5})
+    (tmp_path / "live-hbl-lru.json").write_text(json.dumps(fio_job(3, 1000, 500, 1, 2000, 100)))
+    r = simcheck().check(str(tmp_path), ["lru"])["results"]["lru"]
+    assert r["live"]["mean_latency_us"] == pytest.approx((3 * 1500 + 2100) / 4)
+    assert r["live"]["completion_mean_us"] == 5000.0
+    assert r["mean_latency_diff"] == pytest.approx(r["sim"]["mean_latency_us"] / 1650 - 1)
+
+
+def test_simcheck_splits_the_live_hit_ratio_by_phase(tmp_path):
+    """The status timeline's rows up to the warm-up's request count are the warm-up."""
+    timeline = [{"requests": 600, "read_hit_ratio": 0.1}, {"requests": 400, "read_hit_ratio": 0.2},
+                {"requests": 1000, "read_hit_ratio": 0.8}, {"requests": 1000, "read_hit_ratio": None}]
+    guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.5, "timeline": timeline})
+    ph = simcheck().check(str(tmp_path), ["lru"])["results"]["lru"]["live"]["phase_read_hit_ratio"]
+    assert ph["warm"] == pytest.approx((600 * 0.1 + 400 * 0.2) / 1000) and ph["measure"] == pytest.approx(0.8)

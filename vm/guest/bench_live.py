@@ -74,7 +74,8 @@ def run_hbl(policy):
                    copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
                    copy_idle_read_latency_us=st["copy_idle_read_latency_us"],
                    stale_moves=st["stale_moves"], batches=st["batches"],
-                   copy_bandwidth_mib_s=st["copy_bandwidth_bytes_s"] / MIB, ebpf_lost=st["ebpf"]["lost"])
+                   copy_bandwidth_mib_s=st["copy_bandwidth_bytes_s"] / MIB, ebpf_lost=st["ebpf"]["lost"],
+                   timeline=st["timeline"])
     finally:
         subprocess.run(HBL + ["down", "hb"], env=env)
     return res

@@ -62,6 +62,7 @@ def main():
     members = layout.plan_members([live.FAST, live.SLOW], EXTENT)
     caps = layout.capacities(members)
     out = {"warm_s": live.WARM, "measure_s": live.MEASURE, "measure_seconds_per_job": float(MEASURE_S),
+           "hbl_up_args": live.UP_ARGS,
            "layout": {"extent_bytes": EXTENT, "fast_extents": caps[0], "slow_extents": caps[1],
                       "logical_bytes": sum(caps) * EXTENT, "fio_offset": OFFSET},
            "profiles": {}, "live": {}, "capture": {}}
