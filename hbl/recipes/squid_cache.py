@@ -1,47 +1,25 @@
 """The squid-cache recipe (`hbl workloads capture squid-cache`): a caching proxy's disk cache.
 
-A forward proxy in front of an origin web server: wrk asks squid for objects of web-like sizes
+A forward proxy in front of an origin web server (nginx): wrk asks squid for objects of web-like sizes
 by a Zipf popularity over many more bytes than squid's disk cache holds. A hit is read back
 from the cache directory (one file per object, aufs), a miss is fetched from the origin and
 written there, and squid removes the least recently used objects to stay within the cache's
 size: reads, appends of new files and unlinks together, the write-and-read mix of a CDN edge or
-a web proxy. The origin (nginx) serves from a few files outside the captured file system.
+a web proxy. The origin serves one file per size class, from outside the captured file
+system, under a URL of its own for each object.
 """
 import os
 import pwd
 import random
 
 from hbl.recipes.base import Recipe, Step
-from hbl.recipes.nginx_static import free_port
+from hbl.recipes.nginx_static import NGINX_CONF, free_port
 
 OBJECTS = 100_000
-ZIPF_S = 0.8
+ZIPF_S = 0.6
 SEQUENCE = 400_000       # requests wrk cycles through (a fixed sample of the popularity)
 CLASSES = 32             # the origin's object sizes: one file per size class
 CACHE_MIB = 600          # squid's cache directory (the objects asked for are about 2x it)
-
-ORIGIN_CONF = """daemon off;
-worker_processes 1;
-pid {tmp}/origin.pid;
-error_log {tmp}/origin-error.log;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/origin-body;
-    proxy_temp_path {tmp}/origin-proxy;
-    fastcgi_temp_path {tmp}/origin-fastcgi;
-    uwsgi_temp_path {tmp}/origin-uwsgi;
-    scgi_temp_path {tmp}/origin-scgi;
-    server {{
-        listen 127.0.0.1:{port};
-        root {root};
-        location /o/ {{
-            rewrite ^/o/(\\d+)/ /c/$1 break;
-            expires 1d;
-        }}
-    }}
-}}
-"""
 
 SQUID_CONF = """http_port 127.0.0.1:{port}
 http_access allow localhost
@@ -62,7 +40,7 @@ shutdown_lifetime 1 seconds
 """
 
 #: wrk through the proxy: absolute URLs of the origin, a fixed sample of the popularity in turn
-WRK_LUA = """local origin, paths = "http://127.0.0.1:%d/o/", {}
+WRK_LUA = """local origin, paths = "http://127.0.0.1:%d/c/", {}
 for line in io.lines("%s") do paths[#paths + 1] = line end
 local i = math.random(#paths)
 request = function()
@@ -89,8 +67,8 @@ class SquidCache(Recipe):
             "about 1.3 GiB) asked for by Zipf(%.1f) popularity: hits read from the cache, misses written to it, the "
             "least recently used removed" % (CACHE_MIB, format(OBJECTS, ","), ZIPF_S))
     expected = "1 M requests in about 55 minutes here at load 7-8 (squid short of CPU), after a few seconds of set-up"
-    cache_bound = ("memory cgroup of 256 MiB around squid, the origin and wrk, squid's memory cache 8 MiB: the disk cache "
-                   "is 2.3x the page cache, the objects asked for 2.2x the disk cache")
+    cache_bound = ("memory cgroup of 256 MiB around squid, the origin and wrk, squid's memory cache 8 MiB: the disk "
+                   "cache is 2.3x the page cache, the objects asked for 2.2x the disk cache")
     memory_mib = 256
     fs_gib = 4
     binaries = (("/usr/sbin/squid", "squid"), ("/usr/sbin/nginx", "nginx-light"), ("/usr/bin/wrk", "wrk"))
@@ -106,17 +84,20 @@ class SquidCache(Recipe):
                 for off in range(0, size, len(chunk)):
                     f.write(chunk[:min(len(chunk), size - off)])
         os.system("chmod -R a+rX %s" % root)
+        for name in os.listdir(os.path.join(root, "c")):    # old files: squid's heuristic keeps them fresh
+            os.utime(os.path.join(root, "c", name), (1.5e9, 1.5e9))
         # each object a size class near a web-object size; popularity independent of size
         cls = [min(range(CLASSES), key=lambda k: abs(classes[k] - s)) for s in sizes(OBJECTS, rnd)]
         weights = [1.0 / (k + 1) ** ZIPF_S for k in range(OBJECTS)]
         ids = list(range(OBJECTS))
         rnd.shuffle(ids)
         seq = rnd.choices(ids, weights, k=SEQUENCE)
-        self.paths = sc.write_tmp("wrk-paths.txt", "".join("%d/%d\n" % (cls[i], i) for i in seq))
+        # an object is its size class's file with its number as the query: its own URL, so its own entry
+        self.paths = sc.write_tmp("wrk-paths.txt", "".join("%d?%d\n" % (cls[i], i) for i in seq))
         self.origin = origin = free_port()
-        self.origin_conf = sc.write_tmp("origin.conf", ORIGIN_CONF.format(tmp=sc.tmp, port=origin, root=root))
+        self.origin_conf = sc.write_tmp("origin.conf", NGINX_CONF.format(tmp=sc.tmp, port=origin, root=root))
         sc.service("origin", ["/usr/sbin/nginx", "-c", self.origin_conf, "-p", sc.tmp],
-                   ready=["/usr/bin/wrk", "-t1", "-c1", "-d1s", "http://127.0.0.1:%d/o/0/0" % origin])
+                   ready=["/usr/bin/wrk", "-t1", "-c1", "-d1s", "http://127.0.0.1:%d/c/0" % origin])
         proxy = pwd.getpwnam("proxy")
         logs = os.path.join(sc.tmp, "squid")
         os.mkdir(logs)
