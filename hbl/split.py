@@ -11,7 +11,7 @@ or other keys), and an application stands for both its shipped slice and its ful
 (`apps:pgbench` is the first 20,000 requests of `workload:pgbench`, so they cannot sit on
 different sides). A mix (`workload:A+B`) is evaluation if any tenant is.
 
-The MSR slices and nine of the applications are for evaluation. Two real applications are on
+The MSR slices and eleven of the applications are for evaluation. Two real applications are on
 the training side (redis-aof, an fsync-per-write log, and file-server, a metadata-heavy source
 tree): real traces to pretrain and tune on, of kinds unlike the evaluation's databases and
 servers. The shipped agents were pretrained before they were captured, on five synthetic families
@@ -31,7 +31,7 @@ EVALUATION = (
     "bundled:wdev_1",
     # real applications: apps:NAME (slice) and workload:NAME (full capture) alike
     "app:pgbench", "app:sysbench-mariadb", "app:rocksdb", "app:sqlite", "app:build-linux", "app:fio-zipf",
-    "app:nginx-static", "app:pg-analytics", "app:git-checkout",
+    "app:nginx-static", "app:pg-analytics", "app:git-checkout", "app:squid-cache", "app:beanstalkd",
 )
 
 

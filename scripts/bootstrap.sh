@@ -5,8 +5,8 @@
 # Re-running it does nothing when nothing changed. Quiet unless it has work to do.
 # --workloads also installs the applications of `hbl workloads capture` (PostgreSQL,
 # MariaDB, sysbench, RocksDB's tools, Redis, nginx and wrk, rsync, the Linux source tree
-# and what builds it, git). Debian starts the redis-server and
-# nginx services it installs where an init system runs; the recipes run their own.
+# and what builds it, git, Squid, beanstalkd). Debian starts the redis-server, nginx, squid
+# and beanstalkd services it installs where an init system runs; the recipes run their own.
 set -euo pipefail
 WORKLOADS=0
 for arg in "$@"; do
@@ -43,7 +43,7 @@ done
 # and the capture test runs its recipe
 wl=(sqlite3)
 ((WORKLOADS)) && wl+=(postgresql mariadb-server sysbench rocksdb-tools linux-source xz-utils make bc flex bison
-                     libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git)
+                     libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git squid beanstalkd)
 for p in "${wl[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done

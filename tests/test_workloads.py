@@ -27,7 +27,7 @@ def test_list_json_has_the_recipes():
     rows = json.loads(run("workloads", "list", "--json").stdout)
     names = {r["name"] for r in rows}
     assert {"pgbench", "sysbench-mariadb", "rocksdb", "sqlite", "build-linux", "fio-zipf", "redis-aof",
-            "nginx-static", "file-server", "pg-analytics", "git-checkout"} <= names
+            "nginx-static", "file-server", "pg-analytics", "git-checkout", "squid-cache", "beanstalkd"} <= names
     for r in rows:
         assert r["application"] and r["runs"] and r["page_cache_bound"] and r["expected"]
         assert r["synthetic"] == (r["name"] == "fio-zipf")

@@ -1,4 +1,5 @@
 """The workload recipes, one file each; RECIPES is their table, in `hbl workloads list` order."""
+from hbl.recipes.beanstalkd_queue import BeanstalkdQueue
 from hbl.recipes.build_linux import LinuxBuild
 from hbl.recipes.file_server import FileServer
 from hbl.recipes.fio_zipf import FioZipf
@@ -9,7 +10,9 @@ from hbl.recipes.pgbench import Pgbench
 from hbl.recipes.redis_aof import RedisAof
 from hbl.recipes.rocksdb import RocksdbBench
 from hbl.recipes.sqlite import SqliteMix
+from hbl.recipes.squid_cache import SquidCache
 from hbl.recipes.sysbench_mariadb import SysbenchMariadb
 
 RECIPES = {r.name: r for r in (Pgbench(), SysbenchMariadb(), RocksdbBench(), SqliteMix(), LinuxBuild(), FioZipf(),
-                               RedisAof(), NginxStatic(), FileServer(), PgAnalytics(), GitCheckout())}
+                               RedisAof(), NginxStatic(), FileServer(), PgAnalytics(), GitCheckout(),
+                               SquidCache(), BeanstalkdQueue())}
