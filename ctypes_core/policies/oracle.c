@@ -6,8 +6,9 @@
  * overwrites it, or there is none) is dead: it can leave any device at no cost,
  * without a write-back (drop_dead=1, the default).  Each device keeps a
  * max-heap of its pages, dead pages first, then live ones by next access; when
- * a device is full, the top leaves (marked clean when dead, even if the request
- * being served just wrote it).  An accessed page goes to (or stays on) the
+ * a device is full, the top leaves: a dead page straight for the slowest device,
+ * clean (even if the request being served just wrote it), a live one for the
+ * next device down.  An accessed page goes to (or stays on) the
  * fastest device where there is room, or where the page on top is dead or
  * accessed later than it; a read of dead data moves nothing; a page on a
  * slower device may so rise to a middle one (3 and 4 devices).  Otherwise it
@@ -219,6 +220,14 @@ static uint32_t victim(void *vst, struct hbl_sim *s, int d)
     return v;
 }
 
+/* A dead victim leaves for the slowest device, which costs nothing (it is
+ * marked clean); a live one goes one device down, where it is next in line. */
+static int evict_to(void *vst, struct hbl_sim *s, uint32_t x, int d)
+{
+    struct state *st = vst;
+    return st->drop_dead && (s->pt.aux64[x] & DEAD) ? hbl_slowest(s) : d + 1;
+}
+
 static const struct hbl_param_doc params[] = {
     {"writes", "1: a write that bypasses still goes to the fastest device; 0: where its page is"},
     {"drop_dead", "1: evicting data never read again needs no write-back"},
@@ -237,5 +246,6 @@ const struct hbl_policy_ops hbl_policy_oracle = {
     .observe = observe,
     .on_move = on_move,
     .victim = victim,
+    .evict_to = evict_to,
     .set_future = set_future,
 };
