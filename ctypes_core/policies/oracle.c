@@ -3,7 +3,7 @@
  * Given the whole trace in advance, it knows for every page access when the
  * page is next accessed (read or write) and whether that next access reads the
  * data or overwrites it.  Data that will never be read again (its next access
- * overwrites it, or there is none) is dead: it can leave any device at no cost,
+ * overwrites the whole page, or there is none) is dead: it can leave any device at no cost,
  * without a write-back (drop_dead=1, the default).  Each device keeps a
  * max-heap of its pages, dead pages first, then live ones by next access; when
  * a device is full, the top leaves: a dead page straight for the slowest device,
@@ -141,7 +141,10 @@ static int set_future(void *vst, struct hbl_sim *s, const struct hbl_request *re
             st->next_use[k] = pt.n != before ? (HBL_NEVER | DEAD)
                             : (pt.aux64[x] | (pt.aux32[x] ? 0 : DEAD));
             pt.aux64[x] = k;
-            pt.aux32[x] = reqs[i].op == HBL_OP_READ;
+            /* the data is needed by a read, and by a write over part of the page (the rest stays) */
+            uint64_t lo = (first + j) * ps, hi = lo + ps;
+            pt.aux32[x] = reqs[i].op == HBL_OP_READ || reqs[i].offset > lo ||
+                          reqs[i].offset + reqs[i].length < hi;
         }
     }
     hbl_pt_free(&pt);
