@@ -109,6 +109,8 @@ struct hbl_policy_ops {
     void (*on_move)(void *st, struct hbl_sim *s, uint32_t slot, int from, int to);
     /* Device dev is full: which page leaves it.  NULL = least recently used. */
     uint32_t (*victim)(void *st, struct hbl_sim *s, int dev);
+    /* Where that victim goes: a device slower than dev.  NULL = the next one (dev + 1). */
+    int (*evict_to)(void *st, struct hbl_sim *s, uint32_t slot, int dev);
     /* Learning policies: their agents (up to 4), for saving and loading. */
     int (*agents)(void *st, struct hbl_agent **out);
     /* Future knowledge (Oracle). */

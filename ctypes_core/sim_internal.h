@@ -60,7 +60,7 @@ static inline void hbl_lru_touch(struct hbl_sim *s, uint32_t x)
 void hbl_set_device(struct hbl_sim *s, uint32_t x, int to);
 /* Move page x to device `to` with a copy, as background I/O; 1 when it moved. */
 int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed, int required);
-/* Until d has `room` free pages, its victim goes to the next slower device. */
+/* Until d has `room` free pages, its victim goes to the next slower device (or where evict_to says). */
 void hbl_make_room(struct hbl_sim *s, int d, double now, int64_t room);
 
 /* ---- construction (sim.c) ---- */

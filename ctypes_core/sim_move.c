@@ -81,13 +81,15 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
 
 /* The same fallback for every policy: until d has `room` free pages, its
  * victim (least recently used unless the policy names one) goes to the next
- * slower device. */
+ * slower device (or to a slower one the policy names). */
 void hbl_make_room(struct hbl_sim *s, int d, double now, int64_t room)
 {
     while (hbl_free_pages(s, d) < room && d + 1 < s->cfg.ndev) {
         uint32_t v = s->ops->victim ? s->ops->victim(s->pstate, s, d) : s->lru_tail[d];
         if (v == HBL_NONE) return;
-        hbl_migrate_page(s, v, d + 1, now, 1, 1);
+        int to = s->ops->evict_to ? s->ops->evict_to(s->pstate, s, v, d) : d + 1;
+        if (to <= d || to >= s->cfg.ndev) to = d + 1;
+        hbl_migrate_page(s, v, to, now, 1, 1);
         s->st.fallback_evictions++;
     }
 }

@@ -128,9 +128,11 @@ def kind_of(label):
     return "full captures" if label.endswith("+") else "real slices"
 
 
-def _harmonia_standing(score):
+def _harmonia_standing(score, beaten=()):
     """Harmonia against the best non-learning policy, Sibyl and the oracle, from geometric means of
-    normalized latency."""
+    normalized latency. The share of the gap to the oracle closed only where the oracle is a bound:
+    when harmonia or the best non-learning policy beats it on a workload (`beaten`: such policies),
+    oracle_bound is False and no share is given."""
     if "harmonia" not in score:
         return None
     heuristics = {p: v for p, v in score.items() if p not in LEARNING | REFERENCES}
@@ -144,7 +146,8 @@ def _harmonia_standing(score):
     if best and "oracle" in score:
         gap = score[best] - score["oracle"]
         entry["oracle"] = score["oracle"]
-        entry["oracle_gap_closed"] = (score[best] - score["harmonia"]) / gap if gap > 0 else None
+        entry["oracle_bound"] = not {"harmonia", best} & set(beaten)
+        entry["oracle_gap_closed"] = (score[best] - score["harmonia"]) / gap if gap > 0 and entry["oracle_bound"] else None
     return entry
 
 
@@ -180,12 +183,15 @@ def summarize(results, workloads, hss_list, pols):
                      for p, g in c["seed_geomeans"].items() if len(g) > 1}
         beats += [dict(hss=h, workload=b["workload"], policy=b["policy"], seed=b["seed"],
                        latency_vs_oracle=b["latency_vs_oracle"]) for b in c["beats"]]
-        standing = _harmonia_standing(geo[h])
+        beaten = [(b["workload"], b["policy"]) for b in c["beats"]]
+        standing = _harmonia_standing(geo[h], {p for _, p in beaten})
         if standing:
             harmonia[h] = {"all": standing}
             if long_wl:
                 harmonia[h]["long"] = dict(_harmonia_standing({p: geomean([norm[h][w][p] for w in long_wl])
-                                                               for p in geo[h]}), workloads=long_wl)
+                                                               for p in geo[h]},
+                                                              {p for w, p in beaten if w in long_wl}),
+                                           workloads=long_wl)
     order = {p: i for i, p in enumerate(pols)}
     results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["workload"]), order[r["policy"]],
                                 r.get("seed", 1)))
@@ -264,6 +270,8 @@ def _standing_line(h, scope, e):
         parts.append("%+.1f%% vs sibyl" % (100 * e["improvement_over_sibyl"]))
     if e.get("oracle_gap_closed") is not None:
         parts.append("closes %.0f%% of the gap to oracle (%s)" % (100 * e["oracle_gap_closed"], num(e["oracle"])))
+    elif e.get("oracle_bound") is False:
+        parts.append("oracle (%s) is no bound here (!): no share of its gap" % num(e["oracle"]))
     elif "oracle" in e:
         parts.append("oracle (%s) is no better: no gap to close" % num(e["oracle"]))
     return ", ".join(parts)

@@ -61,6 +61,22 @@ def test_an_oracle_beaten_is_no_bound_and_the_text_says_so():
     assert re.search(r"^a\s.*1\.45!", table, re.M)     # harmonia's mean on a, marked
 
 
+def test_harmonia_standing_gives_a_share_of_the_oracle_gap_only_where_the_oracle_holds():
+    from hbl.compare import summarize
+
+    def standing(lat):
+        s = summarize([dict(r, requests=1000, trace=r["workload"]) for r in runs(lat)], ["a", "b", "c"], ["h"], list(lat))
+        return s["harmonia_summary"]["h"]["all"]
+
+    held = standing(LAT)
+    assert held["oracle_bound"] and held["oracle_gap_closed"] == pytest.approx(
+        (geo([2.0, 3.0, 1.2]) - held["harmonia"]) / (geo([2.0, 3.0, 1.2]) - geo([1.2, 1.5, 1.1])))
+    beaten = standing(dict(LAT, harmonia={"a": [11, 18], "b": [25, 29], "c": [14, 12]}))
+    assert beaten["oracle_bound"] is False and beaten["oracle_gap_closed"] is None
+    by_lru = standing(dict(LAT, lru={"a": [20], "b": [30], "c": [10.5]}))    # the best baseline beats it on c
+    assert by_lru["best_heuristic"] == "lru" and by_lru["oracle_gap_closed"] is None
+
+
 def test_no_oracle_no_gap_and_a_missing_baseline_is_named():
     lat = {p: v for p, v in LAT.items() if p != "oracle"}
     lat["lru"] = dict(lat["lru"], d=[5])                 # no Fast-Only run on d

@@ -2,24 +2,28 @@
  *
  * Given the whole trace in advance, it knows for every page access when the
  * page is next accessed (read or write) and whether that next access reads the
- * data or overwrites it.  Each device keeps a max-heap of its pages by next
- * access; when a device is full, the page accessed farthest in the future
- * leaves.  An accessed page goes to (or stays on) the fastest device when there
- * is room or when it is accessed again sooner than the farthest page there;
- * otherwise it bypasses: a read is served where the data is, and a write goes
- * to the fastest device anyway (writes=1, the default: the write is then fast
- * and its write-back is background work) or where the page is (writes=0).
+ * data or overwrites it.  Data that will never be read again (its next access
+ * overwrites the whole page, or there is none) is dead: it can leave any device at no cost,
+ * without a write-back (drop_dead=1, the default).  Each device keeps a
+ * max-heap of its pages, dead pages first, then live ones by next access; when
+ * a device is full, the top leaves: a dead page straight for the slowest device,
+ * clean (even if the request being served just wrote it), a live one for the
+ * next device down.  An accessed page goes to (or stays on) the
+ * fastest device where there is room, or where the page on top is dead or
+ * accessed later than it; a read of dead data moves nothing; a page on a
+ * slower device may so rise to a middle one (3 and 4 devices).  Otherwise it
+ * bypasses: a read is served where the data is, and a write goes to the
+ * fastest device anyway (writes=1, the default: the write is then fast and its
+ * write-back is background work) or where the page is (writes=0).
  * With promote=0 a read never moves data: only writes are placed, so a disk
  * that is the bottleneck is spared the write-backs that promotions cause; with
  * whole=1 a write goes to the fastest device only if all its pages would, and
  * otherwise to the slowest as one run.
- * Rewrites are absorbed: a page about to be rewritten is worth keeping like
- * one about to be read.  Data that will never be read again (its next access
- * overwrites it, or there is none) is dead: evicting it needs no write-back
- * (drop_dead=1, the default).  Ties (pages never accessed again) leave in page
- * order, so an HDD receives them as runs.  It is an upper bound on what a
- * policy can do within the simulator's rules: `hbl compare` flags any policy
- * that beats it. */
+ * Rewrites are absorbed: a page about to be rewritten is worth keeping on a
+ * device with room.  Ties (pages never accessed again) leave in page order, so
+ * an HDD receives them as runs.  It is an upper bound on what a policy can do
+ * within the simulator's rules: `hbl compare` flags any policy that beats it
+ * (docs/simulator.md says where it was measured to hold). */
 #include <stdlib.h>
 #include "../hbl_internal.h"
 
@@ -137,31 +141,47 @@ static int set_future(void *vst, struct hbl_sim *s, const struct hbl_request *re
             st->next_use[k] = pt.n != before ? (HBL_NEVER | DEAD)
                             : (pt.aux64[x] | (pt.aux32[x] ? 0 : DEAD));
             pt.aux64[x] = k;
-            pt.aux32[x] = reqs[i].op == HBL_OP_READ;
+            /* the data is needed by a read, and by a write over part of the page (the rest stays) */
+            uint64_t lo = (first + j) * ps, hi = lo + ps;
+            pt.aux32[x] = reqs[i].op == HBL_OP_READ || reqs[i].offset > lo ||
+                          reqs[i].offset + reqs[i].length < hi;
         }
     }
     hbl_pt_free(&pt);
     return 0;
 }
 
+/* Whether a page of key `key` earns a place on device t, which is full: its
+ * farthest page is accessed later, or is dead (dropping it costs nothing). */
+static int earns(const struct state *st, const struct hbl_sim *s, int t, uint64_t key)
+{
+    if (!st->hn[t]) return 0;
+    uint64_t worst = s->pt.aux64[st->heap[t][0]];
+    return (st->drop_dead && (worst & DEAD)) || key < worst;
+}
+
 static void place(void *vst, struct hbl_sim *s, const struct hbl_request *r,
                   const uint32_t *slots, int n, int8_t *targets)
 {
     struct state *st = vst;
-    int write = r->op == HBL_OP_WRITE;
+    int write = r->op == HBL_OP_WRITE, last = hbl_slowest(s);
+    int64_t room[HBL_MAX_DEVICES];      /* free pages left once this request's pages are in */
+    for (int d = 0; d < last; d++) room[d] = hbl_free_pages(s, d);
     st->req_cursor = st->cursor;
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
-        uint64_t nu = st->cursor < st->n ? st->next_use[st->cursor] & ~DEAD : HBL_NEVER;
+        uint64_t key = st->cursor < st->n ? st->next_use[st->cursor] : (HBL_NEVER | DEAD);
+        if (!st->drop_dead) key &= ~DEAD;
         st->cursor++;
         int d = s->pt.dev[x];
-        s->pt.aux64[x] = nu;
+        s->pt.aux64[x] = key;
         if (d >= 0) hfix(st, s, d, s->pt.aux32[x]);
-        if (d == 0 || (write && st->writes_fast)) { targets[i] = 0; continue; }
-        if (!write && !st->promote) continue;
-        if (hbl_free_pages(s, 0) > 0) { targets[i] = 0; continue; }
-        uint64_t worst = st->hn[0] ? s->pt.aux64[st->heap[0][0]] : 0;
-        if (nu < worst) targets[i] = 0;
+        if (d == 0) { targets[i] = 0; continue; }
+        if (write && st->writes_fast) { targets[i] = 0; room[0]--; continue; }
+        if (!write && (!st->promote || (key & DEAD))) continue;   /* a dead page read is not worth a copy */
+        /* the fastest device above the page's own where it earns a place */
+        for (int t = 0; t < (d >= 0 ? d : last); t++)
+            if (room[t] > 0 || earns(st, s, t, key)) { targets[i] = (int8_t)t; room[t]--; break; }
     }
     if (write && st->whole) {     /* a write the fast device cannot take whole goes to the disk as one run */
         int all = 1;
@@ -191,11 +211,24 @@ static void on_move(void *vst, struct hbl_sim *s, uint32_t x, int from, int to)
     hinsert(st, s, to, x);
 }
 
+/* The page accessed farthest in the future leaves, dead pages first.  A dead
+ * page needs no write-back even when it was written by the request being served
+ * (observe has not marked it yet). */
 static uint32_t victim(void *vst, struct hbl_sim *s, int d)
 {
     struct state *st = vst;
-    (void)s;
-    return st->hn[d] ? st->heap[d][0] : HBL_NONE;
+    if (!st->hn[d]) return HBL_NONE;
+    uint32_t v = st->heap[d][0];
+    if (st->drop_dead && (s->pt.aux64[v] & DEAD)) s->pt.home_copy[v] = 1;
+    return v;
+}
+
+/* A dead victim leaves for the slowest device, which costs nothing (it is
+ * marked clean); a live one goes one device down, where it is next in line. */
+static int evict_to(void *vst, struct hbl_sim *s, uint32_t x, int d)
+{
+    struct state *st = vst;
+    return st->drop_dead && (s->pt.aux64[x] & DEAD) ? hbl_slowest(s) : d + 1;
 }
 
 static const struct hbl_param_doc params[] = {
@@ -216,5 +249,6 @@ const struct hbl_policy_ops hbl_policy_oracle = {
     .observe = observe,
     .on_move = on_move,
     .victim = victim,
+    .evict_to = evict_to,
     .set_future = set_future,
 };
