@@ -7,7 +7,7 @@
 A trace name may also be `synth:PRESET[:key=value,...]` for a generated workload
 (see hbl.trace.synthetic), `bundled:NAME` for one of the MSR slices shipped
 with hbl, `workload:NAME` for a real application's capture or `apps:NAME` for
-its shipped first 20,000 requests (see hbl.workloads), and `workload:A+B` for captures replayed
+its shipped first 20,000 requests (see hbl.trace.workloads), and `workload:A+B` for captures replayed
 together as tenants of one host (see hbl.trace.mix).
 """
 import pathlib
@@ -31,7 +31,7 @@ def resolve(name):
     if is_mix(name):
         return name
     if name.startswith(("workload:", "apps:")):
-        from hbl import workloads
+        from hbl.trace import workloads
         return workloads.resolve(name)
     if name.startswith("bundled:"):
         stem = name.split(":", 1)[1]
