@@ -1,4 +1,5 @@
-"""Device profiles and hybrid storage (HSS) configurations.
+"""Device profiles and hybrid storage (HSS) configurations (here); measure.py measures a real
+device's profile with fio.
 
 Each profile is the service model of one device in the simulator
 (struct hbl_device_params in ctypes_core/hbl_api.h):

@@ -5,6 +5,10 @@
 
 The request loop, the page table, the device model and the policies are C
 (ctypes_core/); Python only moves chunks of requests and reads the results.
+
+The package holds the simulator's driver (here) and its agents: agent.py (the agents' view),
+plugin.py (policies written in Python), pretrained.py (trains the shipped agents) and
+agent_files.py (finds them).
 """
 import time
 

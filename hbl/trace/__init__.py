@@ -1,4 +1,6 @@
-"""Block traces: readers for every supported format, writers, synthetic workloads.
+"""Block traces: readers for every supported format, writers, synthetic workloads; captures of
+real applications (workloads.py, their recipes in recipes/), the train/evaluation split
+(split.py) and a trace's statistics (info.py).
 
     from hbl.trace import open_trace
     for chunk in open_trace("hm_0.csv"):   # NumPy arrays of hbl.record.REQUEST
