@@ -25,7 +25,7 @@ struct hbl_request {
 enum hbl_op { HBL_OP_READ = 0, HBL_OP_WRITE = 1, HBL_OP_DISCARD = 2, HBL_OP_FLUSH = 3 };
 enum { HBL_MAX_DEVICES = 4, HBL_MAX_STREAMS = 16 };
 
-/* Service model of one device (see hbl/devices.py for the datasheets).
+/* Service model of one device (see hbl/devices/__init__.py for the datasheets).
  * An SSD is a pipeline: an I/O completes `latency` after it starts (a 4 KiB
  * access costs exactly the datasheet's QD1 latency; larger ones add the
  * transfer of the rest) and holds the device for 1/IOPS, or its transfer time
@@ -316,7 +316,7 @@ int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent);
 /* Extents whose device changed since the last call, oldest first (may repeat). */
 uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max);
 
-/* Python plugin policies (policy "python"): implemented in hbl/plugin.py. */
+/* Python plugin policies (policy "python"): implemented in hbl/sim/plugin.py. */
 #if HBL_CDEF
 extern "Python+C" void hbl_py_place(void *plugin, const struct hbl_request *req,
                                     const uint32_t *slots, int32_t n, int8_t *targets);

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from hbl import record
-from hbl.workloads import PACK_QUANTA
+from hbl.trace.workloads import PACK_QUANTA
 from hbl.trace import load, open_trace, writer
 
 

@@ -38,7 +38,7 @@ for p in clang llvm libbpf-dev bpftool python3-bpfcc bpfcc-tools fio \
          qemu-system-x86 qemu-utils debootstrap busybox-static kmod cpio e2fsprogs dmsetup chromium; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
-# hbl workloads: the applications whose block I/O the recipes capture (hbl/workloads.py
+# hbl workloads: the applications whose block I/O the recipes capture (hbl/trace/workloads.py
 # names the same list in its error when one is missing); sqlite3 always, it is small
 # and the capture test runs its recipe
 wl=(sqlite3)

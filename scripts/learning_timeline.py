@@ -17,7 +17,7 @@ import os
 import sys
 import tempfile
 
-from hbl.compare import LONG, default_traces
+from hbl.experiments.compare import LONG, default_traces
 from hbl.pool import run_all
 from hbl.sim import simulate
 

@@ -21,7 +21,7 @@ import random
 import re
 import sys
 
-from hbl import pretrained
+from hbl.sim import pretrained
 from hbl.pool import run_all
 from hbl.sim import simulate
 

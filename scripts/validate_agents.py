@@ -14,7 +14,8 @@ import argparse
 import math
 import sys
 
-from hbl import pretrained, split
+from hbl.sim import pretrained
+from hbl.trace import split
 from hbl.errors import HblError
 from hbl.pool import run_all
 from hbl.sim import simulate

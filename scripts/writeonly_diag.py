@@ -20,7 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from hbl import pretrained, record
+from hbl.sim import pretrained
+from hbl import record
 from hbl.devices import load_hss
 from hbl.sim import Simulator, footprint_pages
 from hbl.trace import open_trace
@@ -218,7 +219,7 @@ def learning(args):
     a training step, in either run) and with the migration agent frozen (m_train_every): the ratio
     left is what the other agent's online learning gives.  Counters are over the head of each run."""
     import tempfile
-    from hbl.compare import LONG, default_traces
+    from hbl.experiments.compare import LONG, default_traces
     traces = args.trace or [t for t in default_traces() if t.startswith("synth:")]
     p = print
     p("# scripts/writeonly_diag.py --learning --hss %s --seeds %d --head %g%s%s" % (
@@ -322,7 +323,7 @@ def probe(args):
 
 def suite(args):
     import math
-    from hbl.compare import default_traces
+    from hbl.experiments.compare import default_traces
     from hbl.sim import simulate
     p = print
     p("# scripts/writeonly_diag.py --suite --hss %s --seeds %d%s%s" % (

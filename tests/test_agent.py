@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hbl.agent import Agent
+from hbl.sim.agent import Agent
 from hbl.core import ffi, lib
 from hbl.devices import load_hss
 from hbl.errors import HblError
@@ -299,7 +299,7 @@ def test_page_reward_teaches_from_each_pages_next_access():
 
 
 def test_memory_and_inference_figures():
-    from hbl.bench import agent_figures
+    from hbl.experiments.bench import agent_figures
     from hbl.devices import load_hss
     from hbl.trace import load
     data, _ = load("synth:hm:requests=20000")

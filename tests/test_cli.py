@@ -234,11 +234,11 @@ def test_agent_defaults_listed_are_the_agents_configuration(live):
     """The agent table's defaults as listed are what the agents are built with (hidden1/2: hidden[0/1]),
     in the simulator and on a live device."""
     from hbl.core import ffi, lib
-    from hbl.live.engine import Engine
+    from hbl.live.decider import Decider
     from hbl.sim import Simulator, load_hss, policy_names, policy_params
     listed = {k: v["live_default" if live else "default"]
               for k, v in policy_params(policy_names().index("harmonia")).items()}
-    sim = Engine("harmonia", 1 << 20, [100, 1000]).sim if live else Simulator(load_hss("cost"), "harmonia",
+    sim = Decider("harmonia", 1 << 20, [100, 1000]).sim if live else Simulator(load_hss("cost"), "harmonia",
                                                                               [100, None])
     assert listed["train_every"] == (25 if live else 1000)
     for agent, prefix in ((0, ""), (1, "m_")):
@@ -274,7 +274,7 @@ def test_listed_defaults_are_what_init_reads(policy):
 
 
 def test_compare_seeds_exactly_the_learning_policies():
-    from hbl.compare import LEARNING, compare
+    from hbl.experiments.compare import LEARNING, compare
     from hbl.sim import policy_names
     assert LEARNING == set(policy_names("learns"))
     s = compare(traces=["synth:zipf:requests=3000"], hss_list=["cost"], policies="lru,archivist,cde,sibyl",

@@ -3,8 +3,8 @@ labels the trace's future gives, and the warm start that acts on them."""
 import numpy as np
 import pytest
 
-from hbl import pretrained
-from hbl.agent import Agent
+from hbl.sim import pretrained
+from hbl.sim.agent import Agent
 from hbl.core import ffi, lib
 from hbl.errors import HblError
 from hbl.sim import simulate, wants_future

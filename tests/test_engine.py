@@ -1,4 +1,4 @@
-"""The one experiment engine (hbl/engine.py): `hbl compare` is a preset grid of it, run on local
+"""The one experiment engine (hbl/experiments/engine.py): `hbl compare` is a preset grid of it, run on local
 processes without Dask; its runs are the engine's cells, as a sweep of the same cells computes
 them; a failing cell is recorded, or with strict raised."""
 import subprocess
@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from hbl import engine
-from hbl.compare import CompareGrid, compare
+from hbl.experiments import engine
+from hbl.experiments.compare import CompareGrid, compare
 from hbl.errors import HblError
 
 TRACE = "synth:zipf:requests=3000,pages=1500"
@@ -58,7 +58,7 @@ def test_a_failing_cell_is_recorded_or_with_strict_raised(tmp_path):
 
 
 def test_compare_needs_no_dask():
-    code = ("import sys; from hbl.compare import compare; "
+    code = ("import sys; from hbl.experiments.compare import compare; "
             "compare(traces=[%r], hss_list=['cost'], policies='lru', seeds=1, progress=False, jobs=1); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('distributed', 'dask')))" % TRACE)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -1,4 +1,4 @@
-"""The live device's layers that need no device-mapper: the engine (the C
+"""The live device's layers that need no device-mapper: the decider (the C
 policies in live mode), metadata, layout and the safety checks (the last on
 real loop devices, as root).  The controller itself runs in the VM
 (vm/guest/tests/test_live.py, run by tests/test_vm.py)."""
@@ -13,7 +13,7 @@ import pytest
 from hbl import record
 from hbl.errors import HblError
 from hbl.live import layout
-from hbl.live.engine import Engine
+from hbl.live.decider import Decider
 from hbl.live.meta import Meta, MetaError, new_uuid, parse_superblock, superblock
 
 MIB = 1 << 20
@@ -29,11 +29,11 @@ def requests(extents, ops, t0=0):
     return r
 
 
-# ---- engine ----
+# ---- decider ----
 
 @pytest.mark.parametrize("policy", ["lru", "smq", "cde", "harmonia", "sibyl"])
-def test_engine_moves_respect_capacity_and_agree_with_its_table(policy):
-    e = Engine(policy, MIB, [8, 200])
+def test_decider_moves_respect_capacity_and_agree_with_its_table(policy):
+    e = Decider(policy, MIB, [8, 200])
     e.set_devices(np.arange(200), np.ones(200))
     rng = np.random.default_rng(1)
     for k in range(40):
@@ -48,8 +48,8 @@ def test_engine_moves_respect_capacity_and_agree_with_its_table(policy):
     assert st["promotions"] > 0
 
 
-def test_engine_lru_promotes_the_accessed_extent_and_evicts_the_oldest():
-    e = Engine("lru", MIB, [2, 10])
+def test_decider_lru_promotes_the_accessed_extent_and_evicts_the_oldest():
+    e = Decider("lru", MIB, [2, 10])
     e.set_devices(np.arange(10), [0, 0] + [1] * 8)
     e.feed(requests([5], [record.READ]))
     assert e.take_moves() == {0: 1, 5: 0}    # 5 promoted; 0, least recently placed, evicted for it
@@ -57,8 +57,8 @@ def test_engine_lru_promotes_the_accessed_extent_and_evicts_the_oldest():
     assert e.take_moves() == {}              # taken once
 
 
-def test_engine_put_back_restores_a_move_not_done():
-    e = Engine("lru", MIB, [2, 10])
+def test_decider_put_back_restores_a_move_not_done():
+    e = Decider("lru", MIB, [2, 10])
     e.set_devices(np.arange(10), [0, 0] + [1] * 8)
     e.feed(requests([7], [record.READ]))
     assert e.take_moves()[7] == 0
@@ -67,12 +67,12 @@ def test_engine_put_back_restores_a_move_not_done():
     e.check()
 
 
-def test_engine_refuses_bad_input():
+def test_decider_refuses_bad_input():
     with pytest.raises(HblError):
-        Engine("no-such-policy", MIB, [2, 10])
+        Decider("no-such-policy", MIB, [2, 10])
     with pytest.raises(HblError):
-        Engine("lru", MIB, [2])
-    e = Engine("lru", MIB, [2, 10])
+        Decider("lru", MIB, [2])
+    e = Decider("lru", MIB, [2, 10])
     with pytest.raises(HblError):
         e.set_devices([1], [5])
 
@@ -110,24 +110,24 @@ def test_a_live_simulator_ignores_the_queue_depth_and_keeps_its_heap():
     assert p.stdout.startswith("True"), p.stdout
 
 
-def test_engine_agents_come_from_a_simulator_run(tmp_path):
-    """An agent trained by hbl simulate loads into the live engine (same policy, same shapes)."""
+def test_decider_agents_come_from_a_simulator_run(tmp_path):
+    """An agent trained by hbl simulate loads into the live decider (same policy, same shapes)."""
     from hbl.sim import simulate
     path = tmp_path / "a.hbl"
     simulate("synth:zipf:requests=3000", hss="cost", policy="harmonia", save_agents=str(path))
-    e = Engine("harmonia", MIB, [8, 100])
+    e = Decider("harmonia", MIB, [8, 100])
     e.load_agents(str(path))
     with pytest.raises(HblError):
-        Engine("sibyl", MIB, [8, 100]).load_agents(str(path))
+        Decider("sibyl", MIB, [8, 100]).load_agents(str(path))
 
 
 def live_loop(policy, params, seed, batches=600, batch=64, extents=1519, fast=500, hot=800):
-    """The live loop emulated on the host: the engine decides, its moves take effect at
+    """The live loop emulated on the host: the decider decides, its moves take effect at
     once, and a request's latency is that of the device its extent was on (0.1 ms or
     10 ms).  Zipf 1.2 over `hot` extents that all start on the slow device, 70% reads.
     Returns the fast-device hit ratio over the last third, and the moves."""
     rng = np.random.default_rng(seed)
-    e = Engine(policy, MIB, [fast, extents - fast + 20], params=params, seed=seed)
+    e = Decider(policy, MIB, [fast, extents - fast + 20], params=params, seed=seed)
     e.set_devices(np.arange(extents), [0] * fast + [1] * (extents - fast))
     order = rng.permutation(hot) + (extents - hot)
     tail, moves = [], 0
@@ -144,7 +144,7 @@ def live_loop(policy, params, seed, batches=600, batch=64, extents=1519, fast=50
 
 
 def test_learning_policies_bring_the_hot_extents_up_in_the_live_loop():
-    """With the live engine's defaults (each placement decision rewarded at its
+    """With the live decider's defaults (each placement decision rewarded at its
     extent's next access; a training step every 25 decisions) the agents bring the
     hot extents to the fast device on every seed, as LRU does, and harmonia with a
     third of LRU's moves.  With the simulator's defaults their choices stay
@@ -159,13 +159,13 @@ def test_learning_policies_bring_the_hot_extents_up_in_the_live_loop():
     assert min(live_loop("harmonia", sim_defaults, seed)[0] for seed in (1, 2, 3, 4)) < 0.5
 
 
-def test_engine_trains_on_its_own_thread_while_deciding(tmp_path):
+def test_decider_trains_on_its_own_thread_while_deciding(tmp_path):
     """With background training the request path only decides and remembers: every
     train step and sync happens on the trainer thread, on the same schedule, while
     decisions, moves, stats and agent saves go on; stopping joins the thread and
-    leaves the agents inline-trainable, and the engine's table consistent."""
+    leaves the agents inline-trainable, and the decider's table consistent."""
     import time
-    e = Engine("harmonia", MIB, [16, 400], params=["warmup=200", "m_warmup=50"])
+    e = Decider("harmonia", MIB, [16, 400], params=["warmup=200", "m_warmup=50"])
     e.set_devices(np.arange(400), np.ones(400))
     rng = np.random.default_rng(3)
     e.start_training()
@@ -193,7 +193,7 @@ def test_engine_trains_on_its_own_thread_while_deciding(tmp_path):
     assert placement["syncs"] >= 5
     assert migration["background_steps"] == migration["train_steps"] >= 1
     assert steps == sorted(steps)
-    Engine("harmonia", MIB, [16, 400]).load_agents(str(tmp_path / "a.hbl"))
+    Decider("harmonia", MIB, [16, 400]).load_agents(str(tmp_path / "a.hbl"))
     # inline again: the next decisions train in the request path, the thread is gone
     before = e.stats()["agents"][0]["train_steps"]
     for j in range(40):
@@ -745,7 +745,7 @@ def test_the_last_look_before_the_hold_sees_a_new_request_to_a_moving_extent():
     moving extent among them, or a member write to a moving extent's old slot, means one
     more round, and they are taken at once; one to another extent, or another member
     record, does not, and they are taken (observed) only once the hold has begun, so that
-    the engine's work does not widen the window before it."""
+    the decider's work does not widen the window before it."""
     import types
     from hbl import record
     from hbl.live.batch import Batch

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from hbl import record, workloads
+from hbl import record
+from hbl.trace import workloads
 from hbl.errors import TraceError
 from hbl.trace import load, mix, open_trace, writer
 
@@ -83,7 +84,7 @@ def test_a_mix_converts_to_a_file(captures, tmp_path):
 
 
 def test_compare_reports_full_captures_apart(captures):
-    from hbl.compare import compare, format_text
+    from hbl.experiments.compare import compare, format_text
     s = compare(traces=["bundled:mds_0", "synth:zipf:requests=2000,pages=500", "workload:sqlite",
                         "workload:pgbench+rocksdb"], hss_list=("perf",), policies="lru", progress=False, seeds=1)
     kinds = s["geomean_by_kind"]["perf"]
@@ -99,7 +100,7 @@ def test_compare_reports_full_captures_apart(captures):
 
 
 def test_the_default_suite_cuts_full_captures(captures, monkeypatch):
-    from hbl import compare as cmp
+    from hbl.experiments import compare as cmp
     monkeypatch.setattr(cmp, "default_traces", lambda n=None: ["workload:sqlite", "bundled:mds_0"])
     s = cmp.compare(hss_list=("perf",), policies="lru", progress=False, seeds=1, capture_requests=120)
     requests = {r["workload"]: r["requests"] for r in s["results"] if r["policy"] == "lru"}

@@ -135,7 +135,7 @@ SUITE = ["bundled:hm_0", "bundled:hm_1", "bundled:mds_0", "bundled:proj_0", "bun
 # wdev_1 (tri, quad); results/quality/oracle.txt shows it.
 @pytest.mark.parametrize("hss", ["perf", "cost", "tri", "quad"])
 def test_oracle_is_no_slower_than_any_policy_on_the_default_suite(hss):
-    from hbl.compare import compare
+    from hbl.experiments.compare import compare
     s = compare(traces=SUITE, hss_list=[hss], seeds=3, progress=False)
     assert s["beats_oracle"] == []
     assert s["harmonia_summary"][hss]["all"]["oracle_bound"]
@@ -146,7 +146,7 @@ def test_measured_profile_drives_the_simulator(tmp_path):
     import shutil
     if not shutil.which("fio"):
         pytest.skip("fio is not installed (scripts/bootstrap.sh installs it)")
-    from hbl.measure import measure
+    from hbl.devices.measure import measure
     f = tmp_path / "dev.img"
     with open(f, "wb") as out:          # real blocks, so reads are not answered from holes
         out.write(np.random.default_rng(0).bytes(64 << 20))

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from hbl import figures, plot, results, tables  # noqa: E402
+from hbl.experiments import figures, plot, results, tables  # noqa: E402
 
 HBL = [sys.executable, "-m", "hbl.cli"]
 POLICIES = "fast-only,slow-only,oracle,lru,cde,harmonia"

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from hbl import pretrained
+from hbl.sim import pretrained
 from hbl.cli import main
-from hbl.compare import default_traces
+from hbl.experiments.compare import default_traces
 from hbl.errors import HblError
 from hbl.sim import simulate
 

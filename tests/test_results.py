@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from hbl import results
+from hbl.experiments import results
 from hbl.errors import HblError
 
 HBL = [sys.executable, "-m", "hbl.cli"]

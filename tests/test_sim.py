@@ -4,7 +4,7 @@ import pytest
 from hbl import record
 from hbl.devices import load_hss
 from hbl.errors import HblError
-from hbl.plugin import Policy
+from hbl.sim.plugin import Policy
 from hbl.sim import Simulator, footprint_pages, policy_names, simulate
 from hbl.trace import load
 
@@ -142,7 +142,7 @@ def test_footprint():
 
 
 def test_reuse_distance_matches_naive():
-    from hbl.info import trace_info
+    from hbl.trace.info import trace_info
     d, _ = load("synth:zipf:requests=3000,pages=500,seed=9")
     info = trace_info([d])
     stack, hist = [], {}
@@ -163,7 +163,7 @@ def test_lru_agrees_with_libcachesim():
     """Cross-check against an independent implementation: hbl's LRU hit ratio
     equals libCacheSim's LRU on the same page sequence and capacity (reads only)."""
     pytest.importorskip("libcachesim")
-    from hbl.bench import libcachesim_lru
+    from hbl.experiments.bench import libcachesim_lru
     d, _ = load("synth:zipf:requests=100000,pages=20000,alpha=0.9,read=1,seed=4")
     r = simulate("synth:zipf:requests=100000,pages=20000,alpha=0.9,read=1,seed=4", hss="perf", policy="lru")
     _, hit = libcachesim_lru(d, r["capacity_pages"][0])

@@ -1,12 +1,13 @@
-"""The train/evaluation split (hbl/split.py): one list, no workload on both sides, and no training on
+"""The train/evaluation split (hbl/trace/split.py): one list, no workload on both sides, and no training on
 an evaluation workload, by the shipped agents or by the commands that train or tune."""
 import json
 import os
 
 import pytest
 
-from hbl import pretrained, split, workloads
-from hbl.compare import default_traces
+from hbl.sim import pretrained
+from hbl.trace import split, workloads
+from hbl.experiments.compare import default_traces
 from hbl.errors import HblError
 from hbl.trace import bundled_traces
 from hbl.trace.synthetic import DEFAULT_SUITE, PRESETS

@@ -20,6 +20,18 @@ PY_LIMIT, C_LIMIT = 600, 650
 # removed when its split lands, and this test fails on one that is no longer needed.
 OVERSIZE = {}
 
+# hbl/'s sub-packages from the top layer down (docs/layout.md): a module may import its own
+# package, a package below it, and the foundations at hbl/'s top, which import one another only.
+# hbl.results and hbl.plugin re-export experiments/results.py and sim/plugin.py under their
+# documented names, so they sit above everything and nothing imports them.
+LAYERS = ["hbl.cli", "hbl.vm", "hbl.live", "hbl.experiments", "hbl.sim", "hbl.trace", "hbl.devices",
+          "hbl.capture"]
+FOUNDATIONS = ["hbl", "hbl.errors", "hbl.record", "hbl.core", "hbl.progress", "hbl.pool", "hbl.cmdline"]
+REEXPORTS = ["hbl.results", "hbl.plugin"]
+# imports that point up, each with why; an entry is removed when its import goes
+UPWARD = {("hbl.devices.measure", "hbl.live.safety"):
+          "--write asks the live device's check whether the device is free to write"}
+
 
 # ---- the checks -------------------------------------------------------------------------
 
@@ -174,6 +186,43 @@ def _dotted(node, aliases):
     return ".".join([aliases[node.id]] + parts[::-1])
 
 
+def _layer(name, layers, foundations, reexports):
+    """The index of name's layer (0 the top), len(layers) for a foundation, -1 for a re-export,
+    None for a module outside hbl's layers (dmsetup)."""
+    if name in reexports:
+        return -1
+    if name in foundations:
+        return len(layers)
+    for i, pkg in enumerate(layers):
+        if name == pkg or name.startswith(pkg + "."):
+            return i
+    return None if not name.startswith("hbl") else len(layers) + 1
+
+
+def upward_imports(graph, mods, root, layers=LAYERS, foundations=FOUNDATIONS, reexports=REEXPORTS,
+                   allow=UPWARD):
+    """Imports from a layer into one above it, a module of hbl/ in no layer, and allowlist entries
+    that are no longer needed: one line each."""
+    bad, seen = [], set()
+    for a in sorted(graph):
+        la = _layer(a, layers, foundations, reexports)
+        if la == len(layers) + 1:
+            bad.append("%s: in no layer (a new sub-package or foundation: add it to LAYERS or "
+                       "FOUNDATIONS, and to docs/layout.md)" % mods[a].relative_to(root))
+            continue
+        for b, line in sorted(graph[a].items()):
+            lb = _layer(b, layers, foundations, reexports)
+            if la is None or lb is None or lb >= la and la >= 0:
+                continue
+            if (a, b) in allow:
+                seen.add((a, b))
+                continue
+            if la != -1:
+                bad.append("%s:%d: %s imports %s, a layer above it" % (mods[a].relative_to(root), line, a, b))
+    bad += ["%s imports %s no longer: remove it from UPWARD" % k for k in sorted(set(allow) - seen)]
+    return bad
+
+
 def oversize(root, allow=OVERSIZE):
     """Files over their limit (or over their allowlisted ceiling), and allowlist entries that are
     no longer needed."""
@@ -208,6 +257,12 @@ def test_no_module_imports_anothers_private_names():
     found = private_uses(ROOT)
     assert not found, "private names used across modules (make them public where they belong):\n" + \
         "\n".join(found)
+
+
+def test_layers_import_downwards():
+    graph, mods = import_graph(ROOT)
+    found = upward_imports(graph, mods, ROOT)
+    assert not found, "imports against the layers (docs/layout.md):\n" + "\n".join(found)
 
 
 def test_no_file_over_its_size():
@@ -278,3 +333,25 @@ def test_oversize_files_and_stale_allowlist_entries_are_found(tmp_path):
                      "hbl/grown.py: 700 lines, over its allowlisted ceiling 650",
                      "hbl/shrunk.py: no longer over 600 lines (or gone): remove it from OVERSIZE"]
 
+
+
+def test_upward_imports_and_stale_allowlist_entries_are_found(tmp_path):
+    root = _tree(tmp_path, {
+        "hbl/__init__.py": "",
+        "hbl/errors.py": "",
+        "hbl/top.py": "from hbl import errors\n",                         # re-export: may import up
+        "hbl/ui/__init__.py": "from hbl.low import x\n",                  # down: fine
+        "hbl/low/__init__.py": "",
+        "hbl/low/x.py": "import hbl.errors\ndef f():\n    from hbl.ui import y\n",
+        "hbl/ui/y.py": "from hbl.low import x\n",
+        "hbl/stray.py": "",                                               # in no layer
+        "hbl/errors2.py": "from hbl.low import x\n",
+    })
+    graph, mods = import_graph(root, [("hbl", "hbl")])
+    found = upward_imports(graph, mods, root, ["hbl.ui", "hbl.low"], ["hbl", "hbl.errors", "hbl.errors2"],
+                           ["hbl.top"], {("hbl.low.x", "hbl.gone"): "why"})
+    assert found == ["hbl/errors2.py:1: hbl.errors2 imports hbl.low.x, a layer above it",
+                     "hbl/low/x.py:3: hbl.low.x imports hbl.ui.y, a layer above it",
+                     "hbl/stray.py: in no layer (a new sub-package or foundation: add it to LAYERS or "
+                     "FOUNDATIONS, and to docs/layout.md)",
+                     "hbl.low.x imports hbl.gone no longer: remove it from UPWARD"]

@@ -156,7 +156,7 @@ def test_sweep_bad_input_is_one_line(tmp_path):
     assert p.returncode == 2 and "not a sweep directory" in p.stderr
 
 
-TRAIN = "synth:zipf:requests=7000,pages=4000"    # a training family (hbl/split.py)
+TRAIN = "synth:zipf:requests=7000,pages=4000"    # a training family (hbl/trace/split.py)
 
 
 def test_tune_searches_on_training_workloads_only(tmp_path):
@@ -190,7 +190,7 @@ def test_embedded_cluster_listens_on_loopback_only():
     """The scheduler, the nannies, the workers and any HTTP endpoint: nothing but 127.0.0.1."""
     import distributed
     import psutil
-    from hbl.sweep import dask_client
+    from hbl.experiments.sweep import dask_client
     client, cluster = dask_client(distributed, 2, None)
     try:
         client.wait_for_workers(2, timeout=60)

@@ -1,11 +1,11 @@
-"""hbl.tables on runs made up by hand: the summary's figures, the oracle that is no bound, and text
+"""hbl.experiments.tables on runs made up by hand: the summary's figures, the oracle that is no bound, and text
 that stays within 100 columns however many policies and workloads there are."""
 import math
 import re
 
 import pytest
 
-from hbl import tables
+from hbl.experiments import tables
 
 # average latency (us) per workload; Fast-Only is 10 everywhere
 LAT = {
@@ -62,7 +62,7 @@ def test_an_oracle_beaten_is_no_bound_and_the_text_says_so():
 
 
 def test_harmonia_standing_gives_a_share_of_the_oracle_gap_only_where_the_oracle_holds():
-    from hbl.compare import summarize
+    from hbl.experiments.compare import summarize
 
     def standing(lat):
         s = summarize([dict(r, requests=1000, trace=r["workload"]) for r in runs(lat)], ["a", "b", "c"], ["h"], list(lat))

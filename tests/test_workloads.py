@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from hbl import record, workloads
+from hbl import record
+from hbl.trace import workloads
 from hbl.errors import HblError, TraceError
 from hbl.trace import load, open_trace
 

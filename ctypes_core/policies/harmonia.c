@@ -43,7 +43,7 @@ static const struct hbl_param_doc params[] = {
  * - Its reward is in device time (ours, after Baleen's "disk-head time", FAST'24):
  *   a write placed on the fast device is charged the next device's write time for
  *   each eviction it forces, so filling the fast device is not free.  Decided on
- *   the training workloads (hbl/pretrained.py: 5 synthetic families other than
+ *   the training workloads (hbl/sim/pretrained.py: 5 synthetic families other than
  *   the evaluation's; validated on their seed-2 traces after 3 pretraining
  *   passes): geomean x Fast-Only perf 2.64 -> 2.48, cost 234.5 -> 219.3 against
  *   the same agents without it (results/pretrain/pretrain.txt).

@@ -1,4 +1,4 @@
-/* A policy written in Python (hbl/plugin.py): every decision is a call back
+/* A policy written in Python (hbl/sim/plugin.py): every decision is a call back
  * into the interpreter, so it is slow, but nothing in C needs to change. */
 #include <stdio.h>
 #include "../hbl_internal.h"

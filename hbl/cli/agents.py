@@ -19,7 +19,7 @@ def _add_pretrain(sub):
     """hbl pretrain."""
     pt = sub.add_parser("pretrain", help="train learning policies' agents on training workloads, to start from",
                         description="Train the agents of learning policies from scratch on training workloads "
-                        "(by default the synthetic training families of hbl/split.py, the train/evaluation split; "
+                        "(by default the synthetic training families of hbl/trace/split.py, the train/evaluation split; "
                         "none is in `hbl compare`'s default suite, and an evaluation workload is refused) and save "
                         "one file per policy, HSS and seed. Simulations start from the shipped ones by default, the "
                         "best of 5 seeds on validation traces (--select); use yours with `simulate --agent FILE`.")
@@ -71,7 +71,7 @@ def _default(d):
 
 
 def cmd_pretrain(a):
-    from hbl import pretrained
+    from hbl.sim import pretrained
     if a.list:
         rows = pretrained.listing()
         if a.json:

@@ -20,7 +20,7 @@ def add_parsers(sub):
 
 
 def cmd_bench(a):
-    from hbl.bench import AGREEMENT_POLICIES, agreement, bench, format_agreement, format_bench
+    from hbl.experiments.bench import AGREEMENT_POLICIES, agreement, bench, format_agreement, format_bench
     if a.agreement:
         r = agreement(policies=a.policies.split(",") if a.policies else AGREEMENT_POLICIES,
                       synthetic_requests=a.synthetic_requests)

@@ -124,7 +124,7 @@ def _add_sweep(sub):
 
 
 def cmd_compare(a):
-    from hbl import compare as cmp, results
+    from hbl.experiments import compare as cmp, results
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
     check_output_dir(a.output, a.plot, a.out)
     if a.out:
@@ -168,14 +168,14 @@ def _show(a, report, format_text, plot):
 
 def cmd_sweep(a):
     """hbl sweep (grid from flags or SPEC.toml) and hbl sweep report DIR."""
-    from hbl import sweep
+    from hbl.experiments import sweep
     if a.target[:1] == ["report"]:
         if len(a.target) != 2:
             raise HblError("usage: hbl sweep report DIR [--plot PNG] [--json]")
-        from hbl import sweep_report
+        from hbl.experiments import sweep_report
         return _show(a, sweep_report.report(a.target[1]), sweep_report.format_report, sweep_report.plot)
     if a.target[:1] == ["tune"]:
-        from hbl import sweep_tune
+        from hbl.experiments import sweep_tune
         policies = [p.strip() for p in (a.policies or "").split(",") if p.strip()]
         if len(a.target) != 1 or len(policies) != 1 or not a.trace or not a.out:
             raise HblError("usage: hbl sweep tune --trace TRAIN... --policies ONE --space NAME=LOW:HIGH[:log|:int]... "
@@ -224,7 +224,7 @@ def cmd_sweep(a):
 
 
 def cmd_plot(a):
-    from hbl import plot
+    from hbl.experiments import plot
     formats = plot.parse_formats(a.format)
     if a.out and os.path.splitext(a.out)[1] and a.format != PLOT_FORMATS:
         raise HblError("-o %s names one format by its extension: leave --format out, or give a directory" % a.out)
@@ -237,7 +237,7 @@ def cmd_plot(a):
 
 
 def cmd_report(a):
-    from hbl import report
+    from hbl.experiments import report
     out = report.write(a.result, a.out)
     if a.json:
         print_json(dict(result=a.result, report=out))

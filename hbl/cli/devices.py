@@ -30,7 +30,7 @@ def cmd_devices(a):
     import dataclasses
     from hbl.devices import HSS_CONFIGS, PROFILES
     if a.measure:
-        from hbl.measure import measure
+        from hbl.devices.measure import measure
         if not a.seconds > 0 or a.seconds > 3600:
             raise HblError("--seconds must be > 0 and at most 3600")
         quiet = a.json or not sys.stderr.isatty()

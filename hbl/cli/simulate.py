@@ -48,7 +48,7 @@ def cmd_simulate(a):
         raise HblError("%s: no such file" % a.agent)
     from hbl import progress as prog
     if policy.startswith("python:"):
-        from hbl.plugin import check, load_policy
+        from hbl.sim.plugin import check, load_policy
         plugin = load_policy(policy)
 
     def progress(chunks, what):   # a plugin's failure stops the run at the next chunk

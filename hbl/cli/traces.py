@@ -72,7 +72,7 @@ def _add_trace(sub):
 
 
 def cmd_trace_info(a):
-    from hbl.info import format_info, trace_info
+    from hbl.trace.info import format_info, trace_info
     from hbl.trace import open_trace
     reader = open_trace(a.trace, fmt=a.fmt, lenient=a.lenient, **reader_options(a))
     from hbl.progress import chunks

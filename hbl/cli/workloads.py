@@ -32,7 +32,7 @@ def add_parsers(sub):
 
 
 def cmd_workloads(a):
-    from hbl import workloads as wl
+    from hbl.trace import workloads as wl
     if a.workloads_command == "list":
         rows = wl.listing()
         if a.json:
@@ -78,7 +78,7 @@ def cmd_workloads(a):
     if a.out:
         check_output_dir(a.out)
     meta = wl.capture(a.name, duration=duration, requests=a.requests, out=a.out)
-    from hbl.info import format_info, trace_info
+    from hbl.trace.info import format_info, trace_info
     from hbl.trace import open_trace
     print("%s: %d requests in %.0f s of capture (%.0f s in all), %d lost records%s" % (
         meta["trace"], meta["requests"], meta["capture_seconds"], meta["total_seconds"], meta["lost"],

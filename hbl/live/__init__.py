@@ -1,6 +1,6 @@
 """The live hybrid block device: `hbl up` / `down` / `status` / `top`.
 
-    engine.py      the C policies deciding for real extents (moves out)
+    decider.py     the C policies deciding for real extents (moves out)
     meta.py        the persistent mapping: versioned, checksummed, atomic
     layout.py      extents, slots and the dm-linear table built from them
     safety.py      refusals: mounted, in use, signatures
@@ -9,7 +9,7 @@
     paths.py       where a device's files live (state and run directories)
     host.py        dm and eBPF usable, members checked, the device assembled
     options.py     the controller's options (hbl up's flags)
-    controller.py  the control loop: capture -> engine -> batches of moves
+    controller.py  the control loop: capture -> decider -> batches of moves
     observe.py     the records read: observed, or searched while extents are held
     batch.py       one batch of moves: copy, settle, hold, drain, recopy, persist, release, switch
     open_writes.py member writes of unknown completion

@@ -77,7 +77,7 @@ class Batch:
     already hold the data; `hbl up` loads every view from the metadata either way.
 
     While the moving extents are held, the records read are only searched for writes to
-    them (Controller.take); everything else in them (the engine, the counters) waits for
+    them (Controller.take); everything else in them (the decider, the counters) waits for
     the release, so that reading them costs the hold little.
     """
 
@@ -119,7 +119,7 @@ class Batch:
                 ((off + length)[:, None] > self.wlo)).any(1)
 
     def note_logical_writes(self, first, last):
-        """In the hold: which moving extents the writes just read touched (their engine and
+        """In the hold: which moving extents the writes just read touched (their decider and
         counter updates wait for the release)."""
         if len(first):
             self.written_in_hold |= ((first[:, None] <= self.moving) & (last[:, None] >= self.moving)).any(0)
@@ -235,7 +235,7 @@ class Batch:
     def last_look(self):
         """Read the records there are; whether one is a request (on the dm device) to a moving
         extent, or a member write to a moving extent's old slot.  If one is, they are taken now
-        (settle goes round again); if none is, they are kept, not observed, until the hold has begun (observing them, the engine's work, took
+        (settle goes round again); if none is, they are kept, not observed, until the hold has begun (observing them, the decider's work, took
         10-20 ms under TCG, and a request to a moving extent issued meanwhile reached the old
         view: the drain waited for it)."""
         c = self.c

@@ -121,7 +121,7 @@ def create(a, paths):
     """Check the devices, write the superblocks and the first metadata."""
     from hbl.live import layout, meta as metamod, safety
     from hbl.live.host import preflight
-    from hbl.live.engine import Engine
+    from hbl.live.decider import Decider
     from hbl.sim import parse_params, policy_names
     if os.path.exists(paths.meta):
         raise HblError("%s already exists (metadata at %s): hbl up %s re-assembles it without --dev" % (
@@ -136,7 +136,7 @@ def create(a, paths):
     preflight()
     ext = layout.parse_size(a.extent)
     members = layout.plan_members(a.dev, ext, a.spares)
-    eng = Engine(policy, ext, layout.capacities(members), params=params)    # bad params fail here, before writing
+    eng = Decider(policy, ext, layout.capacities(members), params=params)    # bad params fail here, before writing
     if a.agent:
         eng.load_agents(a.agent)
     dev, slot, written = layout.initial_mapping(members)

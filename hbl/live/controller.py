@@ -1,9 +1,9 @@
-"""The controller of a live device: capture -> engine -> copy jobs and dm remaps.
+"""The controller of a live device: capture -> decider -> copy jobs and dm remaps.
 
 One loop, one thread.  It drains the eBPF ring buffer (logical requests on the
 dm device, device requests with latency on the members), feeds the requests to
-the engine (the simulator's policy code, in C) with the member's current
-latency as the request's, and carries out the moves the engine asks for in
+the decider (the simulator's policy code, in C) with the member's current
+latency as the request's, and carries out the moves the decider asks for in
 batches (Batch, in batch.py, one method per step), without ever suspending the
 device: /dev/mapper/NAME is a dm-switch over views of the mapping (stack.py),
 and only the moving extents' I/O waits, in the hold, while their last writes
@@ -37,7 +37,7 @@ from hbl.live.options import Options
 from hbl.live.paths import write_json_atomic
 from hbl.live.status import cpu_s, running_status, thread_cpu_s
 
-STALE_S = 2.0          # a move not started this long after its decision is given back to the engine
+STALE_S = 2.0          # a move not started this long after its decision is given back to the decider
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
 
@@ -49,7 +49,7 @@ class Controller(Observer, MemberFaults):
     (MemberFaults) are its methods too, in their own files."""
 
     def __init__(self, paths, options=None, log=None):
-        from hbl.live.engine import Engine
+        from hbl.live.decider import Decider
         self.paths = paths
         self.log = log or (lambda msg: print(time.strftime("%H:%M:%S ") + msg, file=sys.stderr, flush=True))
         self.meta = Meta.load(paths.meta)
@@ -76,13 +76,13 @@ class Controller(Observer, MemberFaults):
                            % os.environ["HBL_TEST_FLIP"]) from None
         if any(not 0 <= e < m.nextents for e in self.flip):
             raise HblError("HBL_TEST_FLIP: extents are 0..%d" % (m.nextents - 1))
-        self.engine = Engine(self.policy, m.extent_bytes, layout.capacities(m.members), params=self.params,
+        self.decider = Decider(self.policy, m.extent_bytes, layout.capacities(m.members), params=self.params,
                              seed=o.seed)
-        self.engine.set_devices(np.arange(m.nextents), m.dev)
+        self.decider.set_devices(np.arange(m.nextents), m.dev)
         self.agent_source = None
         for src in (o.agent, paths.agents if os.path.exists(paths.agents) else None):
-            if src and self.engine.agents():
-                self.engine.load_agents(src)
+            if src and self.decider.agents():
+                self.decider.load_agents(src)
                 self.agent_source = src
                 break
         self.free = layout.free_slots(m)
@@ -226,13 +226,13 @@ class Controller(Observer, MemberFaults):
 
     def plan(self):
         self.check_lost()
-        moves = self.engine.take_moves()
+        moves = self.decider.take_moves()
         for e, want in moves.items():
             self.pending[e] = (want, self.newest_ts)
         m = self.meta
         for e in self.flip:                # (HBL_TEST_FLIP) planned first: no decision time
             want = (int(m.dev[e]) + 1) % len(m.members)
-            self.engine.set_devices([e], [want])
+            self.decider.set_devices([e], [want])
             self.pending[e] = (want, 0)
         plan = []
         # newest decisions first (remaps of the write frontier, which cost no copy, before
@@ -245,14 +245,14 @@ class Controller(Observer, MemberFaults):
                 del self.pending[e]
                 continue
             if t_seen and self.newest_ts - t_seen > STALE_S * 1e9:
-                # decided on what the workload did seconds ago: the engine, told the extent
+                # decided on what the workload did seconds ago: the decider, told the extent
                 # stayed, decides again from what it sees now
-                self.engine.set_devices([e], [src])
+                self.decider.set_devices([e], [src])
                 del self.pending[e]
                 self.count["stale_moves"] += 1
                 continue
-            if src in self.failed or want in self.failed:     # stays where it is; the engine is told so
-                self.engine.set_devices([e], [src])
+            if src in self.failed or want in self.failed:     # stays where it is; the decider is told so
+                self.decider.set_devices([e], [src])
                 del self.pending[e]
                 continue
             if len(plan) >= self.options.max_batch:
@@ -260,9 +260,9 @@ class Controller(Observer, MemberFaults):
             if not self.free[want]:
                 if want > src:
                     # No room below: an eviction that cannot happen now is
-                    # undone in the engine (it will decide again).  A
+                    # undone in the decider (it will decide again).  A
                     # promotion waits: the fast device has spares.
-                    self.engine.set_devices([e], [src])
+                    self.decider.set_devices([e], [src])
                     del self.pending[e]
                 continue
             plan.append({"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want,
@@ -300,13 +300,13 @@ class Controller(Observer, MemberFaults):
         return done
 
     def give_back_moves(self, plan, why):
-        """Moves not done: slots back to the free lists, the engine told where the extents still are."""
+        """Moves not done: slots back to the free lists, the decider told where the extents still are."""
         if why:
             self.log("moves not done: %s" % why)
         for mv in plan:
             self.free[mv["dst"]].insert(0, mv["dst_slot"])
         ex = [mv["extent"] for mv in plan]
-        self.engine.set_devices(ex, self.meta.dev[ex])
+        self.decider.set_devices(ex, self.meta.dev[ex])
 
     # ---- the loop ----
 
@@ -315,7 +315,7 @@ class Controller(Observer, MemberFaults):
         signal.signal(signal.SIGINT, self._on_signal)
         last_mig = last_status = last_tl = last_save = time.monotonic()
         write_json_atomic(self.paths.status, running_status(self))
-        self.engine.start_training()
+        self.decider.start_training()
         try:
             # this thread only (Linux: nice is per thread), after the training thread started:
             # a held extent waits on this thread, never on training
@@ -338,9 +338,9 @@ class Controller(Observer, MemberFaults):
             if now - last_status >= 1.0:
                 last_status = now
                 write_json_atomic(self.paths.status, running_status(self))
-            if now - last_save >= 60 and self.engine.agents():
+            if now - last_save >= 60 and self.decider.agents():
                 last_save = now
-                self.engine.save_agents(self.paths.agents)
+                self.decider.save_agents(self.paths.agents)
         self.shutdown()
 
     def _on_signal(self, *_):
@@ -349,9 +349,9 @@ class Controller(Observer, MemberFaults):
     def shutdown(self):
         """hbl down: agents saved, I/O flushed, written extents recorded exactly, device removed."""
         m = self.meta
-        self.engine.stop_training()
-        if self.engine.agents():
-            self.engine.save_agents(self.paths.agents)
+        self.decider.stop_training()
+        if self.decider.agents():
+            self.decider.save_agents(self.paths.agents)
         self.dev.suspend(flush=True)
         self.drain()
         self.check_lost()

@@ -1,5 +1,5 @@
 """What the controller reads from the capture: the records observed (the members'
-latency, the written extents, the counters, the engine fed), or while extents are held
+latency, the written extents, the counters, the decider fed), or while extents are held
 only searched for what the batch needs; and the requests in flight sorted out of them."""
 import numpy as np
 
@@ -27,7 +27,7 @@ def page_accesses(dev, first, last, writes):
 
 class Observer:
     """The Controller's reading of the records (a base class of it, over its state: meta, options, cap,
-    engine, batch, held, in_flight, open_writes and the counters, which the controller sets up)."""
+    decider, batch, held, in_flight, open_writes and the counters, which the controller sets up)."""
 
     def pump(self, timeout_ms=0):
         b = self.cap.poll(timeout_ms)
@@ -211,16 +211,16 @@ class Observer:
 
     def decide(self, log, last, first_writes):
         m = self.meta
-        self.engine.feed(log)
+        self.decider.feed(log)
         # the write frontier: unwritten extents after a first write go where
         # the policy just put new data, with a remap and no copy
         if self.options.frontier:
             for e in np.unique(last[first_writes]).tolist():
-                want = self.engine.device(e)
+                want = self.decider.device(e)
                 for k in range(1, self.options.frontier + 1):
                     x = e + k
                     if x >= m.nextents or m.written[x]:
                         break
                     if m.dev[x] != want and x not in self.pending:
-                        self.engine.set_devices([x], [want])
+                        self.decider.set_devices([x], [want])
                         self.pending[x] = (want, 0)

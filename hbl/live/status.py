@@ -94,7 +94,7 @@ def running_status(c):
         "controller_cpu": (cpu_s() - c.cpu0) / wall if wall > 0 else 0.0,
         # of which the controller's thread (the rest: the agents' training thread, the uevent watch)
         "controller_cpu_main": (thread_cpu_s() - c.cpu0_main) / wall if wall > 0 else 0.0,
-        "agents": c.engine.stats().get("agents", []),
+        "agents": c.decider.stats().get("agents", []),
         "ebpf": {"events": cs["events"], "lost": cs["lost"]},
         "unsure_after_crash": c.unsure,
         "degraded": {m.members[d]["path"]: why for d, why in sorted(c.failed.items())},

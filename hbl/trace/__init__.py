@@ -1,4 +1,6 @@
-"""Block traces: readers for every supported format, writers, synthetic workloads.
+"""Block traces: readers for every supported format, writers, synthetic workloads; captures of
+real applications (workloads.py, their recipes in recipes/), the train/evaluation split
+(split.py) and a trace's statistics (info.py).
 
     from hbl.trace import open_trace
     for chunk in open_trace("hm_0.csv"):   # NumPy arrays of hbl.record.REQUEST
@@ -7,7 +9,7 @@
 A trace name may also be `synth:PRESET[:key=value,...]` for a generated workload
 (see hbl.trace.synthetic), `bundled:NAME` for one of the MSR slices shipped
 with hbl, `workload:NAME` for a real application's capture or `apps:NAME` for
-its shipped first 20,000 requests (see hbl.workloads), and `workload:A+B` for captures replayed
+its shipped first 20,000 requests (see hbl.trace.workloads), and `workload:A+B` for captures replayed
 together as tenants of one host (see hbl.trace.mix).
 """
 import pathlib
@@ -31,7 +33,7 @@ def resolve(name):
     if is_mix(name):
         return name
     if name.startswith(("workload:", "apps:")):
-        from hbl import workloads
+        from hbl.trace import workloads
         return workloads.resolve(name)
     if name.startswith("bundled:"):
         stem = name.split(":", 1)[1]

@@ -1,6 +1,6 @@
 """Trace files: the format of a file, a reader for it, a writer of a format. Below the names of
 hbl.trace (bundled:, synth:, workload:, apps:, mixes), which resolve to files, so that what
-resolves a name (hbl.workloads) can read and write files without the names above it."""
+resolves a name (hbl.trace.workloads) can read and write files without the names above it."""
 import os
 import re
 

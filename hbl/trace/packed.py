@@ -20,7 +20,7 @@ The footer is written last, so an interrupted write has no END and reads as trun
 Times and latencies may be stored in a quantum coarser than 1 ns (the footer says which; a
 reader returns multiples of it; times are rounded down, latencies up so that none becomes 0,
 which means unknown). The shipped captures keep times in 1 us and latencies in 10 us
-(hbl.workloads.PACK_QUANTA): the kernel's timestamps are ns, but the loop device's requests
+(hbl.trace.workloads.PACK_QUANTA): the kernel's timestamps are ns, but the loop device's requests
 are tens of us apart at their closest and its latencies hundreds of us, and the finer digits
 cost a byte a request.
 """

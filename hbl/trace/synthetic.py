@@ -20,7 +20,8 @@ import math
 
 import numpy as np
 
-from hbl import record, split
+from hbl import record
+from hbl.trace import split
 from hbl.errors import HblError, show
 from hbl.trace.formats import MAX_LENGTH
 

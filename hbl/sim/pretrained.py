@@ -1,0 +1,211 @@
+"""Pretrained agents: trained on training workloads, shipped with hbl, loaded by default.
+
+A learning policy that starts from random weights spends its first thousand decisions
+exploring at random, which on a short trace is the whole trace.  So the learning
+policies whose agents can be saved (Harmonia, its two ablations, Sibyl) start from
+agents trained beforehand on the training suite below, and go on learning online.
+
+The training suite is the synthetic families of hbl/trace/split.py's TRAINING list, which
+shares no workload with the evaluation (its four synthetic families, the MSR slices and
+every real application).  The training recipe (suite, passes, the reward in device
+time) was chosen on these families' seed-2 traces, never on the evaluation's
+(results/pretrain/pretrain.txt); the shipped agents' recipe is hbl/data/agents/recipe.json,
+and `hbl pretrain --out DIR` writes DIR/recipe.json beside the agents it makes.
+
+Pretraining is seeded, and agents from different seeds decide differently (the
+write-bypass cut-off of the placement agent moved with the seed).  So the shipped
+agents of a policy and HSS are the best of SELECT_SEEDS pretraining seeds on the
+validation traces (the training families with another generator seed: still no
+evaluation workload), chosen by select(); every run starts from them, whatever its
+seed, and a learned figure over seeds spans online runs only.  The per-seed files a
+pretraining writes (POLICY-HSS-sK.agent) load with `--agent FILE`, and a directory of
+them is what `hbl pretrain --select` chooses from.
+"""
+import json
+import os
+from pathlib import Path
+
+from hbl.trace import split
+from hbl.sim.agent_files import AGENTS_DIR, HSS, agent_file, selected_file, shipped  # noqa: F401 (hbl.sim.pretrained's API)
+from hbl.errors import HblError
+
+#: The training workloads: the split's synthetic training families.
+TRAINING_SUITE = tuple(w for w in split.TRAINING if w.startswith("synth:"))
+RECIPE = "recipe.json"
+TRAINING_REQUESTS = 300_000
+PASSES = 3
+SEEDS = 3
+#: Pretraining seeds the shipped agents are chosen from, and the validation traces' length.
+SELECT_SEEDS = 5
+VALIDATION_REQUESTS = 200_000
+#: The policies with shipped agents (HSS: the presets they are trained for).
+POLICIES = ("harmonia", "harmonia-placement-only", "harmonia-migration-only", "sibyl")
+
+
+def training_traces(requests=TRAINING_REQUESTS):
+    return [t + ":requests=%d" % requests for t in TRAINING_SUITE]
+
+
+def validation_traces(requests=None, families=TRAINING_SUITE):
+    """The training families with generator seed 2: not the traces the agents were trained on, and
+    not workloads of the evaluation either.  A family may carry keys of its own (synth:uniform:read=0.0)."""
+    n = requests or VALIDATION_REQUESTS
+    return [t + ("," if t.count(":") > 1 else ":") + "requests=%d,seed=2" % n for t in families]
+
+
+#: Parameters of pretraining itself, not of the policy: the warm start from demonstrations, the
+#: number of first passes in which the placement (demo_warm) or migration (m_demo_warm) agent
+#: decides as the oracle's labels say (demo_follow=1, m_demo_follow=1; ctypes_core/demos.h).
+WARM = {"demo_warm": "demo_follow", "m_demo_warm": "m_demo_follow"}
+
+
+def pass_params(params, p):
+    """The policy parameters of pass p (from 0): params without WARM's, plus their follow for warm passes."""
+    from hbl.sim import parse_params
+    if not params:
+        return params
+    out = parse_params(params)
+    for warm, follow in WARM.items():
+        if p < out.pop(warm, 0):
+            out[follow] = 1.0
+    return out
+
+
+def validation_params(params):
+    """The policy parameters a validation run of agents trained with `params` takes: those without
+    pretraining's own (WARM), which no policy knows."""
+    from hbl.sim import parse_params
+    if not params:
+        return params
+    return {k: v for k, v in parse_params(params).items() if k not in WARM}
+
+
+def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, progress=None):
+    """Train `policy`'s agents from scratch over `traces` (`passes` times) and save them to `out`.
+    Returns the last pass's results (one per trace)."""
+    from hbl.sim import simulate
+    traces = list(traces or training_traces())
+    split.check_training(traces, "pretrain")
+    if passes < 1:
+        raise HblError("passes must be at least 1")
+    out = Path(out)
+    tmp = out.with_name(out.name + ".part")
+    agents, results = False, []
+    try:
+        for p in range(passes):
+            results = []
+            for i, t in enumerate(traces):
+                if progress:
+                    progress(p, i, t)
+                results.append(simulate(t, hss=hss, policy=policy, params=pass_params(params, p), seed=seed,
+                                        load_agents=agents, save_agents=tmp))
+                agents = tmp
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return results
+
+
+def _train(job):
+    policy, hss, seed, path, traces, passes, params = job
+    results = pretrain(policy, hss, seed, path, traces=traces, passes=passes, params=params)
+    lat = sum(r["avg_latency_us"] for r in results) / len(results)
+    return dict(policy=policy, hss=hss, seed=seed, file=str(path), train_latency_us=lat)
+
+
+def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, params=None, jobs=None,
+                 progress=True):
+    """pretrain() for every policy x HSS x seed 1..seeds, in parallel; one file each in `out`."""
+    from hbl.pool import run_all
+    from hbl.sim import policy_names
+    known = policy_names()
+    for p in policies:
+        if p not in known:
+            raise HblError("unknown policy %r (have: %s)" % (p, ", ".join(known)))
+    out = Path(out)
+    traces = list(traces or training_traces())
+    split.check_training(traces, "hbl pretrain --trace")
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / RECIPE, "w") as f:
+        json.dump(dict(policies=list(policies), hss=list(hss_list), seeds=seeds, traces=traces, passes=passes,
+                       params=params), f, indent=1)
+    work = [(p, h, s, agent_file(p, h, s, out), traces, passes, params)
+            for p in policies for h in hss_list for s in range(1, seeds + 1)]
+    rows = run_all(_train, work, jobs, progress and (
+        lambda r: "%s %s seed %d" % (r["policy"], r["hss"], r["seed"])), what="pretrain")
+    return sorted(rows, key=lambda r: (r["policy"], r["hss"], r["seed"]))
+
+
+def _validate(job):
+    policy, hss, seed, path, trace, params = job
+    from hbl.sim import simulate
+    r = simulate(trace, hss=hss, policy=policy, params=params, seed=1, load_agents=path)
+    return policy, hss, seed, trace, r["avg_latency_us"]
+
+
+def _fast_only(job):
+    hss, trace = job
+    from hbl.sim import simulate
+    return hss, trace, simulate(trace, hss=hss, policy="fast-only")["avg_latency_us"]
+
+
+def select(directory, policies, hss_list, seeds, params=None, requests=None, jobs=None,
+           progress=True):
+    """Validate the agents of pretraining seeds 1..seeds in `directory` and copy each policy and
+    HSS's best (lowest geomean of average latency / Fast-Only over validation_traces) to
+    selected_file(); returns one row per policy and HSS with every seed's figure, the spread
+    ((max - min) / min) and the chosen seed, also written to selection.json there."""
+    import json
+    import math
+    import shutil
+    from hbl.pool import run_all
+    directory = Path(directory)
+    traces = validation_traces(requests)
+    missing = [str(agent_file(p, h, s, directory)) for p in policies for h in hss_list
+               for s in range(1, seeds + 1) if not agent_file(p, h, s, directory).is_file()]
+    if missing:
+        raise HblError("no agents to choose from: %s (train them with `hbl pretrain --out %s`)"
+                       % (", ".join(missing[:3]) + (" ..." if len(missing) > 3 else ""), directory))
+    base = {(h, t): lat for h, t, lat in run_all(_fast_only, [(h, t) for h in hss_list for t in traces], jobs)}
+    work = [(p, h, s, agent_file(p, h, s, directory), t, validation_params(params))
+            for p in policies for h in hss_list for s in range(1, seeds + 1) for t in traces]
+    lat = {}
+    for p, h, s, t, v in run_all(_validate, work, jobs, progress and (lambda r: "validate %s %s seed %d" % r[:3])):
+        lat[(p, h, s, t)] = v
+    rows = []
+    for p in policies:
+        for h in hss_list:
+            g = {s: math.exp(sum(math.log(lat[(p, h, s, t)] / base[(h, t)]) for t in traces) / len(traces))
+                 for s in range(1, seeds + 1)}
+            best = min(g, key=g.get)
+            shutil.copyfile(agent_file(p, h, best, directory), selected_file(p, h, directory))
+            rows.append(dict(policy=p, hss=h, seed=best, validation=g, spread=max(g.values()) / min(g.values()) - 1,
+                             file=str(selected_file(p, h, directory))))
+    (directory / "selection.json").write_text(json.dumps(dict(traces=traces, params=params, rows=rows), indent=1))
+    return rows
+
+
+def recipe(directory=AGENTS_DIR):
+    """How the agents in directory were made (its recipe.json)."""
+    try:
+        with open(Path(directory) / RECIPE) as f:
+            return json.load(f)
+    except (OSError, ValueError) as exc:
+        raise HblError("%s: no readable agent recipe (%s)" % (Path(directory) / RECIPE, exc)) from None
+
+
+def listing():
+    """The shipped agent files: policy, HSS, the pretraining seed chosen, file."""
+    import json
+    chosen = {}
+    sel = AGENTS_DIR / "selection.json"
+    if sel.is_file():
+        chosen = {(r["policy"], r["hss"]): r["seed"] for r in json.loads(sel.read_text())["rows"]}
+    rows = []
+    for p in POLICIES:
+        for h in HSS:
+            f = selected_file(p, h)
+            if f.is_file():
+                rows.append(dict(policy=p, hss=h, seed=chosen.get((p, h)), file=str(f)))
+    return rows

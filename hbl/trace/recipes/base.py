@@ -1,0 +1,64 @@
+"""What a workload recipe is: the steps it captures, what it needs, how it prepares and stops.
+
+hbl/trace/workloads.py runs a recipe (scratch file system, memory cgroup, capture); a recipe only
+says what to run there."""
+import dataclasses
+import glob
+import subprocess
+
+
+@dataclasses.dataclass
+class Step:
+    """One captured phase: a command, and the share of the remaining budget (time and
+    requests) it may use before it is stopped (None: until it ends by itself)."""
+    label: str
+    argv: list
+    share: float = None
+    stdin: str = None
+
+
+class Recipe:
+    name = application = package = runs = expected = cache_bound = ""
+    synthetic = False
+    fs_gib = 8              # scratch file system size (sparse)
+    memory_mib = 256        # memory cgroup limit: the page cache the application may keep
+    binaries = ()           # (path or glob, Debian package)
+
+    def tools(self):
+        """({pattern: path found}, [(pattern, Debian package) missing]) for what the recipe runs."""
+        found, missing = {}, []
+        for pattern, pkg in self.binaries:
+            hits = sorted(glob.glob(pattern))
+            if hits:
+                found[pattern] = hits[-1]
+            else:
+                missing.append((pattern, pkg))
+        return found, missing
+
+    def tool(self, pattern):
+        return self.tools()[0][pattern]
+
+    def version(self):
+        try:
+            return subprocess.run(["dpkg-query", "-W", "-f", "${Version}", self.package], capture_output=True,
+                                  text=True).stdout.strip() or None
+        except OSError:
+            return None
+
+    def prepare(self, sc):
+        """Set up the data (not captured) and start services."""
+
+    def steps(self, sc):
+        raise NotImplementedError
+
+    def stop(self, sc):
+        """Stop the services prepare() started."""
+
+    def unpack_linux_source(self, sc):
+        """Debian's linux-source tree (the tarball among the recipe's tools) unpacked as src/."""
+        sc.run(["tar", "-xf", self.tool("/usr/src/linux-source-*.tar.xz"), "-C", sc.mnt])
+        sc.run(["/bin/sh", "-c", "mv %s/linux-source-* %s/src" % (sc.mnt, sc.mnt)])
+
+    def shell(self, sc, label, script, share=None):
+        """A step that runs `script` with /bin/sh, written beside the scratch file system."""
+        return Step(label, ["/bin/sh", sc.write_tmp("%s-%s.sh" % (self.name, label), script)], share)
