@@ -18,7 +18,12 @@
  * With promote=0 a read never moves data: only writes are placed, so a disk
  * that is the bottleneck is spared the write-backs that promotions cause; with
  * whole=1 a write goes to the fastest device only if all its pages would, and
- * otherwise to the slowest as one run.
+ * otherwise to the slowest as one run.  With runs=1 a page that must be written
+ * back when it leaves takes the written pages after it on its device along (up
+ * to a merged background I/O's size), so the disk writes them for one
+ * positioning: evicted by next access alone, the write-backs of data written as
+ * one run are scattered (rocksdb, cost: rnn-hss, which lets data leave in the
+ * order it was written, beat the family without it).
  * Rewrites are absorbed: a page about to be rewritten is worth keeping on a
  * device with room.  Ties (pages never accessed again) leave in page order, so
  * an HDD receives them as runs.  It is an upper bound on what a policy can do
@@ -32,7 +37,8 @@
 struct state {
     uint64_t *next_use; uint64_t n, cursor;  /* per page access, in trace order: next access | DEAD */
     uint64_t req_cursor;                     /* the current request's first access */
-    int writes_fast, drop_dead, promote, whole;
+    int writes_fast, drop_dead, promote, whole, runs;
+    uint64_t run_page; int run_dev, run_left; /* the write-back run being evicted (runs=1) */
     uint32_t *heap[HBL_MAX_DEVICES];         /* slots; position kept in pt.aux32 */
     uint64_t hn[HBL_MAX_DEVICES], hcap[HBL_MAX_DEVICES];
 };
@@ -46,6 +52,7 @@ static int init(struct hbl_sim *s, void **out, const struct hbl_params *p, char 
     st->drop_dead = hbl_param(p, "drop_dead", 1) != 0;
     st->promote = hbl_param(p, "promote", 1) != 0;
     st->whole = hbl_param(p, "whole", 0) != 0;
+    st->runs = hbl_param(p, "runs", 0) != 0;
     *out = st;
     return 0;
 }
@@ -218,8 +225,19 @@ static uint32_t victim(void *vst, struct hbl_sim *s, int d)
 {
     struct state *st = vst;
     if (!st->hn[d]) return HBL_NONE;
+    if (st->run_left > 0 && st->run_dev == d) {   /* runs=1: the next page of the run, if it must be written back */
+        uint32_t x = hbl_pt_find(&s->pt, st->run_page);
+        if (x != HBL_NONE && s->pt.dev[x] == d && !s->pt.home_copy[x] && !(s->pt.aux64[x] & DEAD)) {
+            st->run_page++; st->run_left--;
+            return x;
+        }
+        st->run_left = 0;
+    }
     uint32_t v = st->heap[d][0];
     if (st->drop_dead && (s->pt.aux64[v] & DEAD)) s->pt.home_copy[v] = 1;
+    else if (st->runs && !s->pt.home_copy[v]) {   /* a write-back: the pages after it follow as one I/O */
+        st->run_dev = d; st->run_page = s->pt.page[v] + 1; st->run_left = HBL_BG_MAX_RUN - 1;
+    }
     return v;
 }
 
@@ -236,6 +254,7 @@ static const struct hbl_param_doc params[] = {
     {"drop_dead", "1: evicting data never read again needs no write-back"},
     {"promote", "1: a read may move its data up; 0: only writes are placed"},
     {"whole", "1: a write goes to the fastest device only if all its pages would, else to the slowest"},
+    {"runs", "1: a page written back takes the written pages after it on its device along, as one I/O"},
     {NULL, NULL}};
 
 const struct hbl_policy_ops hbl_policy_oracle = {
