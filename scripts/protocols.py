@@ -10,17 +10,13 @@ geomeans), of the two best non-learning policies (from the held-out run) and of 
     scripts/protocols.py HELD_OUT.json UNTRAINED.json
 """
 import json
-import math
 import sys
+
+from hbl.experiments.tables import LEARNING, REFERENCES, geomean as geo
 
 LONG = 100_000
 LEARNED = ("harmonia", "sibyl")
-NOT_BASELINES = ("fast-only", "slow-only", "oracle", "harmonia", "sibyl", "harmonia-placement-only",
-                 "harmonia-migration-only", "archivist", "rnn-hss")
-
-
-def geo(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+NOT_BASELINES = LEARNING | REFERENCES      # the tables' own rule for "non-learning policy"
 
 
 def is_long(run):
