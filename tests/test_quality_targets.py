@@ -42,13 +42,13 @@ def test_every_workload_flags_the_short_loss(tmp_path):
     every = run(tmp_path).split("every workload")[1]
     # on "short" the best non-learning policy is at 3 (smq, cde or hps): harmonia 3.3 is 10% behind
     assert "on 1 of 2 workloads: short +10%" in every
-    # per workload: long 50%, short (3 - 3.3) / (3 - 2) = -30% -> mean 10%
+    # per workload: long 50%, short (3 - 3.3) / (3 - 2) = -30% -> median 10%
     assert "gap from its best, 10%" in every
 
 
 def test_no_gap_where_the_oracle_is_beaten(tmp_path):
     every = run(tmp_path, beats=["short"]).split("every workload")[1]
-    assert "mean over 1 workloads of each one's gap from its best, 50%" in every
+    assert "median over 1 workloads of each one's gap from its best, 50%" in every
 
 
 def test_unreadable_file_is_a_clear_error(tmp_path):
