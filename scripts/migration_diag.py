@@ -17,6 +17,13 @@ counters, so the migration agent's own effect is one row against another:
 
     .venv/bin/python scripts/migration_diag.py --hss perf,cost --trace synth:src:requests=1000000,seed=2 ...
     .venv/bin/python scripts/migration_diag.py --cut DIR    # training captures in parts (below)
+    .venv/bin/python scripts/migration_diag.py --heldout DIR[:NAME=VALUE,...] --hss perf,cost
+
+--heldout reports (never chooses) candidate harmonia agents DIR/harmonia-HSS-sK.agent, K = online
+seed 1-3, on hbl compare's default suite (evaluation workloads, the full captures cut to their first
+250,000 requests as compare cuts them), beside the shipped harmonia and harmonia-placement-only of
+the same run: geomean of average latency / Fast-Only, overall and by kind, mean over the 3 seeds
+(min-max of the seeds' geomeans), and the long captures one by one.
 
 --cut writes the training captures workload:redis-aof and workload:file-server (hbl/trace/split.py
 TRAINING) in three parts, as native traces: requests 0-500k (DIR/NAME-train), 500k-750k (-val,
@@ -39,7 +46,8 @@ from hbl.devices import load_hss
 from hbl.errors import HblError
 from hbl.experiments.engine import materialize
 from hbl.sim import Simulator, simulate
-from hbl.sim.agent_files import selected_file
+from hbl.pool import run_all
+from hbl.sim.agent_files import agent_file, selected_file
 
 VARIANTS = ("H", "H.alone", "H.reads", "PO", "PO.hP", "H.poP")
 CAPTURES = ("redis-aof", "file-server")
@@ -114,6 +122,52 @@ def write_parts(out):
             print("%s: %d requests" % (os.path.join(out, "%s-%s.hbltrace" % (name, p)), w.count))
 
 
+HELDOUT = ("harmonia", "harmonia-placement-only", "candidate")
+
+
+def _heldout_run(job):
+    hss, trace, path, label, agents, params, seed = job
+    pol = "harmonia" if label == "candidate" else label
+    r = simulate(path, hss=hss, policy=pol, seed=seed, params=params, load_agents=agents)
+    return hss, trace, label, seed, r["avg_latency_us"]
+
+
+def heldout(spec, hss_list, tmp):
+    """hbl compare's default suite: the candidate beside the shipped agents (report only)."""
+    import math
+    from hbl.experiments.compare import CAPTURE_REQUESTS, default_traces
+    directory, _, prm = spec.partition(":")
+    params = dict(kv.split("=") for kv in prm.split(",")) if prm else None
+    traces = default_traces()
+    paths = {t: cut(t + "@%d" % CAPTURE_REQUESTS, tmp) if t.startswith("workload:") else t for t in traces}
+    jobs = [(h, t, paths[t], "fast-only", None, None, 1) for h in hss_list for t in traces]
+    jobs += [(h, t, paths[t], lb, agent_file("harmonia", h, s, directory) if lb == "candidate" else None,
+              params if lb == "candidate" else None, s)
+             for h in hss_list for t in traces for lb in HELDOUT for s in (1, 2, 3)]
+    out = {}
+    for h, t, lb, s, lat in run_all(_heldout_run, jobs, 1, lambda r: "heldout"):
+        out[(h, t, lb, s)] = lat
+    kinds = (("all", lambda t: True), ("full captures", lambda t: t.startswith("workload:")),
+             ("real slices", lambda t: t.startswith(("bundled:", "apps:"))),
+             ("synthetic", lambda t: t.startswith("synth:")))
+    for h in hss_list:
+        x = lambda t, lb, s: out[(h, t, lb, s)] / out[(h, t, "fast-only", 1)]
+        print("\nHSS %s, %d workloads: geomean of average latency / Fast-Only, mean over online seeds 1-3 "
+              "(min-max of the seeds' geomeans)" % (h, len(traces)))
+        print("  %-24s" % "policy" + "".join("%-26s" % k for k, _ in kinds))
+        for lb in HELDOUT:
+            cells = []
+            for _, keep in kinds:
+                ts = [t for t in traces if keep(t)]
+                gs = [math.exp(sum(math.log(x(t, lb, s)) for t in ts) / len(ts)) for s in (1, 2, 3)]
+                cells.append("%7.3f (%.3f-%.3f)   " % (sum(gs) / 3, min(gs), max(gs)))
+            print("  %-24s" % lb + "".join(cells))
+        print("  per workload (mean over seeds): harmonia / harmonia-placement-only / candidate")
+        for t in traces:
+            print("    %-40s %s" % (t[:40], " / ".join("%.2f" % (sum(x(t, lb, s) for s in (1, 2, 3)) / 3)
+                                                     for lb in HELDOUT)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hss", default="perf,cost")
@@ -121,9 +175,15 @@ def main():
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cut", metavar="DIR", help="write the training captures' parts to DIR and stop")
+    ap.add_argument("--heldout", metavar="DIR[:NAME=VALUE,...]",
+                    help="report candidate harmonia agents on hbl compare's default suite (no choice there)")
     a = ap.parse_args()
     if a.cut:
         write_parts(a.cut)
+        return 0
+    if a.heldout:
+        with tempfile.TemporaryDirectory() as tmp:
+            heldout(a.heldout, a.hss.split(","), tmp)
         return 0
     names = a.variants.split(",")
     bad = [n for n in names if n not in VARIANTS]
