@@ -1,10 +1,12 @@
 """scripts/migration_diag.py (results/diagnosis/migration.txt): the swapped agent files carry the
 network they claim to, and a training capture's parts are consecutive and do not overlap."""
-import importlib.util
+import importlib
 import itertools
 import os
+import sys
 
 import numpy as np
+import pytest
 
 from hbl import record
 from hbl import trace as tracemod
@@ -18,11 +20,12 @@ STATES = [[w, sz, iv, c, fr, dv, 63] for w, sz, iv, c, fr, dv in
           itertools.product((0, 1), (0, 2, 5), (0, 20, 63), (0, 8), (0, 7), (0, 1))]
 
 
-def diag():
-    spec = importlib.util.spec_from_file_location("migration_diag", os.path.join(ROOT, "scripts", "migration_diag.py"))
-    md = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(md)
-    return md
+@pytest.fixture
+def md(monkeypatch):
+    """scripts/migration_diag.py as a module, fresh for each test."""
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
+    sys.modules.pop("migration_diag", None)
+    return importlib.import_module("migration_diag")
 
 
 def agents_of(policy, path):
@@ -36,8 +39,8 @@ def decisions(agent):
     return [agent.greedy(s) for s in STATES]
 
 
-def test_swapped_files_carry_the_other_policys_placement_network(tmp_path):
-    files = diag().swapped_agents("perf", str(tmp_path))
+def test_swapped_files_carry_the_other_policys_placement_network(md, tmp_path):
+    files = md.swapped_agents("perf", str(tmp_path))
     h = agents_of("harmonia", selected_file("harmonia", "perf"))
     po = agents_of("harmonia-placement-only", selected_file("harmonia-placement-only", "perf"))
     assert decisions(h[0]) != decisions(po[0])          # else the test could not tell them apart
@@ -49,8 +52,7 @@ def test_swapped_files_carry_the_other_policys_placement_network(tmp_path):
     assert [h_pop[1].greedy(s[:7]) for s in STATES] == [h[1].greedy(s[:7]) for s in STATES]
 
 
-def test_capture_parts_are_consecutive(tmp_path, monkeypatch):
-    md = diag()
+def test_capture_parts_are_consecutive(md, tmp_path, monkeypatch):
     read = tracemod.open_trace            # the script's own open_trace is replaced below
     r = record.empty(1000)
     r["offset"] = np.arange(1000) * 4096
