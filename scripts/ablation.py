@@ -12,6 +12,7 @@ the min-max of the per-seed geomeans), against the best non-learning policy and 
 import argparse
 import json
 import sys
+import textwrap
 
 from hbl.experiments.compare import kind_of
 from hbl.experiments.tables import LEARNING, REFERENCES, geomean as geo
@@ -48,7 +49,7 @@ def table(rows, base, size, policy, h, kind, member, per_workload, seeds):
         return
     best = best_baseline(base, h, wl)
     ref, orc = mean_geo(base, h, wl, best), mean_geo(base, h, wl, "oracle")
-    print("HSS %s, %s (%d): %s" % (h, kind, len(wl), ", ".join(wl)))
+    print(textwrap.fill("HSS %s, %s (%d): %s" % (h, kind, len(wl), ", ".join(wl)), 100, subsequent_indent="    "))
     print("  %-40s %-38s %9s %6s" % ("%s from" % policy, "latency / Fast-Only (min-max)", "vs " + best,
                                      "gap"))
     for label, norm in rows:
@@ -95,9 +96,9 @@ def main():
     if "oracle" not in {k[2] for k in base}:
         ap.error("the baselines' run has no oracle (run it with the non-learning policies and the oracle)")
     hss = sorted({k[0] for k in base}, key=["perf", "cost", "tri", "quad"].index)
-    print("geomean of average latency / Fast-Only, lower is better; a row: the mean over its seeds "
-          "(min-max of the per-seed geomeans); vs: against the best non-learning policy (+ = slower); "
-          "gap: share of the gap from it to the oracle closed\n")
+    print(textwrap.fill("geomean of average latency / Fast-Only, lower is better; a row: the mean over its seeds "
+                        "(min-max of the per-seed geomeans); vs: against the best non-learning policy (+ = "
+                        "slower); gap: share of the gap from it to the oracle closed", 100) + "\n")
     for h in hss:
         for kind, member in GROUPS:
             table(rows, base, size, a.policy, h, kind, member, a.per_workload, a.per_seed)
