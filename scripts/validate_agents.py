@@ -47,16 +47,21 @@ def main():
                     help="a training family added to the validation (repeatable), e.g. synth:uniform:read=0.0 "
                          "for a candidate trained on it too; the geomean is then also shown over the "
                          "default families alone")
+    ap.add_argument("--trace", action="append", default=[], metavar="TRACE",
+                    help="a validation trace added as given (repeatable), e.g. a later part of a training "
+                         "capture (scripts/migration_diag.py --cut); no evaluation workload; the geomean is "
+                         "then also shown over the default families alone")
     a = ap.parse_args()
     try:
         split.check_training(a.family, "--family")
+        split.check_training(a.trace, "--trace")
     except HblError as exc:
         ap.error(str(exc))
     hss_list = a.hss.split(",")
     if a.trace_seed < 2:
         ap.error("--trace-seed must be 2 or more (seed 1 is what the agents are trained on)")
     reseed = lambda ts: [t.replace("seed=2", "seed=%d" % a.trace_seed) for t in ts]
-    traces = reseed(pretrained.validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family)))
+    traces = reseed(pretrained.validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family))) + a.trace
     default = reseed(pretrained.validation_traces(a.requests))
     jobs = [(p, t, h, p, False, None, 1) for p in BASELINES for t in traces for h in hss_list]
     labels = list(BASELINES)
@@ -79,7 +84,7 @@ def main():
         base = out[("fast-only", h, 1)]
         for label in labels:
             cols, each = [], []
-            for subset in ([traces, default] if a.family else [traces]):
+            for subset in ([traces, default] if a.family or a.trace else [traces]):
                 gs = [math.exp(sum(math.log(v[t] / base[t]) for t in subset) / len(subset))
                       for (lb, hh, s), v in sorted(out.items()) if lb == label and hh == h]
                 spread = "  %.3f-%.3f" % (min(gs), max(gs)) if len(gs) > 1 else ""
@@ -88,7 +93,7 @@ def main():
             print(("  %-26s %s" % (label, "   ".join(cols))).rstrip())
             if a.per_seed and len(each) > 1:
                 print("  %-26s seeds: %s" % ("", " ".join("%.3f" % g for g in each)))
-        if a.family:
+        if a.family or a.trace:
             print("  (first column: all %d validation traces; second: the %d default families alone)"
                   % (len(traces), len(default)))
             print("  per trace (learning: mean over seeds):")

@@ -77,6 +77,22 @@ def test_harmonia_standing_gives_a_share_of_the_oracle_gap_only_where_the_oracle
     assert by_lru["best_heuristic"] == "lru" and by_lru["oracle_gap_closed"] is None
 
 
+def test_harmonia_standing_says_faster_or_slower_as_the_summary_table_means_it():
+    from hbl.experiments.compare import format_text, summarize
+
+    def text(harmonia):
+        lat = dict(LAT, harmonia=harmonia)
+        s = summarize([dict(r, requests=200000, trace=r["workload"]) for r in runs(lat, "perf")], ["a", "b", "c"],
+                      ["perf"], list(lat))
+        return " ".join(format_text(s).split())
+
+    # harmonia at half lru's latency everywhere (lru is the best by geomean): faster, where the table's
+    # "vs lru" column reads -50.0%; at twice it, slower
+    half = text({"a": [10], "b": [15], "c": [6]})
+    assert "-50.0%" in half and "50.0% faster than the best non-learning policy (lru" in half
+    assert "100.0% slower than the best non-learning policy (lru" in text({"a": [40], "b": [60], "c": [24]})
+
+
 def test_no_oracle_no_gap_and_a_missing_baseline_is_named():
     lat = {p: v for p, v in LAT.items() if p != "oracle"}
     lat["lru"] = dict(lat["lru"], d=[5])                 # no Fast-Only run on d

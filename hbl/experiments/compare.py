@@ -267,14 +267,19 @@ def format_wide(summary):
     return "\n".join(lines)
 
 
+def _faster(improvement):
+    """An improvement (1 - harmonia / other) in words, so its sign cannot be read the wrong way round."""
+    return "%.1f%% %s" % (abs(100 * improvement), "faster" if improvement >= 0 else "slower")
+
+
 def _standing_line(h, scope, e):
     label = "all workloads" if scope == "all" else "workloads of %d+ requests" % LONG
     parts = ["HSS %s, %s: harmonia %s (geomean)" % (h, label, num(e["harmonia"]))]
     if "best_heuristic" in e:
-        parts.append("%+.1f%% vs the best non-learning policy (%s, %s)" % (
-            100 * e["improvement_over_best_heuristic"], e["best_heuristic"], num(e["best_heuristic_value"])))
+        parts.append("%s than the best non-learning policy (%s, %s)" % (
+            _faster(e["improvement_over_best_heuristic"]), e["best_heuristic"], num(e["best_heuristic_value"])))
     if "improvement_over_sibyl" in e:
-        parts.append("%+.1f%% vs sibyl" % (100 * e["improvement_over_sibyl"]))
+        parts.append("%s than sibyl" % _faster(e["improvement_over_sibyl"]))
     if e.get("oracle_gap_closed") is not None:
         parts.append("closes %.0f%% of the gap to oracle (%s)" % (100 * e["oracle_gap_closed"], num(e["oracle"])))
     elif e.get("oracle_bound") is False:
