@@ -128,7 +128,9 @@ def test_pretrain_select_after_a_warm_start_validates_without_it(tmp_path, capsy
     assert rc == 0, capsys.readouterr().err
     (row,) = json.loads(capsys.readouterr().out)["selected"]
     assert row["seed"] == 1
-    assert pretrained.validation_params(["demo_warm=1", "demo=0.1", "m_demo_warm=2"]) == {"demo": 0.1}
+    # the demonstrations read the validation trace's future: a validation run never takes them
+    assert pretrained.validation_params(["demo_warm=1", "demo=0.1", "m_demo_warm=2", "m_demo=1", "demo_margin=0.2",
+                                         "reward=2"]) == {"reward": 2.0}
     assert pretrained.validation_params(None) is None
 
 
