@@ -74,6 +74,35 @@ def test_pretrain_writes_agents_that_load(tmp_path, capsys):
     assert not list(tmp_path.glob("*.part"))
 
 
+def test_compare_agents_dir_starts_each_seed_from_its_pretraining_seed(tmp_path, capsys):
+    """hbl compare --agents DIR: without a chosen file, online seed N starts from pretraining seed N's
+    agents; with one (--select's POLICY-HSS.agent), every seed from it; a missing file is named before
+    any run."""
+    assert main(["pretrain", "--out", str(tmp_path), "--policies", "sibyl", "--hss", "perf", "--seeds", "2",
+                 "--passes", "1", "--trace", "synth:zipf:requests=4000,pages=2000", "--quiet"]) == 0
+    base = ["compare", "--trace", "bundled:mds_0", "--policies", "lru,sibyl", "--seeds", "2", "--quiet",
+            "--agents", str(tmp_path)]
+
+    def agents_from(extra):
+        out = tmp_path / "c.json"
+        assert main(base + ["--hss", "perf", "--output", str(out)] + extra) == 0, capsys.readouterr().err
+        return {r["seed"]: r["agents_from"] for r in json.loads(out.read_text())["results"] if r["policy"] == "sibyl"}
+
+    own = [str(pretrained.agent_file("sibyl", "perf", s, tmp_path)) for s in (1, 2)]
+    assert agents_from([]) == {1: own[0], 2: own[1]}
+    assert agents_from(["--seed", "2", "--seeds", "1"]) == {2: own[1]}
+    chosen = pretrained.selected_file("sibyl", "perf", tmp_path)
+    chosen.write_bytes(pretrained.agent_file("sibyl", "perf", 2, tmp_path).read_bytes())
+    assert agents_from([]) == {1: str(chosen), 2: str(chosen)}
+    capsys.readouterr()
+    assert main(base + ["--hss", "cost"]) == 2
+    assert "no agents for sibyl on cost, seed 1" in capsys.readouterr().err
+    assert main(base + ["--hss", "perf", "--untrained"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(base[:-1] + [str(tmp_path / "none")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+
+
 def test_pretrain_select_ships_the_best_seed_on_validation(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(pretrained, "VALIDATION_REQUESTS", 3000)
     rc = main(["pretrain", "--out", str(tmp_path), "--policies", "sibyl", "--hss", "perf", "--seeds", "2",
@@ -99,7 +128,9 @@ def test_pretrain_select_after_a_warm_start_validates_without_it(tmp_path, capsy
     assert rc == 0, capsys.readouterr().err
     (row,) = json.loads(capsys.readouterr().out)["selected"]
     assert row["seed"] == 1
-    assert pretrained.validation_params(["demo_warm=1", "demo=0.1", "m_demo_warm=2"]) == {"demo": 0.1}
+    # the demonstrations read the validation trace's future: a validation run never takes them
+    assert pretrained.validation_params(["demo_warm=1", "demo=0.1", "m_demo_warm=2", "m_demo=1", "demo_margin=0.2",
+                                         "reward=2"]) == {"reward": 2.0}
     assert pretrained.validation_params(None) is None
 
 

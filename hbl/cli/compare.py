@@ -49,6 +49,10 @@ def _add_compare(sub):
                         "and the min-max of the geometric mean (default 3)")
     c.add_argument("--untrained", action="store_true",
                    help="learning policies start from untrained agents, not the shipped pretrained ones")
+    c.add_argument("--agents", metavar="DIR",
+                   help="learning policies start from the agents in DIR (hbl pretrain --out DIR), not the shipped "
+                        "ones: DIR/POLICY-HSS.agent (--select's choice) for every seed, else seed N from "
+                        "pretraining seed N's DIR/POLICY-HSS-sN.agent")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--from-json", metavar="FILE", help="re-print (and re-plot) a comparison saved with --output")
     trace_args(c, many=True)
@@ -138,12 +142,16 @@ def cmd_compare(a):
         summary = cmp.from_results(a.from_json)
     else:
         check_sim(a, hss)
+        if a.agents and (a.untrained or not os.path.isdir(a.agents)):
+            raise HblError("--agents %s: %s" % (a.agents, "give it or --untrained, not both" if a.untrained
+                                                else "no such directory"))
+        agents = dict(load_agents=a.agents) if a.agents else {}
         summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=reader_options(a), progress=not a.quiet,
                           synthetic_requests=a.synthetic_requests, capture_requests=a.capture_requests,
                           fast_capacity=a.fast_capacity,
                           params=a.param, seed=a.seed, seeds=a.seeds, untrained=a.untrained,
-                          **sim_options(a))
+                          **agents, **sim_options(a))
     if not summary.get("workloads"):   # every trace was left out: nothing to normalize or average
         raise HblError("no trace with reads or writes to compare")
     if a.output:

@@ -3,6 +3,8 @@ run on local processes, as the papers' table:
 average latency normalized to Fast-Only, per workload, the geometric and arithmetic means, and a
 check that the oracle bounds every policy."""
 import dataclasses
+import itertools
+import os
 import sys
 import tempfile
 
@@ -12,6 +14,7 @@ from hbl.devices import load_hss
 from hbl.experiments.engine import Grid
 from hbl.errors import HblError
 from hbl.sim import policy_names, replay_label, replay_mode
+from hbl.sim.agent_files import in_directory
 from hbl.experiments.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
 
@@ -77,7 +80,8 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
             reader_options=None, progress=True, synthetic_requests=None, seeds=3, seed=1, untrained=False,
             capture_requests=CAPTURE_REQUESTS, **sim_options):
     """Every policy on every trace and HSS; learning policies once per seed (seed .. seed+seeds-1),
-    from their shipped pretrained agents (hbl.sim.pretrained) unless untrained. The default suite's
+    from their shipped pretrained agents (hbl.sim.pretrained) unless untrained or load_agents names
+    others (a directory: hbl.sim.agent_files.in_directory, checked first). The default suite's
     full captures are cut to their first capture_requests requests (0: whole). The grid runs on
     the engine's pool of local processes (hbl.experiments.engine.LocalPool)."""
     limit = None if traces else capture_requests or None
@@ -87,6 +91,9 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
         load_hss(h, sim_options.get("fast_capacity"))  # fail early on a bad config
     replay_mode(sim_options)                           # and on contradictory replay options
     opts = dict(sim_options, load_agents=False) if untrained else sim_options
+    if opts.get("load_agents") and os.path.isdir(opts["load_agents"]):
+        for h, p, s in itertools.product(hss_list, pols, range(seed, seed + seeds)):
+            in_directory(opts["load_agents"], p, h, s)   # fail early on a missing agent file
     grid = CompareGrid(traces=list(traces), hss=list(hss_list), policies=pols, seeds=list(range(seed, seed + seeds)),
                        options=opts, fmt=fmt, lenient=lenient, reader_options=reader_options or {}, seed=seed,
                        capture_requests=limit)

@@ -10,6 +10,7 @@ The package holds the simulator's driver (here) and its agents: agent.py (the ag
 plugin.py (policies written in Python), pretrained.py (trains the shipped agents) and
 agent_files.py (finds them).
 """
+import os
 import time
 
 
@@ -374,8 +375,9 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
              check=False, load_agents=None, save_agents=None, progress=None, **options):
     """Simulate one policy on one trace; returns the result dict (see Simulator.result).
     progress, if given, wraps each pass over the trace: progress(chunks, what) -> chunks.
-    load_agents: a file of saved agents; None, the shipped pretrained agents of the policy
-    for this HSS preset and seed where there are some (hbl.sim.agent_files); False, untrained agents."""
+    load_agents: a file of saved agents, or a directory of them (hbl.sim.agent_files.in_directory:
+    the file this policy, HSS and seed start from there); None, the shipped pretrained agents of the
+    policy for this HSS preset and seed where there are some (hbl.sim.agent_files); False, untrained agents."""
     watch = progress or (lambda chunks, what: chunks)
     page_size = int(options.get("page_size") or DEFAULTS["page_size"])
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
@@ -390,6 +392,9 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     if footprint is None:
         footprint = footprint_pages(source if source else watch(reopen(), "footprint"), page_size)
     caps = config.capacity_pages(footprint, page_size)
+    if load_agents and os.path.isdir(load_agents) and plugin is None:
+        from hbl.sim.agent_files import in_directory
+        load_agents = in_directory(load_agents, policy, hss, seed)
     agents_from = load_agents or None
     if load_agents is None and plugin is None:
         from hbl.sim.agent_files import shipped

@@ -24,3 +24,19 @@ def shipped(policy, hss, seed=None):
         return None
     path = selected_file(policy, hss)
     return path if path.is_file() else None
+
+
+def in_directory(directory, policy, hss, seed):
+    """The agents a run of `policy` on HSS preset `hss` with `seed` starts from in a directory
+    `hbl pretrain --out` wrote, as it would from the shipped ones: the chosen POLICY-HSS.agent (made
+    by --select) for every seed, else pretraining seed `seed`'s own POLICY-HSS-sSEED.agent.  False
+    for a policy that has no shipped agents to stand in for; an error if it has and DIR has neither."""
+    from hbl.errors import HblError
+    for path in (selected_file(policy, hss, directory), agent_file(policy, hss, seed, directory)):
+        if path.is_file():
+            return path
+    if shipped(policy, hss) is None:
+        return False
+    raise HblError("%s: no agents for %s on %s, seed %d (neither %s nor %s; `hbl pretrain --out %s` writes them)"
+                   % (directory, policy, hss, seed, selected_file(policy, hss, directory).name,
+                      agent_file(policy, hss, seed, directory).name, directory))

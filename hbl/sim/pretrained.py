@@ -58,6 +58,10 @@ def validation_traces(requests=None, families=TRAINING_SUITE):
 #: decides as the oracle's labels say (demo_follow=1, m_demo_follow=1; ctypes_core/demos.h).
 WARM = {"demo_warm": "demo_follow", "m_demo_warm": "m_demo_follow"}
 
+#: Parameters that hand the agents the oracle's labels, read off the trace's future: pretraining's
+#: to use, never a validation run's (it would choose agents on labels no real run has).
+FUTURE = frozenset(x + y for x in ("", "m_") for y in ("demo", "demo_margin", "demo_follow"))
+
 
 def pass_params(params, p):
     """The policy parameters of pass p (from 0): params without WARM's, plus their follow for warm passes."""
@@ -73,11 +77,12 @@ def pass_params(params, p):
 
 def validation_params(params):
     """The policy parameters a validation run of agents trained with `params` takes: those without
-    pretraining's own (WARM), which no policy knows."""
+    pretraining's own (WARM), which no policy knows, and without the demonstrations (FUTURE), which
+    read the validation trace's future."""
     from hbl.sim import parse_params
     if not params:
         return params
-    return {k: v for k, v in parse_params(params).items() if k not in WARM}
+    return {k: v for k, v in parse_params(params).items() if k not in WARM and k not in FUTURE}
 
 
 def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, progress=None):
