@@ -52,6 +52,17 @@ def test_no_shipped_agent_was_trained_on_an_evaluation_workload():
         (p, h) for p in recipe["policies"] for h in recipe["hss"]}
 
 
+def test_a_named_only_family_trains_only_when_named():
+    """synth:burst is a training family (hbl pretrain --trace takes it) that no default run uses."""
+    assert set(split.NAMED_ONLY) <= set(split.TRAINING) and "synth:burst" in split.NAMED_ONLY
+    assert split.side("synth:burst:requests=300000") == "training"
+    split.check_training(["synth:burst:requests=300000"], "test")
+    defaults = pretrained.training_traces() + pretrained.validation_traces(1000)
+    assert not [t for t in defaults if split.families(t)[0] in split.NAMED_ONLY]
+    assert [split.families(t)[0] for t in pretrained.training_traces()] == [
+        "synth:src", "synth:usr", "synth:mixed", "synth:phases", "synth:zipf"]
+
+
 def test_validation_traces_are_training_workloads():
     """What scripts/validate_agents.py and `hbl pretrain --select` choose on."""
     assert all(split.side(t) == "training" for t in pretrained.validation_traces(1000))

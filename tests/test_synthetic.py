@@ -1,3 +1,5 @@
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,21 @@ def test_phases_move_the_hot_set():
     assert len(hot(first) & hot(second)) < 10
 
 
+def test_writes_come_in_runs_and_the_read_share_stays():
+    d, _ = load("synth:burst:requests=40000,burst=1000,read=0.3")
+    w = d["op"] == record.WRITE
+    starts = np.flatnonzero(w[1:] & ~w[:-1]) + 1          # where a run of writes begins
+    assert w[:1000].all() and not w[1000:1429].any() and (np.diff(starts) == 1429).all()
+    assert abs((~w).mean() - 0.3) < 0.01
+    assert np.isin(d["length"] // 4096, (1, 2)).all()      # the preset's writes are small
+    # burst=0 (every other preset): the same trace as before the key existed (digests taken at main 6509afc)
+    for spec, digest in (("synth:zipf:requests=5000", "e66a4765a604db1c"),
+                         ("synth:mixed:requests=5000,seed=2,burst=0", "981441f2cec9134c")):
+        assert hashlib.sha256(load(spec)[0].tobytes()).hexdigest()[:16] == digest, spec
+
+
 def test_bad_specs():
-    for spec in ("synth:nope", "synth:zipf:alpha", "synth:zipf:read=2", "synth:zipf:size=0"):
+    for spec in ("synth:nope", "synth:zipf:alpha", "synth:zipf:read=2", "synth:zipf:size=0",
+                 "synth:burst:burst=x"):
         with pytest.raises(HblError):
             load(spec)

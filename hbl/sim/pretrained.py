@@ -29,8 +29,8 @@ from hbl.trace import split
 from hbl.sim.agent_files import AGENTS_DIR, HSS, agent_file, selected_file, shipped  # noqa: F401 (hbl.sim.pretrained's API)
 from hbl.errors import HblError
 
-#: The training workloads: the split's synthetic training families.
-TRAINING_SUITE = tuple(w for w in split.TRAINING if w.startswith("synth:"))
+#: The training workloads: the split's synthetic training families, less those used only when named.
+TRAINING_SUITE = tuple(w for w in split.TRAINING if w.startswith("synth:") and w not in split.NAMED_ONLY)
 RECIPE = "recipe.json"
 TRAINING_REQUESTS = 300_000
 PASSES = 3

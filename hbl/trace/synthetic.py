@@ -10,6 +10,8 @@ Keys:
   seq        fraction of requests in sequential streams      streams  concurrent streams
   size       request size in pages (fixed; otherwise the preset's mix)
   phases     working-set shifts over the run (0 = none)      iops  mean arrival rate
+  burst      writes come in runs of this many requests in a row, reads between the runs (the read
+             share kept); 0 = each request a read or a write at random
   seed       random seed
 The MSR-shaped presets are our approximations of the volumes' published
 character (read share, skew, sequentiality, request sizes), not fits to the
@@ -39,6 +41,7 @@ class Workload:
     sizes: tuple = ((1, 1.0),)      # (pages, weight)
     phases: int = 0
     iops: float = 50.0              # mean arrivals/s: a quarter of what one HDD serves at random
+    burst: int = 0                  # requests per run of writes (0: reads and writes interleaved at random)
     seed: int = 1
 
 
@@ -48,6 +51,10 @@ PRESETS = {
     "sequential": Workload(alpha=0.0, seq=1.0, sizes=((16, 1.0),), read=0.5),
     "mixed": Workload(alpha=0.9, seq=0.3, sizes=((1, 0.6), (2, 0.2), (16, 0.2))),
     "phases": Workload(alpha=1.0, phases=4),
+    # burst = write bursts into a full fast device (ours, a training family): runs of 1,024 small random
+    # writes over the whole footprint (ten times the fast device), faster than the slower device takes
+    # the evictions they cause, so its background queue fills (results/diagnosis/migration.txt [H])
+    "burst": Workload(read=0.3, alpha=0.6, sizes=((1, 0.7), (2, 0.3)), burst=1024),
     # MSR-shaped (ours): hm = hardware monitoring, write-heavy small random I/O
     "hm": Workload(read=0.35, alpha=0.9, seq=0.1, sizes=((1, 0.7), (2, 0.15), (8, 0.15)), pages=131_072),
     # prxy = web proxy: very skewed, write-dominated
@@ -83,7 +90,7 @@ def _finite(text):
 
 
 _KEYS = {"requests": _whole, "pages": _whole, "read": _finite, "alpha": _finite, "seq": _finite,
-         "streams": _whole, "size": _whole, "phases": _whole, "iops": _finite, "seed": _whole}
+         "streams": _whole, "size": _whole, "phases": _whole, "iops": _finite, "burst": _whole, "seed": _whole}
 # The generator holds a permutation and a CDF of the pages (16 bytes each): 2^26 pages
 # (a 256 GiB footprint) is 1 GiB of memory.
 MAX_PAGES = 1 << 26
@@ -112,7 +119,7 @@ def parse_spec(spec):
         else:
             setattr(w, key, v)
     if w.requests < 0 or not 1 <= w.pages <= MAX_PAGES or not 0 <= w.read <= 1 or not 0 <= w.seq <= 1 or \
-            not 0 <= w.alpha <= 100 or not 1 <= w.streams <= 1 << 16 or w.iops <= 0 or \
+            not 0 <= w.alpha <= 100 or not 1 <= w.streams <= 1 << 16 or w.iops <= 0 or w.burst > 1 << 30 or \
             not 0 <= w.phases <= 1 << 20 or w.seed >= 1 << 64 or \
             any(p < 1 or p > w.pages or p * PAGE > MAX_LENGTH for p, _ in w.sizes):
         raise HblError("synthetic workload %s: parameters out of range (pages 1..%d, size at most %d "
@@ -182,6 +189,10 @@ class SyntheticTrace:
             out["time_ns"] = times.astype(np.uint64)
             out["offset"] = page * PAGE
             out["length"] = (size * PAGE).astype(np.uint32)
-            out["op"] = np.where(rng.random(n) < w.read, record.READ, record.WRITE)
+            is_read = rng.random(n) < w.read
+            if w.burst and w.read < 1:   # a run of w.burst writes, then as many reads as keep the read share
+                period = max(w.burst, round(w.burst / (1 - w.read)))
+                is_read = np.arange(done, done + n) % period >= w.burst
+            out["op"] = np.where(is_read, record.READ, record.WRITE)
             done += n
             yield out
