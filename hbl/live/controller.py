@@ -31,13 +31,13 @@ from hbl.live.faults import MemberFaults
 from hbl.live.host import assemble, check_members, preflight
 from hbl.live.in_flight import InFlight
 from hbl.live.meta import Meta
+from hbl.live.moves import MoveQueue
 from hbl.live.observe import Observer
 from hbl.live.open_writes import OpenWrites
 from hbl.live.options import Options
 from hbl.live.paths import write_json_atomic
 from hbl.live.status import cpu_s, running_status, thread_cpu_s
 
-STALE_S = 2.0          # a move not started this long after its decision is given back to the decider
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
 
@@ -89,7 +89,6 @@ class Controller(Observer, MemberFaults):
         self.failed = {i: x["failed"] for i, x in enumerate(m.members) if x.get("failed")}   # member -> why
         self.uevents = None
         self.last_probe = 0.0
-        self.pending = {}
         self.stop = False
         self.batches = 0
         c = m.counters
@@ -97,6 +96,7 @@ class Controller(Observer, MemberFaults):
                                                        "write_pages", "fast_write_pages", "promotions", "evictions",
                                                        "migrated_bytes", "remaps_without_copy", "recopied_bytes",
                                                        "batches", "rollbacks", "stale_moves")}
+        self.queue = MoveQueue(self.count)                 # the moves asked for, not carried out yet
         # per routing message (two a batch: the extents not moving to the next view, then the
         # moving ones): ms it took, the most an I/O arriving meanwhile could wait (no suspend)
         self.stalls = collections.deque(maxlen=4000)
@@ -226,50 +226,18 @@ class Controller(Observer, MemberFaults):
 
     def plan(self):
         self.check_lost()
-        moves = self.decider.take_moves()
-        for e, want in moves.items():
-            self.pending[e] = (want, self.newest_ts)
+        for e, want in self.decider.take_moves().items():
+            self.queue.ask(e, want, self.newest_ts)
         m = self.meta
         for e in self.flip:                # (HBL_TEST_FLIP) planned first: no decision time
             want = (int(m.dev[e]) + 1) % len(m.members)
             self.decider.set_devices([e], [want])
-            self.pending[e] = (want, 0)
-        plan = []
-        # newest decisions first (remaps of the write frontier, which cost no copy, before
-        # all): when the policy asks for more than the copies can carry, what it asked for
-        # seconds ago is the least likely to still be right
-        for e in sorted(self.pending, key=lambda x: (self.pending[x][1] != 0, -self.pending[x][1])):
-            want, t_seen = self.pending[e]
-            src = int(m.dev[e])
-            if want == src or want < 0:
-                del self.pending[e]
-                continue
-            if t_seen and self.newest_ts - t_seen > STALE_S * 1e9:
-                # decided on what the workload did seconds ago: the decider, told the extent
-                # stayed, decides again from what it sees now
-                self.decider.set_devices([e], [src])
-                del self.pending[e]
-                self.count["stale_moves"] += 1
-                continue
-            if src in self.failed or want in self.failed:     # stays where it is; the decider is told so
-                self.decider.set_devices([e], [src])
-                del self.pending[e]
-                continue
-            if len(plan) >= self.options.max_batch:
-                continue
-            if not self.free[want]:
-                if want > src:
-                    # No room below: an eviction that cannot happen now is
-                    # undone in the decider (it will decide again).  A
-                    # promotion waits: the fast device has spares.
-                    self.decider.set_devices([e], [src])
-                    del self.pending[e]
-                continue
-            plan.append({"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want,
-                         "dst_slot": self.free[want].pop(0), "copy": bool(m.written[e]) or self.unsure,
-                         "seen_ns": t_seen})
-            del self.pending[e]
-        return plan
+            self.queue.ask(e, want, 0)
+        stay = lambda ex: self.decider.set_devices(ex, m.dev[ex])
+        return [{"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want, "dst_slot": slot,
+                 "copy": bool(m.written[e]) or self.unsure, "seen_ns": t_seen}
+                for e, src, want, slot, t_seen in self.queue.take(m.dev, self.free, self.failed,
+                                                                  self.options.max_batch, self.newest_ts, stay)]
 
     def execute(self, plan):
         b = Batch(self, plan)

@@ -221,6 +221,6 @@ class Observer:
                     x = e + k
                     if x >= m.nextents or m.written[x]:
                         break
-                    if m.dev[x] != want and x not in self.pending:
+                    if m.dev[x] != want and x not in self.queue:
                         self.decider.set_devices([x], [want])
-                        self.pending[x] = (want, 0)
+                        self.queue.ask(x, want, 0)

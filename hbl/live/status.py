@@ -71,7 +71,7 @@ def running_status(c):
         "migrated_bytes": c.count["migrated_bytes"], "recopied_bytes": c.count["recopied_bytes"],
         "batches": c.count["batches"], "rollbacks": c.count["rollbacks"],
         "stale_moves": c.count["stale_moves"],
-        "pending_moves": len(c.pending),
+        "pending_moves": len(c.queue),
         "copy_bandwidth_bytes_s": c.copier.bandwidth(), "copy_rate_limit_bytes_s": c.copier.throttle.rate,
         "copy_depth": c.copier.depth,
         "copy_idle_read_latency_us": c.copier.throttle.baseline and c.copier.throttle.baseline / 1e3,
