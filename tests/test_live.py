@@ -945,3 +945,22 @@ def test_a_long_holds_late_writes_have_no_time_when_their_completion_is_unknown(
                      [1, 4096, 4096, 0, 1]], np.int64)       # open write from before the batch
     assert late_write_times(rows, hold) == [(1, -2.5), (0, 12.0), (1, None)]
     assert late_write_times(np.zeros((0, 5), np.int64), hold) == []
+
+
+def _queue_counts():
+    return {"asked_moves": 0, "stale_moves": 0, "refused_moves": 0}
+
+
+def test_moves_not_started_within_stale_s_are_given_back_stale():
+    from hbl.live.moves import STALE_S, MoveQueue
+    count = _queue_counts()
+    q = MoveQueue(count)
+    dev = np.ones(10, np.int8)
+    t = 10_000_000_000
+    q.ask(1, 0, t, at=1)
+    q.ask(2, 0, t + int(STALE_S * 1e9) + 1, at=1)
+    q.ask(3, 0, 0, at=1)                       # a remap the controller asked: never stale, first
+    back = []
+    out = q.take(dev, [list(range(10)), []], {}, 8, t + int(STALE_S * 1e9) + 5, back.extend)
+    assert [mv[0] for mv in out] == [3, 2] and back == [1] and count["stale_moves"] == 1
+

@@ -95,7 +95,8 @@ class Controller(Observer, MemberFaults):
         self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "read_pages", "fast_read_pages",
                                                        "write_pages", "fast_write_pages", "promotions", "evictions",
                                                        "migrated_bytes", "remaps_without_copy", "recopied_bytes",
-                                                       "batches", "rollbacks", "stale_moves")}
+                                                       "batches", "rollbacks", "asked_moves", "stale_moves",
+                                                       "refused_moves")}
         self.queue = MoveQueue(self.count)                 # the moves asked for, not carried out yet
         # per routing message (two a batch: the extents not moving to the next view, then the
         # moving ones): ms it took, the most an I/O arriving meanwhile could wait (no suspend)
@@ -226,18 +227,19 @@ class Controller(Observer, MemberFaults):
 
     def plan(self):
         self.check_lost()
-        for e, want in self.decider.take_moves().items():
-            self.queue.ask(e, want, self.newest_ts)
         m = self.meta
+        for e, want in self.decider.take_moves().items():
+            self.queue.ask(e, want, self.newest_ts, int(m.dev[e]))
         for e in self.flip:                # (HBL_TEST_FLIP) planned first: no decision time
             want = (int(m.dev[e]) + 1) % len(m.members)
             self.decider.set_devices([e], [want])
-            self.queue.ask(e, want, 0)
+            self.queue.ask(e, want, 0, int(m.dev[e]))
         stay = lambda ex: self.decider.set_devices(ex, m.dev[ex])
+        o = self.options
         return [{"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want, "dst_slot": slot,
                  "copy": bool(m.written[e]) or self.unsure, "seen_ns": t_seen}
-                for e, src, want, slot, t_seen in self.queue.take(m.dev, self.free, self.failed,
-                                                                  self.options.max_batch, self.newest_ts, stay)]
+                for e, src, want, slot, t_seen in self.queue.take(m.dev, self.free, self.failed, o.max_batch,
+                                                                  self.newest_ts, stay)]
 
     def execute(self, plan):
         b = Batch(self, plan)

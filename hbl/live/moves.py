@@ -15,7 +15,7 @@ class MoveQueue:
 
     def __init__(self, count, stale_s=STALE_S):
         self.moves = {}
-        self.count = count          # the controller's counters: stale_moves
+        self.count = count          # the controller's counters: asked_moves, stale_moves
         self.stale_s = stale_s
 
     def __len__(self):
@@ -24,7 +24,14 @@ class MoveQueue:
     def __contains__(self, extent):
         return extent in self.moves
 
-    def ask(self, extent, want, seen_ns):
+    def ask(self, extent, want, seen_ns, at):
+        """The decider wants `extent` (on device `at` now) on `want`; a second ask for an extent
+        queued replaces the first (want == at: the decider has undone it)."""
+        if want == at or want < 0:
+            self.moves.pop(extent, None)
+            return
+        if extent not in self.moves:
+            self.count["asked_moves"] += 1
         self.moves[extent] = (want, seen_ns)
 
     def take(self, dev, free, failed, max_batch, newest_ns, stay):
@@ -35,7 +42,7 @@ class MoveQueue:
         back: stay(extents) tells the decider those stay where they are.  A promotion with no
         free slot waits (the fast device has spares)."""
         q = self.moves
-        out = []
+        out, back = [], []
         # newest first: when the policy asks for more than the copies can carry, what it asked
         # for seconds ago is the least likely to still be right
         for e in sorted(q, key=lambda x: (q[x][1] != 0, -q[x][1])):
@@ -47,12 +54,12 @@ class MoveQueue:
             if t_seen and newest_ns - t_seen > self.stale_s * 1e9:
                 # decided on what the workload did seconds ago: the decider, told the extent
                 # stayed, decides again from what it sees now
-                stay([e])
+                back.append(e)
                 del q[e]
                 self.count["stale_moves"] += 1
                 continue
             if src in failed or want in failed:     # stays where it is; the decider is told so
-                stay([e])
+                back.append(e)
                 del q[e]
                 continue
             if len(out) >= max_batch:
@@ -62,9 +69,11 @@ class MoveQueue:
                     # No room below: an eviction that cannot happen now is undone in the
                     # decider (it will decide again).  A promotion waits: the fast device has
                     # spares.
-                    stay([e])
+                    back.append(e)
                     del q[e]
                 continue
             out.append((e, src, want, free[want].pop(0), t_seen))
             del q[e]
+        if back:
+            stay(back)
         return out

@@ -223,4 +223,4 @@ class Observer:
                         break
                     if m.dev[x] != want and x not in self.queue:
                         self.decider.set_devices([x], [want])
-                        self.queue.ask(x, want, 0)
+                        self.queue.ask(x, want, 0, int(m.dev[x]))

@@ -45,6 +45,17 @@ def hit_figures(count):
             "fast_request_share": count["fast_hits"] / total if total else 0.0}
 
 
+def move_figures(count):
+    """The moves asked for (by the decider, or remaps of the write frontier) and what became
+    of them: done, given back stale, refused at once (the queue full); the shares of those
+    asked."""
+    asked = count["asked_moves"]
+    share = lambda k: count[k] / asked if asked else 0.0
+    return {"asked_moves": asked, "moves_done": count["promotions"] + count["evictions"],
+            "stale_moves": count["stale_moves"], "refused_moves": count["refused_moves"],
+            "stale_share": share("stale_moves"), "refused_share": share("refused_moves")}
+
+
 def running_status(c):
     """The status of the running Controller `c`, as its status file carries it."""
     m = c.meta
@@ -70,7 +81,7 @@ def running_status(c):
         "remaps_without_copy": c.count["remaps_without_copy"],
         "migrated_bytes": c.count["migrated_bytes"], "recopied_bytes": c.count["recopied_bytes"],
         "batches": c.count["batches"], "rollbacks": c.count["rollbacks"],
-        "stale_moves": c.count["stale_moves"],
+        **move_figures(c.count),
         "pending_moves": len(c.queue),
         "copy_bandwidth_bytes_s": c.copier.bandwidth(), "copy_rate_limit_bytes_s": c.copier.throttle.rate,
         "copy_depth": c.copier.depth,

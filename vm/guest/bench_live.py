@@ -74,6 +74,8 @@ def run_hbl(policy):
                    copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
                    copy_idle_read_latency_us=st["copy_idle_read_latency_us"],
                    stale_moves=st["stale_moves"], batches=st["batches"],
+                   **{k: st.get(k) for k in ("asked_moves", "moves_done", "refused_moves", "stale_share",
+                                             "refused_share", "move_queue_capacity", "carried_moves_per_s")},
                    copy_bandwidth_mib_s=st["copy_bandwidth_bytes_s"] / MIB, ebpf_lost=st["ebpf"]["lost"],
                    timeline=st["timeline"])
     finally:
@@ -164,6 +166,11 @@ def main():
                       (r.get("decision_to_batch_ms") or {}).get("p50") or 0,
                       100 * r["controller_cpu"], 100 * r.get("controller_cpu_main", 0), r["copy_bandwidth_mib_s"],
                       (r.get("copy_idle_read_latency_us") or 0) / 1e3))
+            if r.get("asked_moves") is not None:
+                print("%s: moves %d asked, %d done, %d given back stale (%.1f%% of those asked), %d refused, the "
+                      "queue full (%.1f%%)" % (
+                          k, r["asked_moves"], r["moves_done"], r["stale_moves"], 100 * r["stale_share"],
+                          r["refused_moves"], 100 * r["refused_share"]))
             print("%s: %d batches, %d moves given back stale; per batch, median ms: %s" % (
                 k, r["batches"], r["stale_moves"], ", ".join("%s %.1f" % (s, v) for s, v in r["batch_steps_ms_p50"].items()
                                                              if s not in ("moves", "recopied_bytes",
