@@ -98,6 +98,7 @@ class Controller(Observer, MemberFaults):
                                                        "batches", "rollbacks", "asked_moves", "stale_moves",
                                                        "refused_moves")}
         self.queue = MoveQueue(self.count)                 # the moves asked for, not carried out yet
+        self.full_batch = None                             # when the last tick's full batch began
         # per routing message (two a batch: the extents not moving to the next view, then the
         # moving ones): ms it took, the most an I/O arriving meanwhile could wait (no suspend)
         self.stalls = collections.deque(maxlen=4000)
@@ -141,6 +142,9 @@ class Controller(Observer, MemberFaults):
         or none.  An interval that copies nothing gives the copy throttle its idle level; one
         is left without a batch when that level is IDLE_EVERY_S old."""
         thr = self.copier.throttle
+        if self.full_batch is not None:          # the last tick's full batch, start to this tick
+            self.queue.carried(self.options.max_batch, now - self.full_batch)
+            self.full_batch = None
         if self.idle_from is not None:           # the interval that just ended copied nothing
             thr.idle_latency(self.read_latency_since(self.idle_from), now)
             self.idle_from = None
@@ -151,6 +155,8 @@ class Controller(Observer, MemberFaults):
         plan = self.plan()
         if plan:
             self.execute(plan)
+            if len(plan) >= self.options.max_batch:      # a full batch: what the controller can carry
+                self.full_batch = now
         else:
             self.idle_from = self.reads.copy()
 
@@ -239,7 +245,8 @@ class Controller(Observer, MemberFaults):
         return [{"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want, "dst_slot": slot,
                  "copy": bool(m.written[e]) or self.unsure, "seen_ns": t_seen}
                 for e, src, want, slot, t_seen in self.queue.take(m.dev, self.free, self.failed, o.max_batch,
-                                                                  self.newest_ts, stay)]
+                                                                  self.newest_ts, stay,
+                                                                  self.queue.capacity(o.max_batch, o.interval))]
 
     def execute(self, plan):
         b = Batch(self, plan)

@@ -83,6 +83,10 @@ def running_status(c):
         "batches": c.count["batches"], "rollbacks": c.count["rollbacks"],
         **move_figures(c.count),
         "pending_moves": len(c.queue),
+        # the most moves the queue holds (what the controller carries out before one goes
+        # stale, at the rate its recent full batches carried; None: none measured yet)
+        "move_queue_capacity": c.queue.capacity(c.options.max_batch, c.options.interval),
+        "carried_moves_per_s": c.queue.rate(),
         "copy_bandwidth_bytes_s": c.copier.bandwidth(), "copy_rate_limit_bytes_s": c.copier.throttle.rate,
         "copy_depth": c.copier.depth,
         "copy_idle_read_latency_us": c.copier.throttle.baseline and c.copier.throttle.baseline / 1e3,

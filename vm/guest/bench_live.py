@@ -168,9 +168,10 @@ def main():
                       (r.get("copy_idle_read_latency_us") or 0) / 1e3))
             if r.get("asked_moves") is not None:
                 print("%s: moves %d asked, %d done, %d given back stale (%.1f%% of those asked), %d refused, the "
-                      "queue full (%.1f%%)" % (
+                      "queue full (%.1f%%); the queue held at most %d at the end (%s moves/s carried)" % (
                           k, r["asked_moves"], r["moves_done"], r["stale_moves"], 100 * r["stale_share"],
-                          r["refused_moves"], 100 * r["refused_share"]))
+                          r["refused_moves"], 100 * r["refused_share"], r["move_queue_capacity"],
+                          "%.1f" % r["carried_moves_per_s"] if r.get("carried_moves_per_s") else "-"))
             print("%s: %d batches, %d moves given back stale; per batch, median ms: %s" % (
                 k, r["batches"], r["stale_moves"], ", ".join("%s %.1f" % (s, v) for s, v in r["batch_steps_ms_p50"].items()
                                                              if s not in ("moves", "recopied_bytes",
