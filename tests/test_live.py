@@ -855,7 +855,7 @@ def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_p
     c.reads = np.zeros((2, 2))
     c.idle_from = None
     c.check_members = lambda: None
-    c.full_batch, c.options = None, Options(max_batch=8)
+    c.unobserved, c.full_batch, c.options = [], None, Options(max_batch=8)
     executed = []
     c.plan = lambda: [{"extent": 1}]
     c.execute = executed.append
@@ -912,6 +912,7 @@ def test_the_read_hit_ratio_counts_page_reads_only_as_the_simulator_does():
     c.dm_dev, c.recent_holds, c.decide = 99, collections.deque(), lambda *a: None
     c.lat, c.heat, c.rw = np.zeros((2, 2)), np.zeros(8, np.float32), np.zeros((8, 2), np.uint32)
     c.count, c.win = collections.Counter(), [0, 0, 0, 0]
+    c.unobserved, c.unobserved_n = [], 0
     b = record.empty(7)
     b["device"], b["time_ns"] = 99, 1
     b["op"] = [record.WRITE] * 3 + [record.READ] * 4
@@ -1065,7 +1066,7 @@ def test_a_full_batch_is_measured_from_its_start_to_the_next_tick():
     c = Controller.__new__(Controller)
     c.copier = types.SimpleNamespace(throttle=copier.Throttle(8 << 20, floor=8 << 20, ceiling=8 << 20))  # never idle
     c.reads, c.idle_from, c.check_members = np.zeros((2, 2)), None, lambda: None
-    c.full_batch, c.options = None, Options(max_batch=2)
+    c.unobserved, c.full_batch, c.options = [], None, Options(max_batch=2)
     c.queue = MoveQueue(_queue_counts())
     sizes = iter([2, 2, 1, 2, 0])
     c.plan = lambda: [{}] * next(sizes)
@@ -1075,3 +1076,40 @@ def test_a_full_batch_is_measured_from_its_start_to_the_next_tick():
     # full at 0.0 (0.5 s to the next tick) and 0.5 (1.0 s); 1.5 not full; full at 2.0 (1.0 s)
     assert list(c.queue.carried_full) == [(2, 0.5), (2, 1.0), (2, 1.0)]
     assert c.queue.rate() == 6 / 2.5
+
+
+
+def test_records_mark_their_extents_written_at_once_and_reach_the_decider_in_one_go():
+    """note(): a write read marks its extent written at once (a batch's copies and the
+    remaps without copy depend on it) and its frontier is computed then; the latencies, the
+    counters and the decider wait for observe_pending(), which takes every poll noted in one
+    call (per poll its fixed cost was most of the controller's thread)."""
+    import collections
+    import types
+    from hbl import record
+    from hbl.live.controller import Controller
+    MiB = 1 << 20
+    c = Controller.__new__(Controller)
+    c.meta = types.SimpleNamespace(extent_bytes=MiB, nextents=8, members=[{}, {}],
+                                   dev=np.array([0, 0, 0, 0, 1, 1, 1, 1]), written=np.zeros(8, np.uint8))
+    fed = []
+    c.dm_dev, c.recent_holds = 99, collections.deque()
+    c.decide = lambda log, last, first_writes: fed.append((len(log), first_writes.tolist()))
+    c.lat, c.heat, c.rw = np.zeros((2, 2)), np.zeros(8, np.float32), np.zeros((8, 2), np.uint32)
+    c.count, c.win = collections.Counter(), [0, 0, 0, 0]
+    c.unobserved, c.unobserved_n = [], 0
+
+    def poll(op, extent):
+        b = record.empty(1)
+        b["device"], b["time_ns"], b["op"], b["offset"], b["length"] = 99, 1, op, extent * MiB, 4096
+        return b
+    c.note(poll(record.WRITE, 5))
+    c.note(poll(record.WRITE, 5))                   # written already: not a first write
+    c.note(poll(record.READ, 2))
+    assert c.meta.written.tolist() == [0, 0, 0, 0, 0, 1, 0, 0]
+    assert not fed and c.count["writes"] == 0
+    c.observe_pending()
+    assert fed == [(3, [True, False, False])]
+    assert (c.count["reads"], c.count["writes"]) == (1, 2) and c.unobserved == []
+    c.observe_pending()                             # nothing noted since: nothing fed
+    assert len(fed) == 1

@@ -149,6 +149,7 @@ class Batch:
         try:
             c.copier.copy_many([self.whole(mv) for mv in self.plan if mv["copy"]])
             c.pump(0)
+            c.observe_pending()        # the members' latencies during the copy
             c.copier.throttle.feedback(c.foreground_latency())
             # more passes while I/O still flows, each over what was written during the one
             # before, until one finds nothing (or COPY_PASSES), so that as little as possible

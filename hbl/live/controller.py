@@ -125,6 +125,7 @@ class Controller(Observer, MemberFaults):
         self.last_stall = None
         self.held = None                                   # records read while extents are held, observed after
         self.unsorted, self.unsorted_n = [], 0             # records read, not yet given to self.in_flight
+        self.unobserved, self.unobserved_n = [], 0         # records noted, not yet observed (Observer.note)
         self.own_io = np.zeros((0, 3), np.int64)           # the copier's I/Os whose records are not read yet
 
     def foreground_latency(self):
@@ -142,6 +143,7 @@ class Controller(Observer, MemberFaults):
         or none.  An interval that copies nothing gives the copy throttle its idle level; one
         is left without a batch when that level is IDLE_EVERY_S old."""
         thr = self.copier.throttle
+        self.observe_pending()                   # the decider and the latencies up to date
         if self.full_batch is not None:          # the last tick's full batch, start to this tick
             self.queue.carried(self.options.max_batch, now - self.full_batch)
             self.full_batch = None
@@ -256,7 +258,7 @@ class Controller(Observer, MemberFaults):
     def release_held(self):
         held, self.held = self.held or [], None
         for b in held:
-            self.observe(b)
+            self.note(b)
 
     def recopy(self, plan, writes, limit=False):
         """Copy again, for each move, the span of its old slot that member `writes` ([member,
@@ -307,6 +309,7 @@ class Controller(Observer, MemberFaults):
                 self.tick(now)
             if now - last_tl >= 5.0:
                 last_tl = now
+                self.observe_pending()
                 self.timeline.append({"t": round(time.time() - self.t0, 1), "requests": self.win[0],
                                       "read_hit_ratio": self.win[3] / self.win[2] if self.win[2] else None,
                                       "fast_request_share": self.win[1] / self.win[0] if self.win[0] else None})
@@ -314,6 +317,7 @@ class Controller(Observer, MemberFaults):
                 self.heat *= 0.5
             if now - last_status >= 1.0:
                 last_status = now
+                self.observe_pending()
                 write_json_atomic(self.paths.status, running_status(self))
             if now - last_save >= 60 and self.decider.agents():
                 last_save = now
@@ -331,6 +335,7 @@ class Controller(Observer, MemberFaults):
             self.decider.save_agents(self.paths.agents)
         self.dev.suspend(flush=True)
         self.drain()
+        self.observe_pending()
         self.check_lost()
         m.clean = True          # the written extents are known exactly (or all counted as written)
         m.counters = dict(self.count)

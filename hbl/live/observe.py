@@ -7,6 +7,7 @@ from hbl import record
 
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
+OBSERVE_MAX = 1 << 14  # records noted before they are observed, at most (else at the next tick)
 
 
 def page_accesses(dev, first, last, writes):
@@ -61,7 +62,7 @@ class Observer:
         if self.unsorted_n > TRACK_MAX:
             self.track()
         if self.held is None:
-            self.observe(b)
+            self.note(b)
             return
         self.held.append(b)
         isdm = b["device"] == self.dm_dev
@@ -143,11 +144,50 @@ class Observer:
             self.batch.note_member_writes(dev, off, length, (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64),
                                           self.open_writes.bio[dev])
 
-    def observe(self, b):
+    def note(self, b):
+        """Records read with no extent held: what a batch needs at once (the member writes, the
+        extents written) taken now, the rest (latencies, counters, the decider) kept for
+        observe_pending(), which does it for many polls in one go (per poll, its fixed cost was
+        most of the controller's thread)."""
         m = self.meta
         ext = m.extent_bytes
         isdm = b["device"] == self.dm_dev
         mem = b[~isdm]
+        if len(mem):
+            self._note_member_writes(mem)
+        log = b[isdm]
+        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
+        first = (log["offset"] // ext).astype(np.int64)
+        last = ((log["offset"] + log["length"] - 1) // ext).astype(np.int64)
+        ok = last < m.nextents
+        log, first, last = log[ok], first[ok], last[ok]
+        writes = log["op"] == record.WRITE
+        first_writes = writes & (m.written[first] == 0)
+        m.written[first[writes]] = 1
+        m.written[last[writes]] = 1
+        wide = writes & (last - first > 1)    # requests over three or more extents: their middles too
+        for f, l in zip(first[wide].tolist(), last[wide].tolist()):
+            m.written[f + 1:l] = 1
+        self.unobserved.append((mem, log, first, last, writes, first_writes))
+        self.unobserved_n += len(b)
+        if self.unobserved_n >= OBSERVE_MAX:
+            self.observe_pending()
+
+    def observe(self, b):
+        """Records read with no extent held, observed now."""
+        self.note(b)
+        self.observe_pending()
+
+    def observe_pending(self):
+        """The records noted since the last call observed: the members' latencies, the
+        counters, the hottest extents, and the requests fed to the decider (with their member's
+        latency now)."""
+        if not self.unobserved:
+            return
+        parts, self.unobserved, self.unobserved_n = self.unobserved, [], 0
+        mem, log = (record.concat([p[i] for p in parts]) for i in (0, 1))
+        first, last, writes, first_writes = (np.concatenate([p[i] for p in parts]) for i in (2, 3, 4, 5))
+        m = self.meta
         if len(mem):
             idx = self._member_index(mem)
             for d in range(len(m.members)):
@@ -160,23 +200,9 @@ class Observer:
                         self.lat_n[d, op] += sel.sum()
                         if op == 0:
                             self.reads[d] += (mem["latency_ns"][sel].sum(), sel.sum())
-            self._note_member_writes(mem, idx)
-        log = b[isdm]
-        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
         if not len(log):
             return
-        first = (log["offset"] // ext).astype(np.int64)
-        last = ((log["offset"] + log["length"] - 1) // ext).astype(np.int64)
-        ok = last < m.nextents
-        log, first, last = log[ok], first[ok], last[ok]
         self._note_held(log, first, last)
-        writes = log["op"] == record.WRITE
-        was_unwritten = m.written[first] == 0
-        m.written[first[writes]] = 1
-        m.written[last[writes]] = 1
-        wide = writes & (last - first > 1)    # requests over three or more extents: their middles too
-        for f, l in zip(first[wide].tolist(), last[wide].tolist()):
-            m.written[f + 1:l] = 1
         dev = m.dev[first]
         log = log.copy()
         log["latency_ns"] = self.lat[dev, log["op"].astype(np.int64)].astype(np.uint64)
@@ -194,7 +220,7 @@ class Observer:
         np.add.at(self.heat, first, 1.0)
         np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())
-        self.decide(log, last, writes & was_unwritten)
+        self.decide(log, last, first_writes)
 
     def _note_held(self, log, first, last):
         """Requests to a batch's moving extents issued while they were held waited, in the
