@@ -1113,3 +1113,24 @@ def test_records_mark_their_extents_written_at_once_and_reach_the_decider_in_one
     assert (c.count["reads"], c.count["writes"]) == (1, 2) and c.unobserved == []
     c.observe_pending()                             # nothing noted since: nothing fed
     assert len(fed) == 1
+
+
+def test_the_status_gives_each_steps_median_over_the_batches():
+    from hbl.live.status import step_row, steps_p50
+    steps = [{"copy": 10.0, "hold_ms": 3, "late_writes": [(1, 2.0)], "settle_timed_out": True},
+             {"copy": 30.0, "hold_ms": 9, "late_writes": [], "settle_timed_out": False},
+             {"copy": 20.0, "hold_ms": 1, "late_writes": [], "settle_timed_out": False},
+             {"copy": 40.0, "hold_ms": 2, "late_writes": [], "settle_timed_out": False}]
+    assert steps_p50(steps, [step_row(b) for b in steps]) == {"copy": 25.0, "hold_ms": 2.5}
+    assert steps_p50([], []) == {}
+
+
+def test_each_copier_io_ends_one_completion_alike_the_first_not_ended_yet():
+    """match_once: an own I/O ends the first completion with its member, offset and length
+    that no own I/O before it ended; one that finds none is left (for the next call)."""
+    from hbl.live.observe import match_once
+    done = np.array([[0, 4096, 4096], [1, 0, 4096], [0, 4096, 4096], [0, 4096, 8192], [0, 4096, 4096]], np.int64)
+    own = np.array([[0, 4096, 4096], [1, 8192, 4096], [0, 4096, 4096], [1, 0, 4096], [1, 0, 4096]], np.int64)
+    keep, matched = match_once(done, own)
+    assert keep.tolist() == [False, False, False, True, True]
+    assert matched.tolist() == [True, False, True, True, False]

@@ -13,6 +13,7 @@ from dmsetup import Switch
 from dmsetup.device import DmError
 from hbl.live import layout
 from hbl.live.stack import HOLD
+from hbl.live.status import step_row
 
 CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "after_meta", "after_release",
                 "after_switch", "after_reload")
@@ -487,6 +488,7 @@ class Batch:
                         "window_requests": window, "window_ms": (t["held"] - t.get("look", t["hold"])) / 1e6,
                         "moving_from": np.bincount([mv["src"] for mv in self.plan], minlength=len(m.members)).tolist()}
         c.steps.append(c.last_stall)
+        c.step_rows.append(step_row(c.last_stall))
         c.recent_holds.append((self.moving, t["hold"] + c.clock_offset, t["released"] + c.clock_offset))
         if hold_ms > 200:
             c.log("long hold %.0f ms: %s" % (hold_ms, json.dumps(c.last_stall)))

@@ -104,6 +104,7 @@ class Controller(Observer, MemberFaults):
         self.stalls = collections.deque(maxlen=4000)
         self.holds = collections.deque(maxlen=2000)         # per batch: ms the moving extents' I/O waited
         self.steps = collections.deque(maxlen=2000)         # per batch: ms of each step (Batch.finish)
+        self.step_rows = collections.deque(maxlen=2000)     # the same as status.step_row()s
         self.held_waits = collections.deque(maxlen=20000)   # per request that arrived in a hold: ms it waited
         self.recent_holds = collections.deque(maxlen=16)    # (moving extents, hold, release), capture clock
         self.decision_ns = collections.deque(maxlen=2000)

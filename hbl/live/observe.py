@@ -26,6 +26,29 @@ def page_accesses(dev, first, last, writes):
     return out
 
 
+def _ranks(groups):
+    """Each element's rank among the elements of its group before it (0 for the first)."""
+    order = np.argsort(groups, kind="stable")
+    g = groups[order]
+    start = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
+    rank = np.empty(len(g), np.int64)
+    rank[order] = np.arange(len(g)) - np.repeat(start, np.diff(np.r_[start, len(g)]))
+    return rank
+
+
+def match_once(done, own):
+    """Rows of `done` (completions) and `own` (the copier's I/Os), [member, offset, length]
+    each: every own I/O ends the first completion alike not ended by one before it.  (which
+    completions are left, which own I/Os found theirs), as a loop over `own` in order would."""
+    both = np.concatenate([own, done])
+    _, g = np.unique(both, axis=0, return_inverse=True)
+    g = g.reshape(-1)
+    g_own, g_done = g[:len(own)], g[len(own):]
+    n = int(g.max()) + 1
+    n_own, n_done = np.bincount(g_own, minlength=n), np.bincount(g_done, minlength=n)
+    return _ranks(g_done) >= n_own[g_done], _ranks(g_own) < n_done[g_own]
+
+
 class Observer:
     """The Controller's reading of the records (a base class of it, over its state: meta, options, cap,
     decider, batch, held, in_flight, open_writes and the counters, which the controller sets up)."""
@@ -108,15 +131,8 @@ class Observer:
             own = np.concatenate([self.own_io, self.copier.own_io()])
             if len(own) and len(dev):
                 length = mem["length"][done].astype(np.int64)
-                keep = np.ones(len(dev), bool)
-                left = []
-                for d, o, n in own.tolist():
-                    i = np.flatnonzero(keep & (dev == d) & (off == o) & (length == n))
-                    if len(i):
-                        keep[i[0]] = False
-                    else:
-                        left.append((d, o, n))
-                self.own_io = np.array(left[-OWN_KEPT:], np.int64).reshape(-1, 3)
+                keep, matched = match_once(np.stack([dev, off, length], 1), own)
+                self.own_io = own[~matched][-OWN_KEPT:]
                 dev, off = dev[keep], off[keep]
             self.in_flight.completed(dev, off)
 
@@ -226,7 +242,10 @@ class Observer:
         """Requests to a batch's moving extents issued while they were held waited, in the
         hold, from their issue until the release: how long each waited."""
         t = log["time_ns"].astype(np.int64)
+        lo_t, hi_t = int(t.min()), int(t.max())
         for moving, t_hold, t_rel in self.recent_holds:
+            if t_rel <= lo_t or t_hold > hi_t:      # no request of these in that hold (most holds)
+                continue
             sel = (t >= t_hold) & (t < t_rel)
             if not sel.any():
                 continue
