@@ -73,7 +73,9 @@ def run_hbl(policy):
                    settle_timeouts=st["settle_timeouts"], hold_ms_by_settle=st["hold_ms_by_settle"],
                    copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
                    copy_idle_read_latency_us=st["copy_idle_read_latency_us"],
-                   stale_moves=st["stale_moves"], batches=st["batches"],
+                   stale_moves=st["stale_moves"], batches=st["batches"], uptime_s=st.get("uptime_s"),
+                   agents=[{k: a.get(k) for k in ("decisions", "train_steps", "background_steps")}
+                           for a in st.get("agents", [])],
                    **{k: st.get(k) for k in ("asked_moves", "moves_done", "refused_moves", "stale_share",
                                              "refused_share", "move_queue_capacity", "carried_moves_per_s")},
                    copy_bandwidth_mib_s=st["copy_bandwidth_bytes_s"] / MIB, ebpf_lost=st["ebpf"]["lost"],
@@ -176,6 +178,11 @@ def main():
                 k, r["batches"], r["stale_moves"], ", ".join("%s %.1f" % (s, v) for s, v in r["batch_steps_ms_p50"].items()
                                                              if s not in ("moves", "recopied_bytes",
                                                                           "copied_whole_in_hold"))))
+            for i, a in enumerate(r.get("agents") or []):
+                print("%s: agent %d: %d decisions, %d training steps (%d on the training thread) in %.0f s; the "
+                      "threads but the controller's (training, copies) %.0f%% of a CPU" % (
+                          k, i, a["decisions"], a["train_steps"], a["background_steps"] or 0, r.get("uptime_s") or 0,
+                          100 * (r["controller_cpu"] - r.get("controller_cpu_main", 0))))
             hw = r.get("held_io_ms") or {}
             print("%s: requests that arrived in a hold waited p50 %.1f ms p99 %.1f ms max %.1f ms (%d requests)" % (
                 k, hw.get("p50") or 0, hw.get("p99") or 0, hw.get("max") or 0, hw.get("count") or 0))
