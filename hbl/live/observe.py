@@ -26,27 +26,24 @@ def page_accesses(dev, first, last, writes):
     return out
 
 
-def _ranks(groups):
-    """Each element's rank among the elements of its group before it (0 for the first)."""
-    order = np.argsort(groups, kind="stable")
-    g = groups[order]
-    start = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
-    rank = np.empty(len(g), np.int64)
-    rank[order] = np.arange(len(g)) - np.repeat(start, np.diff(np.r_[start, len(g)]))
-    return rank
-
-
 def match_once(done, own):
     """Rows of `done` (completions) and `own` (the copier's I/Os), [member, offset, length]
     each: every own I/O ends the first completion alike not ended by one before it.  (which
-    completions are left, which own I/Os found theirs), as a loop over `own` in order would."""
-    both = np.concatenate([own, done])
-    _, g = np.unique(both, axis=0, return_inverse=True)
-    g = g.reshape(-1)
-    g_own, g_done = g[:len(own)], g[len(own):]
-    n = int(g.max()) + 1
-    n_own, n_done = np.bincount(g_own, minlength=n), np.bincount(g_done, minlength=n)
-    return _ranks(g_done) >= n_own[g_done], _ranks(g_own) < n_done[g_own]
+    completions are left, which own I/Os found theirs), as a loop over `own` in order would;
+    the few completions near an own I/O's address found first, in one pass (the packed key
+    may let others through, never keep one out)."""
+    key_done, key_own = ((x[:, 0] << 48) ^ x[:, 1] for x in (done, own))
+    cand = np.flatnonzero(np.isin(key_done, key_own))
+    alike = {}
+    for i, row in zip(cand.tolist(), done[cand].tolist()):
+        alike.setdefault(tuple(row), []).append(i)
+    keep, matched = np.ones(len(done), bool), np.zeros(len(own), bool)
+    for j, row in enumerate(own.tolist()):
+        left = alike.get(tuple(row))
+        if left:
+            keep[left.pop(0)] = False
+            matched[j] = True
+    return keep, matched
 
 
 class Observer:

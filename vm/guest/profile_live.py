@@ -24,6 +24,19 @@ PYSPY = os.environ.get("HBL_PYSPY", "/hbl/.venv/bin/py-spy")
 RATE = int(os.environ.get("HBL_PROFILE_RATE", "25"))
 
 
+def thread_cpu(pid):
+    """{tid: CPU seconds} of every thread of process pid."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            f = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        out[int(tid)] = (int(f[11]) + int(f[12])) / tick     # utime, stime
+    return out
+
+
 def summarize(path, top=25):
     """Per thread: samples, and the frames most often innermost (self) and anywhere (inclusive)."""
     threads = collections.Counter()
@@ -66,12 +79,18 @@ def main():
                                 "--rate", str(RATE), "--format", "raw", "--output", out,
                                 "--duration", str(bench_live.MEASURE)])
         t0 = time.time()
+        cpu0 = thread_cpu(pid)
         res["measured"] = bench_live.fio("/dev/mapper/hb", 600 * bench_live.MIB, bench_live.MEASURE, "prof")
+        cpu1, wall = thread_cpu(pid), time.time() - t0
         spy.wait(timeout=bench_live.MEASURE + 120)
         st = status()
         print("%s: IOPS %.0f; controller CPU %.0f%% (its thread %.0f%%) over %.0f s; py-spy ran %.0f s" % (
             POLICY, res["measured"]["iops"], 100 * st["controller_cpu"], 100 * st["controller_cpu_main"],
             st["uptime_s"], time.time() - t0))
+        print("%s: CPU of each thread over the measured phase (%.0f s; the main one is tid %d, the rest as py-spy "
+              "names them below, the one it does not name the agents' training thread): %s" % (
+                  POLICY, wall, pid, ", ".join("%d %.0f%%" % (t, 100 * (c - cpu0.get(t, 0)) / wall)
+                                              for t, c in sorted(cpu1.items()))))
     finally:
         subprocess.run(bench_live.HBL + ["down", "hb"], env=env)
     summarize(out)
