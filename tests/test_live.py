@@ -847,6 +847,7 @@ def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_p
     import types
     from hbl.live import copier
     from hbl.live.controller import Controller
+    from hbl.live.options import Options
     MiB = 1 << 20
     assert not copier.Throttle(16 * MiB, floor=16 * MiB, ceiling=16 * MiB).wants_idle(0.0)   # a fixed rate
     c = Controller.__new__(Controller)
@@ -854,6 +855,7 @@ def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_p
     c.reads = np.zeros((2, 2))
     c.idle_from = None
     c.check_members = lambda: None
+    c.unobserved, c.full_batch, c.options = [], None, Options(max_batch=8)
     executed = []
     c.plan = lambda: [{"extent": 1}]
     c.execute = executed.append
@@ -910,6 +912,7 @@ def test_the_read_hit_ratio_counts_page_reads_only_as_the_simulator_does():
     c.dm_dev, c.recent_holds, c.decide = 99, collections.deque(), lambda *a: None
     c.lat, c.heat, c.rw = np.zeros((2, 2)), np.zeros(8, np.float32), np.zeros((8, 2), np.uint32)
     c.count, c.win = collections.Counter(), [0, 0, 0, 0]
+    c.unobserved, c.unobserved_n = [], 0
     b = record.empty(7)
     b["device"], b["time_ns"] = 99, 1
     b["op"] = [record.WRITE] * 3 + [record.READ] * 4
@@ -945,3 +948,189 @@ def test_a_long_holds_late_writes_have_no_time_when_their_completion_is_unknown(
                      [1, 4096, 4096, 0, 1]], np.int64)       # open write from before the batch
     assert late_write_times(rows, hold) == [(1, -2.5), (0, 12.0), (1, None)]
     assert late_write_times(np.zeros((0, 5), np.int64), hold) == []
+
+
+def _queue_counts():
+    return {"asked_moves": 0, "stale_moves": 0, "refused_moves": 0}
+
+
+def test_move_queue_holds_what_its_full_batches_carry_before_a_move_goes_stale():
+    """The queue's capacity is the moves per second the recent full batches carried times
+    STALE_S; before one is measured, max_batch every interval; never under one full batch."""
+    from hbl.live.moves import STALE_S, MoveQueue
+    q = MoveQueue(_queue_counts())
+    assert q.rate() is None
+    assert q.capacity(8, 0.25) == int(8 / 0.25 * STALE_S)
+    q.carried(8, 0.5)
+    q.carried(8, 1.5)                          # 16 moves in 2 s
+    assert q.rate() == 8.0
+    assert q.capacity(8, 0.25) == int(8.0 * STALE_S)
+    for _ in range(64):                        # a slow copier: the old measures age out
+        q.carried(8, 4.0)
+    assert q.rate() == 2.0
+    assert q.capacity(8, 0.25) == 8            # 2 moves/s * 2 s = 4, but a full batch at least
+
+
+def test_moves_past_the_queue_capacity_are_refused_at_once_the_oldest_first():
+    """Past its capacity the queue gives back the oldest decisions at once (the decider told
+    they stay), counted as refused, not stale; the batch takes the newest; a second ask for
+    a queued extent is one ask, and an ask the decider undid leaves the queue."""
+    from hbl.live.moves import MoveQueue
+    count = _queue_counts()
+    q = MoveQueue(count)
+    dev = np.ones(40, np.int8)
+    s = 1_000_000_000
+    for e in range(20):
+        q.ask(e, 0, s + e * 1000, at=1)       # extent 19 decided last
+    q.ask(5, 0, s + 5 * 1000, at=1)           # asked again: one ask
+    q.ask(30, 0, s, at=1)
+    q.ask(30, 1, s, at=1)                     # undone by the decider before it was carried out
+    assert count["asked_moves"] == 21 and len(q) == 20 and 30 not in q
+    free = [list(range(100, 140)), []]
+    back = []
+    out = q.take(dev, free, {}, 4, s + 20 * 1000, back.extend, capacity=10)
+    assert [mv[0] for mv in out] == [19, 18, 17, 16]
+    assert [mv[3] for mv in out] == [100, 101, 102, 103]          # a free slot each
+    assert sorted(back) == list(range(10))                        # the 10 oldest past the capacity
+    assert count["refused_moves"] == 10 and count["stale_moves"] == 0
+    assert sorted(q.moves) == list(range(10, 16))                 # the rest wait for the next batch
+    # with no capacity given nothing is refused
+    q2 = MoveQueue(_queue_counts())
+    for e in range(20):
+        q2.ask(e, 0, s + e, at=1)
+    back2 = []
+    assert len(q2.take(dev, [list(range(40)), []], {}, 4, s + 20, back2.extend)) == 4
+    assert back2 == [] and len(q2) == 16
+
+
+def test_moves_not_started_within_stale_s_are_given_back_stale():
+    from hbl.live.moves import STALE_S, MoveQueue
+    count = _queue_counts()
+    q = MoveQueue(count)
+    dev = np.ones(10, np.int8)
+    t = 10_000_000_000
+    q.ask(1, 0, t, at=1)
+    q.ask(2, 0, t + int(STALE_S * 1e9) + 1, at=1)
+    q.ask(3, 0, 0, at=1)                       # a remap the controller asked: never stale, first
+    back = []
+    out = q.take(dev, [list(range(10)), []], {}, 8, t + int(STALE_S * 1e9) + 5, back.extend, capacity=10)
+    assert [mv[0] for mv in out] == [3, 2] and back == [1] and count["stale_moves"] == 1
+
+
+def test_plan_asks_the_queue_for_no_more_than_the_carried_rate_holds():
+    """Controller.plan: every move the decider asks for is queued and counted; past what the
+    full batches measured carry in STALE_S, the oldest are refused and the decider told."""
+    import types
+    from hbl.live.controller import Controller
+    from hbl.live.moves import STALE_S, MoveQueue
+    from hbl.live.options import Options
+    c = Controller.__new__(Controller)
+    c.count = _queue_counts()
+    c.queue = MoveQueue(c.count)
+    n = 200
+    c.meta = types.SimpleNamespace(dev=np.ones(n, np.int8), slot=np.arange(n), written=np.ones(n, np.uint8),
+                                   members=[{}, {}])
+    told = {}
+    asked = iter([{e: 0 for e in range(100)}, {e: 0 for e in range(100, 110)}])
+    c.decider = types.SimpleNamespace(take_moves=lambda: next(asked),
+                                      set_devices=lambda ex, d: told.update(zip(list(ex), list(d))))
+    c.check_lost = lambda: None
+    c.flip, c.failed, c.unsure = [], {}, False
+    c.free = [list(range(1000, 1300)), []]
+    c.options = Options(max_batch=8, interval=0.25)
+    c.newest_ts = 5_000_000_000
+    for _ in range(4):
+        c.queue.carried(8, 1.0)                # 8 moves/s measured: 16 held
+    plan = c.plan()
+    cap = int(8 * STALE_S)
+    assert len(plan) == 8 and c.count["asked_moves"] == 100
+    assert c.count["refused_moves"] == 100 - cap and len(c.queue) == cap - 8
+    # the decisions of one tick share its time: kept in the order the decider made them
+    assert sorted(told) == list(range(cap, 100)) and set(told.values()) == {1}     # told they stay
+    assert [mv["extent"] for mv in plan] == list(range(8))
+    c.newest_ts += 100_000_000
+    plan = c.plan()                            # ten newer decisions go first
+    assert [mv["extent"] for mv in plan] == list(range(100, 108))
+    assert c.count["asked_moves"] == 110 and c.count["stale_moves"] == 0
+
+
+def test_a_full_batch_is_measured_from_its_start_to_the_next_tick():
+    """The rate the queue is sized by: a full batch (max_batch moves) counts from the tick
+    that began it to the next tick, an idle interval after it included; a batch that is not
+    full (the queue was emptied) is not what the controller can carry, and is left out."""
+    import types
+    from hbl.live import copier
+    from hbl.live.controller import Controller
+    from hbl.live.moves import MoveQueue
+    from hbl.live.options import Options
+    c = Controller.__new__(Controller)
+    c.copier = types.SimpleNamespace(throttle=copier.Throttle(8 << 20, floor=8 << 20, ceiling=8 << 20))  # never idle
+    c.reads, c.idle_from, c.check_members = np.zeros((2, 2)), None, lambda: None
+    c.unobserved, c.full_batch, c.options = [], None, Options(max_batch=2)
+    c.queue = MoveQueue(_queue_counts())
+    sizes = iter([2, 2, 1, 2, 0])
+    c.plan = lambda: [{}] * next(sizes)
+    c.execute = lambda plan: None
+    for now in (0.0, 0.5, 1.5, 2.0, 3.0):
+        c.tick(now)
+    # full at 0.0 (0.5 s to the next tick) and 0.5 (1.0 s); 1.5 not full; full at 2.0 (1.0 s)
+    assert list(c.queue.carried_full) == [(2, 0.5), (2, 1.0), (2, 1.0)]
+    assert c.queue.rate() == 6 / 2.5
+
+
+
+def test_records_mark_their_extents_written_at_once_and_reach_the_decider_in_one_go():
+    """note(): a write read marks its extent written at once (a batch's copies and the
+    remaps without copy depend on it) and its frontier is computed then; the latencies, the
+    counters and the decider wait for observe_pending(), which takes every poll noted in one
+    call (per poll its fixed cost was most of the controller's thread)."""
+    import collections
+    import types
+    from hbl import record
+    from hbl.live.controller import Controller
+    MiB = 1 << 20
+    c = Controller.__new__(Controller)
+    c.meta = types.SimpleNamespace(extent_bytes=MiB, nextents=8, members=[{}, {}],
+                                   dev=np.array([0, 0, 0, 0, 1, 1, 1, 1]), written=np.zeros(8, np.uint8))
+    fed = []
+    c.dm_dev, c.recent_holds = 99, collections.deque()
+    c.decide = lambda log, last, first_writes: fed.append((len(log), first_writes.tolist()))
+    c.lat, c.heat, c.rw = np.zeros((2, 2)), np.zeros(8, np.float32), np.zeros((8, 2), np.uint32)
+    c.count, c.win = collections.Counter(), [0, 0, 0, 0]
+    c.unobserved, c.unobserved_n = [], 0
+
+    def poll(op, extent):
+        b = record.empty(1)
+        b["device"], b["time_ns"], b["op"], b["offset"], b["length"] = 99, 1, op, extent * MiB, 4096
+        return b
+    c.note(poll(record.WRITE, 5))
+    c.note(poll(record.WRITE, 5))                   # written already: not a first write
+    c.note(poll(record.READ, 2))
+    assert c.meta.written.tolist() == [0, 0, 0, 0, 0, 1, 0, 0]
+    assert not fed and c.count["writes"] == 0
+    c.observe_pending()
+    assert fed == [(3, [True, False, False])]
+    assert (c.count["reads"], c.count["writes"]) == (1, 2) and c.unobserved == []
+    c.observe_pending()                             # nothing noted since: nothing fed
+    assert len(fed) == 1
+
+
+def test_the_status_gives_each_steps_median_over_the_batches():
+    from hbl.live.status import step_row, steps_p50
+    steps = [{"copy": 10.0, "hold_ms": 3, "late_writes": [(1, 2.0)], "settle_timed_out": True},
+             {"copy": 30.0, "hold_ms": 9, "late_writes": [], "settle_timed_out": False},
+             {"copy": 20.0, "hold_ms": 1, "late_writes": [], "settle_timed_out": False},
+             {"copy": 40.0, "hold_ms": 2, "late_writes": [], "settle_timed_out": False}]
+    assert steps_p50(steps, [step_row(b) for b in steps]) == {"copy": 25.0, "hold_ms": 2.5}
+    assert steps_p50([], []) == {}
+
+
+def test_each_copier_io_ends_one_completion_alike_the_first_not_ended_yet():
+    """match_once: an own I/O ends the first completion with its member, offset and length
+    that no own I/O before it ended; one that finds none is left (for the next call)."""
+    from hbl.live.observe import match_once
+    done = np.array([[0, 4096, 4096], [1, 0, 4096], [0, 4096, 4096], [0, 4096, 8192], [0, 4096, 4096]], np.int64)
+    own = np.array([[0, 4096, 4096], [1, 8192, 4096], [0, 4096, 4096], [1, 0, 4096], [1, 0, 4096]], np.int64)
+    keep, matched = match_once(done, own)
+    assert keep.tolist() == [False, False, False, True, True]
+    assert matched.tolist() == [True, False, True, True, False]

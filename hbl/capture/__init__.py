@@ -161,10 +161,13 @@ class _LibbpfLoader:
         self._remap_parts = []
         self._remap_buf = np.zeros(4096, dtype=event_dtype(ffi)) if remaps else None
         self._nremap = ffi.new("int64_t *")
+        self._buf = self._ptr = None
 
     def poll(self, timeout_ms, batch):
-        out = record.empty(batch)
-        ptr = self.ffi.cast("struct hbl_request *", self.ffi.from_buffer(out))
+        if self._buf is None or len(self._buf) != batch:
+            self._buf = record.empty(batch)      # read into, then only what came copied out
+            self._ptr = self.ffi.cast("struct hbl_request *", self.ffi.from_buffer(self._buf))
+        out, ptr = self._buf, self._ptr
         rptr = self.ffi.NULL
         if self._remap_buf is not None:
             rptr = self.ffi.cast("struct hbl_event *", self.ffi.from_buffer(self._remap_buf))
@@ -172,11 +175,11 @@ class _LibbpfLoader:
                                       len(self._remap_buf) if self._remap_buf is not None else 0, self._nremap)
         if n < 0:
             if -n == errno.EINTR:
-                return out[:0]
+                return record.empty(0)
             raise CaptureError("reading the ring buffer failed: %s" % os.strerror(-n))
         if self._remap_buf is not None and self._nremap[0]:
             self._remap_parts.append(self._remap_buf[:self._nremap[0]].copy())
-        return out[:n]
+        return out[:n].copy()
 
     def take_remaps(self):
         parts, self._remap_parts = self._remap_parts, []

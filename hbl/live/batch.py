@@ -13,6 +13,7 @@ from dmsetup import Switch
 from dmsetup.device import DmError
 from hbl.live import layout
 from hbl.live.stack import HOLD
+from hbl.live.status import step_row
 
 CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "after_meta", "after_release",
                 "after_switch", "after_reload")
@@ -149,6 +150,7 @@ class Batch:
         try:
             c.copier.copy_many([self.whole(mv) for mv in self.plan if mv["copy"]])
             c.pump(0)
+            c.observe_pending()        # the members' latencies during the copy
             c.copier.throttle.feedback(c.foreground_latency())
             # more passes while I/O still flows, each over what was written during the one
             # before, until one finds nothing (or COPY_PASSES), so that as little as possible
@@ -486,6 +488,7 @@ class Batch:
                         "window_requests": window, "window_ms": (t["held"] - t.get("look", t["hold"])) / 1e6,
                         "moving_from": np.bincount([mv["src"] for mv in self.plan], minlength=len(m.members)).tolist()}
         c.steps.append(c.last_stall)
+        c.step_rows.append(step_row(c.last_stall))
         c.recent_holds.append((self.moving, t["hold"] + c.clock_offset, t["released"] + c.clock_offset))
         if hold_ms > 200:
             c.log("long hold %.0f ms: %s" % (hold_ms, json.dumps(c.last_stall)))

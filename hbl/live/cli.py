@@ -337,6 +337,13 @@ def cmd_status(a):
         print("  moving extents held: last %s, p50 %s, p99 %s, max %s (%d batches); other I/O never held "
               "(routing messages p99 %s)" % (f(h["last"] or None), f(h["p50"]), f(h["p99"]), f(h["max"]), h["count"],
                                              f(s["p99"])))
+        if "asked_moves" in st:
+            rate = st.get("carried_moves_per_s")
+            print("  moves: %d asked, %d done, %d given back stale (%.1f%%), %d refused, the queue full (%.1f%%); "
+                  "%d queued, at most %d%s" % (
+                      st["asked_moves"], st["moves_done"], st["stale_moves"], 100 * st["stale_share"],
+                      st["refused_moves"], 100 * st["refused_share"], st["pending_moves"], st["move_queue_capacity"],
+                      " (%.1f moves/s carried)" % rate if rate else ""))
         dr, db = st.get("decision_to_remap_ms") or {}, st.get("decision_to_batch_ms") or {}
         if dr.get("p50") is not None:
             print("  request seen -> remap done: p50 %s, p99 %s (of which waiting for a batch: p50 %s)" % (

@@ -31,13 +31,13 @@ from hbl.live.faults import MemberFaults
 from hbl.live.host import assemble, check_members, preflight
 from hbl.live.in_flight import InFlight
 from hbl.live.meta import Meta
+from hbl.live.moves import MoveQueue
 from hbl.live.observe import Observer
 from hbl.live.open_writes import OpenWrites
 from hbl.live.options import Options
 from hbl.live.paths import write_json_atomic
 from hbl.live.status import cpu_s, running_status, thread_cpu_s
 
-STALE_S = 2.0          # a move not started this long after its decision is given back to the decider
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 
 
@@ -89,19 +89,22 @@ class Controller(Observer, MemberFaults):
         self.failed = {i: x["failed"] for i, x in enumerate(m.members) if x.get("failed")}   # member -> why
         self.uevents = None
         self.last_probe = 0.0
-        self.pending = {}
         self.stop = False
         self.batches = 0
         c = m.counters
         self.count = {k: int(c.get(k, 0)) for k in ("reads", "writes", "fast_hits", "read_pages", "fast_read_pages",
                                                        "write_pages", "fast_write_pages", "promotions", "evictions",
                                                        "migrated_bytes", "remaps_without_copy", "recopied_bytes",
-                                                       "batches", "rollbacks", "stale_moves")}
+                                                       "batches", "rollbacks", "asked_moves", "stale_moves",
+                                                       "refused_moves")}
+        self.queue = MoveQueue(self.count)                 # the moves asked for, not carried out yet
+        self.full_batch = None                             # when the last tick's full batch began
         # per routing message (two a batch: the extents not moving to the next view, then the
         # moving ones): ms it took, the most an I/O arriving meanwhile could wait (no suspend)
         self.stalls = collections.deque(maxlen=4000)
         self.holds = collections.deque(maxlen=2000)         # per batch: ms the moving extents' I/O waited
         self.steps = collections.deque(maxlen=2000)         # per batch: ms of each step (Batch.finish)
+        self.step_rows = collections.deque(maxlen=2000)     # the same as status.step_row()s
         self.held_waits = collections.deque(maxlen=20000)   # per request that arrived in a hold: ms it waited
         self.recent_holds = collections.deque(maxlen=16)    # (moving extents, hold, release), capture clock
         self.decision_ns = collections.deque(maxlen=2000)
@@ -123,6 +126,7 @@ class Controller(Observer, MemberFaults):
         self.last_stall = None
         self.held = None                                   # records read while extents are held, observed after
         self.unsorted, self.unsorted_n = [], 0             # records read, not yet given to self.in_flight
+        self.unobserved, self.unobserved_n = [], 0         # records noted, not yet observed (Observer.note)
         self.own_io = np.zeros((0, 3), np.int64)           # the copier's I/Os whose records are not read yet
 
     def foreground_latency(self):
@@ -140,6 +144,10 @@ class Controller(Observer, MemberFaults):
         or none.  An interval that copies nothing gives the copy throttle its idle level; one
         is left without a batch when that level is IDLE_EVERY_S old."""
         thr = self.copier.throttle
+        self.observe_pending()                   # the decider and the latencies up to date
+        if self.full_batch is not None:          # the last tick's full batch, start to this tick
+            self.queue.carried(self.options.max_batch, now - self.full_batch)
+            self.full_batch = None
         if self.idle_from is not None:           # the interval that just ended copied nothing
             thr.idle_latency(self.read_latency_since(self.idle_from), now)
             self.idle_from = None
@@ -150,6 +158,8 @@ class Controller(Observer, MemberFaults):
         plan = self.plan()
         if plan:
             self.execute(plan)
+            if len(plan) >= self.options.max_batch:      # a full batch: what the controller can carry
+                self.full_batch = now
         else:
             self.idle_from = self.reads.copy()
 
@@ -226,50 +236,20 @@ class Controller(Observer, MemberFaults):
 
     def plan(self):
         self.check_lost()
-        moves = self.decider.take_moves()
-        for e, want in moves.items():
-            self.pending[e] = (want, self.newest_ts)
         m = self.meta
+        for e, want in self.decider.take_moves().items():
+            self.queue.ask(e, want, self.newest_ts, int(m.dev[e]))
         for e in self.flip:                # (HBL_TEST_FLIP) planned first: no decision time
             want = (int(m.dev[e]) + 1) % len(m.members)
             self.decider.set_devices([e], [want])
-            self.pending[e] = (want, 0)
-        plan = []
-        # newest decisions first (remaps of the write frontier, which cost no copy, before
-        # all): when the policy asks for more than the copies can carry, what it asked for
-        # seconds ago is the least likely to still be right
-        for e in sorted(self.pending, key=lambda x: (self.pending[x][1] != 0, -self.pending[x][1])):
-            want, t_seen = self.pending[e]
-            src = int(m.dev[e])
-            if want == src or want < 0:
-                del self.pending[e]
-                continue
-            if t_seen and self.newest_ts - t_seen > STALE_S * 1e9:
-                # decided on what the workload did seconds ago: the decider, told the extent
-                # stayed, decides again from what it sees now
-                self.decider.set_devices([e], [src])
-                del self.pending[e]
-                self.count["stale_moves"] += 1
-                continue
-            if src in self.failed or want in self.failed:     # stays where it is; the decider is told so
-                self.decider.set_devices([e], [src])
-                del self.pending[e]
-                continue
-            if len(plan) >= self.options.max_batch:
-                continue
-            if not self.free[want]:
-                if want > src:
-                    # No room below: an eviction that cannot happen now is
-                    # undone in the decider (it will decide again).  A
-                    # promotion waits: the fast device has spares.
-                    self.decider.set_devices([e], [src])
-                    del self.pending[e]
-                continue
-            plan.append({"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want,
-                         "dst_slot": self.free[want].pop(0), "copy": bool(m.written[e]) or self.unsure,
-                         "seen_ns": t_seen})
-            del self.pending[e]
-        return plan
+            self.queue.ask(e, want, 0, int(m.dev[e]))
+        stay = lambda ex: self.decider.set_devices(ex, m.dev[ex])
+        o = self.options
+        return [{"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want, "dst_slot": slot,
+                 "copy": bool(m.written[e]) or self.unsure, "seen_ns": t_seen}
+                for e, src, want, slot, t_seen in self.queue.take(m.dev, self.free, self.failed, o.max_batch,
+                                                                  self.newest_ts, stay,
+                                                                  self.queue.capacity(o.max_batch, o.interval))]
 
     def execute(self, plan):
         b = Batch(self, plan)
@@ -279,7 +259,7 @@ class Controller(Observer, MemberFaults):
     def release_held(self):
         held, self.held = self.held or [], None
         for b in held:
-            self.observe(b)
+            self.note(b)
 
     def recopy(self, plan, writes, limit=False):
         """Copy again, for each move, the span of its old slot that member `writes` ([member,
@@ -330,6 +310,7 @@ class Controller(Observer, MemberFaults):
                 self.tick(now)
             if now - last_tl >= 5.0:
                 last_tl = now
+                self.observe_pending()
                 self.timeline.append({"t": round(time.time() - self.t0, 1), "requests": self.win[0],
                                       "read_hit_ratio": self.win[3] / self.win[2] if self.win[2] else None,
                                       "fast_request_share": self.win[1] / self.win[0] if self.win[0] else None})
@@ -337,6 +318,7 @@ class Controller(Observer, MemberFaults):
                 self.heat *= 0.5
             if now - last_status >= 1.0:
                 last_status = now
+                self.observe_pending()
                 write_json_atomic(self.paths.status, running_status(self))
             if now - last_save >= 60 and self.decider.agents():
                 last_save = now
@@ -354,6 +336,7 @@ class Controller(Observer, MemberFaults):
             self.decider.save_agents(self.paths.agents)
         self.dev.suspend(flush=True)
         self.drain()
+        self.observe_pending()
         self.check_lost()
         m.clean = True          # the written extents are known exactly (or all counted as written)
         m.counters = dict(self.count)

@@ -7,6 +7,7 @@ from hbl import record
 
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
+OBSERVE_MAX = 1 << 14  # records noted before they are observed, at most (else at the next tick)
 
 
 def page_accesses(dev, first, last, writes):
@@ -23,6 +24,26 @@ def page_accesses(dev, first, last, writes):
         out[name + "_pages"] = int((z - f + 1).sum())
         out["fast_%s_pages" % name] = fast
     return out
+
+
+def match_once(done, own):
+    """Rows of `done` (completions) and `own` (the copier's I/Os), [member, offset, length]
+    each: every own I/O ends the first completion alike not ended by one before it.  (which
+    completions are left, which own I/Os found theirs), as a loop over `own` in order would;
+    the few completions near an own I/O's address found first, in one pass (the packed key
+    may let others through, never keep one out)."""
+    key_done, key_own = ((x[:, 0] << 48) ^ x[:, 1] for x in (done, own))
+    cand = np.flatnonzero(np.isin(key_done, key_own))
+    alike = {}
+    for i, row in zip(cand.tolist(), done[cand].tolist()):
+        alike.setdefault(tuple(row), []).append(i)
+    keep, matched = np.ones(len(done), bool), np.zeros(len(own), bool)
+    for j, row in enumerate(own.tolist()):
+        left = alike.get(tuple(row))
+        if left:
+            keep[left.pop(0)] = False
+            matched[j] = True
+    return keep, matched
 
 
 class Observer:
@@ -61,7 +82,7 @@ class Observer:
         if self.unsorted_n > TRACK_MAX:
             self.track()
         if self.held is None:
-            self.observe(b)
+            self.note(b)
             return
         self.held.append(b)
         isdm = b["device"] == self.dm_dev
@@ -107,15 +128,8 @@ class Observer:
             own = np.concatenate([self.own_io, self.copier.own_io()])
             if len(own) and len(dev):
                 length = mem["length"][done].astype(np.int64)
-                keep = np.ones(len(dev), bool)
-                left = []
-                for d, o, n in own.tolist():
-                    i = np.flatnonzero(keep & (dev == d) & (off == o) & (length == n))
-                    if len(i):
-                        keep[i[0]] = False
-                    else:
-                        left.append((d, o, n))
-                self.own_io = np.array(left[-OWN_KEPT:], np.int64).reshape(-1, 3)
+                keep, matched = match_once(np.stack([dev, off, length], 1), own)
+                self.own_io = own[~matched][-OWN_KEPT:]
                 dev, off = dev[keep], off[keep]
             self.in_flight.completed(dev, off)
 
@@ -143,11 +157,50 @@ class Observer:
             self.batch.note_member_writes(dev, off, length, (mem["time_ns"][w] + mem["latency_ns"][w]).astype(np.int64),
                                           self.open_writes.bio[dev])
 
-    def observe(self, b):
+    def note(self, b):
+        """Records read with no extent held: what a batch needs at once (the member writes, the
+        extents written) taken now, the rest (latencies, counters, the decider) kept for
+        observe_pending(), which does it for many polls in one go (per poll, its fixed cost was
+        most of the controller's thread)."""
         m = self.meta
         ext = m.extent_bytes
         isdm = b["device"] == self.dm_dev
         mem = b[~isdm]
+        if len(mem):
+            self._note_member_writes(mem)
+        log = b[isdm]
+        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
+        first = (log["offset"] // ext).astype(np.int64)
+        last = ((log["offset"] + log["length"] - 1) // ext).astype(np.int64)
+        ok = last < m.nextents
+        log, first, last = log[ok], first[ok], last[ok]
+        writes = log["op"] == record.WRITE
+        first_writes = writes & (m.written[first] == 0)
+        m.written[first[writes]] = 1
+        m.written[last[writes]] = 1
+        wide = writes & (last - first > 1)    # requests over three or more extents: their middles too
+        for f, l in zip(first[wide].tolist(), last[wide].tolist()):
+            m.written[f + 1:l] = 1
+        self.unobserved.append((mem, log, first, last, writes, first_writes))
+        self.unobserved_n += len(b)
+        if self.unobserved_n >= OBSERVE_MAX:
+            self.observe_pending()
+
+    def observe(self, b):
+        """Records read with no extent held, observed now."""
+        self.note(b)
+        self.observe_pending()
+
+    def observe_pending(self):
+        """The records noted since the last call observed: the members' latencies, the
+        counters, the hottest extents, and the requests fed to the decider (with their member's
+        latency now)."""
+        if not self.unobserved:
+            return
+        parts, self.unobserved, self.unobserved_n = self.unobserved, [], 0
+        mem, log = (record.concat([p[i] for p in parts]) for i in (0, 1))
+        first, last, writes, first_writes = (np.concatenate([p[i] for p in parts]) for i in (2, 3, 4, 5))
+        m = self.meta
         if len(mem):
             idx = self._member_index(mem)
             for d in range(len(m.members)):
@@ -160,23 +213,9 @@ class Observer:
                         self.lat_n[d, op] += sel.sum()
                         if op == 0:
                             self.reads[d] += (mem["latency_ns"][sel].sum(), sel.sum())
-            self._note_member_writes(mem, idx)
-        log = b[isdm]
-        log = log[(log["op"] <= record.WRITE) & (log["length"] > 0)]
         if not len(log):
             return
-        first = (log["offset"] // ext).astype(np.int64)
-        last = ((log["offset"] + log["length"] - 1) // ext).astype(np.int64)
-        ok = last < m.nextents
-        log, first, last = log[ok], first[ok], last[ok]
         self._note_held(log, first, last)
-        writes = log["op"] == record.WRITE
-        was_unwritten = m.written[first] == 0
-        m.written[first[writes]] = 1
-        m.written[last[writes]] = 1
-        wide = writes & (last - first > 1)    # requests over three or more extents: their middles too
-        for f, l in zip(first[wide].tolist(), last[wide].tolist()):
-            m.written[f + 1:l] = 1
         dev = m.dev[first]
         log = log.copy()
         log["latency_ns"] = self.lat[dev, log["op"].astype(np.int64)].astype(np.uint64)
@@ -194,13 +233,16 @@ class Observer:
         np.add.at(self.heat, first, 1.0)
         np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())
-        self.decide(log, last, writes & was_unwritten)
+        self.decide(log, last, first_writes)
 
     def _note_held(self, log, first, last):
         """Requests to a batch's moving extents issued while they were held waited, in the
         hold, from their issue until the release: how long each waited."""
         t = log["time_ns"].astype(np.int64)
+        lo_t, hi_t = int(t.min()), int(t.max())
         for moving, t_hold, t_rel in self.recent_holds:
+            if t_rel <= lo_t or t_hold > hi_t:      # no request of these in that hold (most holds)
+                continue
             sel = (t >= t_hold) & (t < t_rel)
             if not sel.any():
                 continue
@@ -221,6 +263,6 @@ class Observer:
                     x = e + k
                     if x >= m.nextents or m.written[x]:
                         break
-                    if m.dev[x] != want and x not in self.pending:
+                    if m.dev[x] != want and x not in self.queue:
                         self.decider.set_devices([x], [want])
-                        self.pending[x] = (want, 0)
+                        self.queue.ask(x, want, 0, int(m.dev[x]))

@@ -32,6 +32,22 @@ def settle_summary(steps):
             "hold_ms_by_settle": {"timed_out_p99": pct(split(True), 0.99), "settled_p99": pct(split(False), 0.99)}}
 
 
+def step_row(step):
+    """A batch's step times (Batch.finish's dict) as the row steps_p50 takes: its numbers, in
+    its order (its lists and flags left out)."""
+    return [v for v in step.values() if not isinstance(v, (list, bool))]
+
+
+def steps_p50(steps, rows):
+    """Each step's median over the batches: `steps` their dicts (alike), `rows` their
+    step_row()s, kept as each batch finished (making them from the dicts here, every
+    second, cost this status file most of its time)."""
+    if not steps:
+        return {}
+    keys = [k for k, v in steps[0].items() if not isinstance(v, (list, bool))]
+    return dict(zip(keys, np.median(np.array(rows, np.float64), axis=0).tolist()))
+
+
 def hit_figures(count):
     """The hit figures of the controller's counters, by the simulator's names and meaning:
     read_hit_ratio, the page reads the fast device served (reads only: a write is never a
@@ -43,6 +59,17 @@ def hit_figures(count):
     return {"read_hit_ratio": ratio("fast_read_pages", "read_pages"),
             "fast_write_share": ratio("fast_write_pages", "write_pages"),
             "fast_request_share": count["fast_hits"] / total if total else 0.0}
+
+
+def move_figures(count):
+    """The moves asked for (by the decider, or remaps of the write frontier) and what became
+    of them: done, given back stale, refused at once (the queue full); the shares of those
+    asked."""
+    asked = count["asked_moves"]
+    share = lambda k: count[k] / asked if asked else 0.0
+    return {"asked_moves": asked, "moves_done": count["promotions"] + count["evictions"],
+            "stale_moves": count["stale_moves"], "refused_moves": count["refused_moves"],
+            "stale_share": share("stale_moves"), "refused_share": share("refused_moves")}
 
 
 def running_status(c):
@@ -70,8 +97,12 @@ def running_status(c):
         "remaps_without_copy": c.count["remaps_without_copy"],
         "migrated_bytes": c.count["migrated_bytes"], "recopied_bytes": c.count["recopied_bytes"],
         "batches": c.count["batches"], "rollbacks": c.count["rollbacks"],
-        "stale_moves": c.count["stale_moves"],
-        "pending_moves": len(c.pending),
+        **move_figures(c.count),
+        "pending_moves": len(c.queue),
+        # the most moves the queue holds (what the controller carries out before one goes
+        # stale, at the rate its recent full batches carried; None: none measured yet)
+        "move_queue_capacity": c.queue.capacity(c.options.max_batch, c.options.interval),
+        "carried_moves_per_s": c.queue.rate(),
         "copy_bandwidth_bytes_s": c.copier.bandwidth(), "copy_rate_limit_bytes_s": c.copier.throttle.rate,
         "copy_depth": c.copier.depth,
         "copy_idle_read_latency_us": c.copier.throttle.baseline and c.copier.throttle.baseline / 1e3,
@@ -79,9 +110,7 @@ def running_status(c):
                      "max": st[-1] if st else None, "count": len(st)},
         "hold_ms": {"last": ho and c.holds[-1], "p50": pct(ho, 0.5), "p99": pct(ho, 0.99),
                     "max": ho[-1] if ho else None, "count": len(ho), "last_breakdown": c.last_stall},
-        "batch_steps_ms_p50": {k: float(np.median([b[k] for b in c.steps])) for k, v in c.steps[0].items()
-                               if not isinstance(v, (list, bool))}
-        if c.steps else {},
+        "batch_steps_ms_p50": steps_p50(c.steps, c.step_rows),
         "slowest_holds": sorted(c.steps, key=lambda b: b["hold_ms"])[-5:],
         **settle_summary(c.steps),
         "held_io_ms": {"p50": pct(hw, 0.5), "p99": pct(hw, 0.99), "max": hw[-1] if hw else None,

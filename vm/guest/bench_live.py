@@ -59,10 +59,16 @@ def run_hbl(policy):
     env = dict(os.environ, HBL_STATE_DIR=STATE)
     subprocess.run(HBL + ["up", "hb", "--dev", FAST, "--dev", SLOW, "--policy", policy] + UP_ARGS, check=True, env=env)
     try:
+        status = lambda: json.loads(subprocess.run(HBL + ["status", "hb", "--json"], capture_output=True,
+                                                   text=True, env=env, check=True).stdout)
         fio("/dev/mapper/hb", 600 * MIB, WARM, "hbl-%s-warm" % policy)
+        st0 = status()
         res = fio("/dev/mapper/hb", 600 * MIB, MEASURE, "hbl-%s" % policy)
-        st = json.loads(subprocess.run(HBL + ["status", "hb", "--json"], capture_output=True, text=True,
-                                       env=env, check=True).stdout)
+        st = status()
+        # the controller's CPU over the measured phase alone (the status gives it since the start)
+        span = st["uptime_s"] - st0["uptime_s"]
+        for k in ("controller_cpu", "controller_cpu_main"):
+            res[k + "_measured"] = (st[k] * st["uptime_s"] - st0[k] * st0["uptime_s"]) / span if span > 0 else None
         res.update(promotions=st["promotions"], evictions=st["evictions"], migrated_mib=st["migrated_bytes"] / MIB,
                    read_hit_ratio=st["read_hit_ratio"], fast_request_share=st["fast_request_share"], stall_ms=st["stall_ms"], hold_ms=st["hold_ms"],
                    decision_to_remap_ms=st["decision_to_remap_ms"], decision_to_batch_ms=st["decision_to_batch_ms"],
@@ -73,7 +79,11 @@ def run_hbl(policy):
                    settle_timeouts=st["settle_timeouts"], hold_ms_by_settle=st["hold_ms_by_settle"],
                    copy_rate_limit_mib_s=st["copy_rate_limit_bytes_s"] / MIB,
                    copy_idle_read_latency_us=st["copy_idle_read_latency_us"],
-                   stale_moves=st["stale_moves"], batches=st["batches"],
+                   stale_moves=st["stale_moves"], batches=st["batches"], uptime_s=st.get("uptime_s"),
+                   agents=[{k: a.get(k) for k in ("decisions", "train_steps", "background_steps")}
+                           for a in st.get("agents", [])],
+                   **{k: st.get(k) for k in ("asked_moves", "moves_done", "refused_moves", "stale_share",
+                                             "refused_share", "move_queue_capacity", "carried_moves_per_s")},
                    copy_bandwidth_mib_s=st["copy_bandwidth_bytes_s"] / MIB, ebpf_lost=st["ebpf"]["lost"],
                    timeline=st["timeline"])
     finally:
@@ -164,10 +174,25 @@ def main():
                       (r.get("decision_to_batch_ms") or {}).get("p50") or 0,
                       100 * r["controller_cpu"], 100 * r.get("controller_cpu_main", 0), r["copy_bandwidth_mib_s"],
                       (r.get("copy_idle_read_latency_us") or 0) / 1e3))
+            if r.get("controller_cpu_measured") is not None:
+                print("%s: controller CPU over the measured phase %.0f%% (its thread %.0f%%), since its start %.0f%% "
+                      "(%.0f%%)" % (k, 100 * r["controller_cpu_measured"], 100 * r["controller_cpu_main_measured"],
+                                    100 * r["controller_cpu"], 100 * r["controller_cpu_main"]))
+            if r.get("asked_moves") is not None:
+                print("%s: moves %d asked, %d done, %d given back stale (%.1f%% of those asked), %d refused, the "
+                      "queue full (%.1f%%); the queue held at most %s at the end (%s moves/s carried)" % (
+                          k, r["asked_moves"], r["moves_done"], r["stale_moves"], 100 * r["stale_share"],
+                          r["refused_moves"], 100 * r["refused_share"], r["move_queue_capacity"] or "-",
+                          "%.1f" % r["carried_moves_per_s"] if r.get("carried_moves_per_s") else "-"))
             print("%s: %d batches, %d moves given back stale; per batch, median ms: %s" % (
                 k, r["batches"], r["stale_moves"], ", ".join("%s %.1f" % (s, v) for s, v in r["batch_steps_ms_p50"].items()
                                                              if s not in ("moves", "recopied_bytes",
                                                                           "copied_whole_in_hold"))))
+            for i, a in enumerate(r.get("agents") or []):
+                print("%s: agent %d: %d decisions, %d training steps (%d on the training thread) in %.0f s; the "
+                      "threads but the controller's (training, copies) %.0f%% of a CPU" % (
+                          k, i, a["decisions"], a["train_steps"], a["background_steps"] or 0, r.get("uptime_s") or 0,
+                          100 * (r["controller_cpu"] - r.get("controller_cpu_main", 0))))
             hw = r.get("held_io_ms") or {}
             print("%s: requests that arrived in a hold waited p50 %.1f ms p99 %.1f ms max %.1f ms (%d requests)" % (
                 k, hw.get("p50") or 0, hw.get("p99") or 0, hw.get("max") or 0, hw.get("count") or 0))
