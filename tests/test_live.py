@@ -918,7 +918,8 @@ def test_the_read_hit_ratio_counts_page_reads_only_as_the_simulator_does():
     b["op"] = [record.WRITE] * 3 + [record.READ] * 4
     b["offset"] = [0, 1 * MiB, 2 * MiB, 4 * MiB, 5 * MiB, 4 * MiB - 4096, 6 * MiB]   # the 6th spans extents 3 and 4
     b["length"] = [4096] * 5 + [8192, 4096]
-    c.observe(b)
+    c.note(b)
+    c.observe_pending()
     assert (c.count["reads"], c.count["writes"]) == (4, 3)
     assert (c.count["read_pages"], c.count["fast_read_pages"]) == (5, 1)
     assert status.hit_figures(c.count) == {"read_hit_ratio": 0.2, "fast_write_share": 1.0,

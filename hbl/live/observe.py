@@ -186,11 +186,6 @@ class Observer:
         if self.unobserved_n >= OBSERVE_MAX:
             self.observe_pending()
 
-    def observe(self, b):
-        """Records read with no extent held, observed now."""
-        self.note(b)
-        self.observe_pending()
-
     def observe_pending(self):
         """The records noted since the last call observed: the members' latencies, the
         counters, the hottest extents, and the requests fed to the decider (with their member's

@@ -32,10 +32,14 @@ def settle_summary(steps):
             "hold_ms_by_settle": {"timed_out_p99": pct(split(True), 0.99), "settled_p99": pct(split(False), 0.99)}}
 
 
+def step_keys(step):
+    """The keys of a batch's step times (Batch.finish's dict) that hold numbers (not its lists and flags)."""
+    return [k for k, v in step.items() if not isinstance(v, (list, bool))]
+
+
 def step_row(step):
-    """A batch's step times (Batch.finish's dict) as the row steps_p50 takes: its numbers, in
-    its order (its lists and flags left out)."""
-    return [v for v in step.values() if not isinstance(v, (list, bool))]
+    """A batch's step times as the row steps_p50 takes: its numbers, in step_keys' order."""
+    return [step[k] for k in step_keys(step)]
 
 
 def steps_p50(steps, rows):
@@ -44,8 +48,7 @@ def steps_p50(steps, rows):
     second, cost this status file most of its time)."""
     if not steps:
         return {}
-    keys = [k for k, v in steps[0].items() if not isinstance(v, (list, bool))]
-    return dict(zip(keys, np.median(np.array(rows, np.float64), axis=0).tolist()))
+    return dict(zip(step_keys(steps[0]), np.median(np.array(rows, np.float64), axis=0).tolist()))
 
 
 def hit_figures(count):
