@@ -15,15 +15,7 @@ import sys
 import textwrap
 
 from hbl.experiments.compare import kind_of
-from hbl.experiments.tables import LEARNING, REFERENCES, geomean as geo
-from protocols import cell, normalized
-
-NOT_BASELINES = LEARNING | REFERENCES      # the tables' own rule for "non-learning policy"
-
-
-def mean_geo(norm, h, wl, p):
-    """The geomean over wl of the mean over seeds per workload."""
-    return geo([sum(norm[(h, w, p)].values()) / len(norm[(h, w, p)]) for w in wl])
+from protocols import NOT_BASELINES, cell, mean_geo, normalized, per_seed
 
 
 def best_baseline(norm, h, wl):
@@ -35,12 +27,6 @@ GROUPS = (("full captures, 100k+ requests", lambda w, long: long and kind_of(w) 
           ("synthetic, 100k+ requests", lambda w, long: long and kind_of(w) == "synthetic"),
           ("all of 100k+ requests", lambda w, long: long),
           ("short slices (under 100k requests)", lambda w, long: not long))
-
-
-def per_seed(norm, h, wl, p):
-    """Each seed's geomean over wl, in seed order."""
-    runs = [norm[(h, w, p)] for w in wl]
-    return [geo([s[k] for s in runs]) for k in sorted(set.intersection(*(set(s) for s in runs)))]
 
 
 def table(rows, base, size, policy, h, kind, member, per_workload, seeds):

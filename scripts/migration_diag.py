@@ -134,8 +134,8 @@ def _heldout_run(job):
 
 def heldout(spec, hss_list, tmp):
     """hbl compare's default suite: the candidate beside the shipped agents (report only)."""
-    import math
     from hbl.experiments.compare import CAPTURE_REQUESTS, default_traces
+    from hbl.experiments.tables import geomean
     directory, _, prm = spec.partition(":")
     params = dict(kv.split("=") for kv in prm.split(",")) if prm else None
     traces = default_traces()
@@ -159,7 +159,7 @@ def heldout(spec, hss_list, tmp):
             cells = []
             for _, keep in kinds:
                 ts = [t for t in traces if keep(t)]
-                gs = [math.exp(sum(math.log(x(t, lb, s)) for t in ts) / len(ts)) for s in (1, 2, 3)]
+                gs = [geomean([x(t, lb, s) for t in ts]) for s in (1, 2, 3)]
                 cells.append("%7.3f (%.3f-%.3f)   " % (sum(gs) / 3, min(gs), max(gs)))
             print("  %-24s" % lb + "".join(cells))
         print("  per workload (mean over seeds): harmonia / harmonia-placement-only / candidate")

@@ -35,12 +35,20 @@ def normalized(runs):
     return out, size
 
 
+def mean_geo(norm, h, wl, p):
+    """The geomean over wl of the mean over seeds per workload."""
+    return geo([sum(norm[(h, w, p)].values()) / len(norm[(h, w, p)]) for w in wl])
+
+
+def per_seed(norm, h, wl, p):
+    """Each seed's geomean over wl, in seed order (the seeds every workload has)."""
+    runs = [norm[(h, w, p)] for w in wl]
+    return [geo([s[k] for s in runs]) for k in sorted(set.intersection(*(set(s) for s in runs)))]
+
+
 def cell(norm, h, wl, p):
     """'mean (min-max)' of the geomean over wl: the mean over seeds per workload, and per seed."""
-    runs = [norm[(h, w, p)] for w in wl]
-    mean = geo([sum(s.values()) / len(s) for s in runs])
-    seeds = sorted(set.intersection(*(set(s) for s in runs)))
-    per = [geo([s[k] for s in runs]) for k in seeds]
+    mean, per = mean_geo(norm, h, wl, p), per_seed(norm, h, wl, p)
     return "%.3f" % mean if len(per) < 2 else "%.3f (%.3f-%.3f, %d seeds)" % (mean, min(per), max(per), len(per))
 
 

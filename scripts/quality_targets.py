@@ -41,12 +41,19 @@ def speedup(slower, faster):
     return slower / faster - 1
 
 
+def non_learning(policies):
+    """The contenders that do not learn (the bounds and Fast-Only are no contenders)."""
+    return [p for p in policies if p not in LEARNING | REFERENCES]
+
+
 def targets(norm, workloads, policies, harmonia, beaten):
     """The three figures on `workloads`: harmonia's latencies from `harmonia` (workload -> value),
     the rest from `norm` (workload -> policy -> value)."""
-    heuristics = [p for p in policies if p not in LEARNING | REFERENCES]
+    heuristics = non_learning(policies)
+    prior_set = [p for p in PRIOR if p in policies]
+    geo = {p: geomean([norm[w][p] for w in workloads]) for p in set(heuristics + prior_set + ["oracle"])}
     h_geo = geomean([harmonia[w] for w in workloads])
-    prior = {p: speedup(geomean([norm[w][p] for w in workloads]), h_geo) for p in PRIOR if p in policies}
+    prior = {p: speedup(geo[p], h_geo) for p in prior_set}
     behind, gaps = [], []
     for w in workloads:
         best = min(heuristics, key=lambda p: norm[w][p])
@@ -55,7 +62,6 @@ def targets(norm, workloads, policies, harmonia, beaten):
             behind.append((w, h / b - 1, best))
         if o < b and w not in beaten:
             gaps.append((b - h) / (b - o))
-    geo = {p: geomean([norm[w][p] for w in workloads]) for p in heuristics + ["oracle"]}
     best = min(heuristics, key=geo.get)
     geo_gap = (geo[best] - h_geo) / (geo[best] - geo["oracle"]) if geo["oracle"] < geo[best] else None
     return {"harmonia": h_geo, "prior": prior, "behind": behind, "gaps": gaps, "best": best,
@@ -89,7 +95,7 @@ def main(argv=None):
     wl, long_wl = s["workloads"], [w for w in s["workloads"] if w in set(s.get("long_workloads", []))]
     print("issue 26's targets from %s%s (%s); latency / Fast-Only; the best non-learning policy is the best of "
           "%d per workload" % (a.held_out, " and " + a.untrained if u else "", ", ".join(s["hss"]),
-                              len([p for p in s["policies"] if p not in LEARNING | REFERENCES])))
+                              len(non_learning(s["policies"]))))
     for h in s["hss"]:
         norm = s["normalized_avg_latency"][h]
         beaten = {b["workload"] for b in s.get("beats_oracle", []) if b["hss"] == h}

@@ -21,6 +21,7 @@ import random
 import re
 import sys
 
+from hbl.experiments.tables import geomean
 from hbl.sim import pretrained
 from hbl.pool import run_all
 from hbl.sim import simulate
@@ -46,7 +47,7 @@ def geomeans(jobs, jobs_n):
     for key, per in lat.items():
         base = lat.get(key[:2] + ("fast-only",))
         if base is not None and key[2] != "fast-only":
-            out[key] = math.exp(sum(math.log(per[t] / base[t]) for t in per) / len(per))
+            out[key] = geomean([per[t] / base[t] for t in per])
     return out
 
 
