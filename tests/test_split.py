@@ -54,7 +54,7 @@ def test_no_shipped_agent_was_trained_on_an_evaluation_workload():
 
 def test_a_named_only_family_trains_only_when_named():
     """synth:burst is a training family (hbl pretrain --trace takes it) that no default run uses."""
-    assert set(split.NAMED_ONLY) <= set(split.TRAINING) and "synth:burst" in split.NAMED_ONLY
+    assert set(split.NAMED_ONLY) <= set(split.TRAINING) and {"synth:burst", "synth:log"} <= set(split.NAMED_ONLY)
     assert split.side("synth:burst:requests=300000") == "training"
     split.check_training(["synth:burst:requests=300000"], "test")
     defaults = pretrained.training_traces() + pretrained.validation_traces(1000)

@@ -20,14 +20,14 @@ seed-2 traces).
 """
 from hbl.errors import HblError
 
-TRAINING = ("synth:src", "synth:usr", "synth:mixed", "synth:phases", "synth:zipf", "synth:burst",
+TRAINING = ("synth:src", "synth:usr", "synth:mixed", "synth:phases", "synth:zipf", "synth:burst", "synth:log",
             # real applications for training (workload:NAME; never in hbl compare's default suite)
             "app:redis-aof", "app:file-server")
 #: Training families that no default run uses: pretraining and validation take them only when named
 #: (hbl pretrain --trace, scripts/validate_agents.py --family), so the shipped agents' recipe stays
 #: the five families above (synth:burst: write bursts that fill the background queue,
-#: results/diagnosis/migration.txt [H]).
-NAMED_ONLY = ("synth:burst",)
+#: results/diagnosis/migration.txt [H]; synth:log: an fsynced write-once log, results/pretrain/valset.txt).
+NAMED_ONLY = ("synth:burst", "synth:log")
 EVALUATION = (
     # synthetic families modelled on MSR Cambridge servers (hbl compare's synthetic suite)
     "synth:hm", "synth:prxy", "synth:web", "synth:proj",
