@@ -21,7 +21,8 @@ from hbl.errors import HblError
 from hbl.pool import run_all
 from hbl.sim import simulate
 
-BASELINES = ("fast-only", "lru", "cde", "smq", "nhit", "seqcutoff", "harmonia-migration-only")
+BASELINES = ("fast-only", "lru", "cde", "smq", "nhit", "seqcutoff", "arc", "lirs", "s3fifo", "wtinylfu",
+             "harmonia-migration-only")
 
 
 def _run(job):
