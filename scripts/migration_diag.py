@@ -47,11 +47,14 @@ from hbl.errors import HblError
 from hbl.experiments.engine import materialize
 from hbl.sim import Simulator, simulate
 from hbl.pool import run_all
+from hbl.sim import pretrained
 from hbl.sim.agent_files import agent_file, selected_file
 
 VARIANTS = ("H", "H.alone", "H.reads", "PO", "PO.hP", "H.poP")
-CAPTURES = ("redis-aof", "file-server")
-PARTS = (("train", 0, 500_000), ("val", 500_000, 750_000), ("check", 750_000, 1_000_000))
+CAPTURES = pretrained.VALIDATION_SETS["regimes"]["captures"]
+#: the validation set's parts (seed 2: val, seed 3: check) and what precedes them, to train on
+PARTS = (("train", 0, pretrained.CAPTURE_PARTS[2][0]), ("val",) + pretrained.CAPTURE_PARTS[2],
+         ("check",) + pretrained.CAPTURE_PARTS[3])
 
 
 def swapped_agents(hss, out):

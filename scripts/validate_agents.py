@@ -13,6 +13,7 @@ traces, for learning candidates the mean over seeds 1-3 with the min-max.
 import argparse
 import math
 import sys
+import tempfile
 
 from hbl.sim import pretrained
 from hbl.trace import split
@@ -20,7 +21,8 @@ from hbl.errors import HblError
 from hbl.pool import run_all
 from hbl.sim import simulate
 
-BASELINES = ("fast-only", "lru", "cde", "smq", "nhit", "seqcutoff", "harmonia-migration-only")
+BASELINES = ("fast-only", "lru", "cde", "smq", "nhit", "seqcutoff", "arc", "lirs", "s3fifo", "wtinylfu",
+             "harmonia-migration-only")
 
 
 def _run(job):
@@ -38,6 +40,13 @@ def main():
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--set", default="families", metavar="NAME",
+                    help="the named validation set (hbl/sim/pretrained.py VALIDATION_SETS; default families, "
+                         "the five training families; regimes adds synth:burst, synth:log and the training "
+                         "captures' later parts)")
+    ap.add_argument("--selected", action="store_true",
+                    help="run each candidate's chosen agents (DIR/POLICY-HSS.agent, hbl pretrain --select's "
+                         "choice) for every online seed, not pretraining seed K's for online seed K")
     ap.add_argument("--trace-seed", type=int, default=2,
                     help="generator seed of the validation traces (default 2; another one, e.g. 3, checks a "
                          "choice made on seed 2 on traces it was not made on, still no evaluation workload)")
@@ -60,9 +69,22 @@ def main():
     hss_list = a.hss.split(",")
     if a.trace_seed < 2:
         ap.error("--trace-seed must be 2 or more (seed 1 is what the agents are trained on)")
-    reseed = lambda ts: [t.replace("seed=2", "seed=%d" % a.trace_seed) for t in ts]
-    traces = reseed(pretrained.validation_traces(a.requests, pretrained.TRAINING_SUITE + tuple(a.family))) + a.trace
-    default = reseed(pretrained.validation_traces(a.requests))
+    if a.set not in pretrained.VALIDATION_SETS:
+        ap.error("--set %s: no such validation set (have: %s)" % (a.set, ", ".join(pretrained.VALIDATION_SETS)))
+    with tempfile.TemporaryDirectory(prefix="hbl-validation-") as work:
+        try:
+            named = pretrained.validation_set(a.set, a.requests, a.trace_seed, work)
+        except HblError as exc:
+            ap.error(str(exc))
+        return run(a, hss_list, named)
+
+
+def run(a, hss_list, named):
+    """Every baseline and candidate on the validation traces `named` ((label, trace) pairs), printed."""
+    traces = [t for _, t in named] + pretrained.validation_traces(a.requests, a.family, a.trace_seed) + a.trace
+    label_of = dict((t, lb) for lb, t in named)
+    default = pretrained.validation_traces(a.requests, seed=a.trace_seed)
+    extra = len(traces) != len(default)
     jobs = [(p, t, h, p, False, None, 1) for p in BASELINES for t in traces for h in hss_list]
     labels = list(BASELINES)
     for c in a.candidate:
@@ -73,18 +95,22 @@ def main():
         for t in traces:
             for h in hss_list:
                 for s in range(1, a.seeds + 1):
-                    agents = pretrained.agent_file(a.policy, h, s, directory) if directory != "untrained" else False
+                    agents = (False if directory == "untrained" else
+                              pretrained.selected_file(a.policy, h, directory) if a.selected else
+                              pretrained.agent_file(a.policy, h, s, directory))
                     jobs.append((label, t, h, a.policy, agents, params, s))
     out = {}
     for label, t, h, s, lat in run_all(_run, jobs, a.jobs, lambda r: "validate"):
         out.setdefault((label, h, s), {})[t] = lat
-    print("validation traces (training families, generator seed %d): %s" % (a.trace_seed, ", ".join(traces)))
+    print("validation set %s%s (training workloads, generator seed %d): %s" % (
+        a.set, " and more" if len(traces) > len(named) else "", a.trace_seed,
+        ", ".join(label_of.get(t, t) for t in traces)))
     for h in hss_list:
         print("\nHSS %s: geomean of average latency / Fast-Only (learning: mean over seeds, min-max)" % h)
         base = out[("fast-only", h, 1)]
         for label in labels:
             cols, each = [], []
-            for subset in ([traces, default] if a.family or a.trace else [traces]):
+            for subset in ([traces, default] if extra else [traces]):
                 gs = [math.exp(sum(math.log(v[t] / base[t]) for t in subset) / len(subset))
                       for (lb, hh, s), v in sorted(out.items()) if lb == label and hh == h]
                 spread = "  %.3f-%.3f" % (min(gs), max(gs)) if len(gs) > 1 else ""
@@ -93,12 +119,12 @@ def main():
             print(("  %-26s %s" % (label, "   ".join(cols))).rstrip())
             if a.per_seed and len(each) > 1:
                 print("  %-26s seeds: %s" % ("", " ".join("%.3f" % g for g in each)))
-        if a.family or a.trace:
+        if extra:
             print("  (first column: all %d validation traces; second: the %d default families alone)"
                   % (len(traces), len(default)))
             print("  per trace (learning: mean over seeds):")
             for t in traces:
-                print("    %-30s %s" % (t.rsplit("requests=", 1)[0].rstrip(":,"), ", ".join(
+                print("    %-30s %s" % (label_of.get(t, t).rsplit("requests=", 1)[0].rstrip(":,"), ", ".join(
                     "%s %.3f" % (label, sum(v[t] / base[t] for (lb, hh, s), v in out.items() if lb == label and hh == h)
                                  / sum(1 for (lb, hh, s) in out if lb == label and hh == h))
                     for label in labels if label != "fast-only")))

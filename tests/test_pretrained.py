@@ -134,6 +134,23 @@ def test_pretrain_select_after_a_warm_start_validates_without_it(tmp_path, capsy
     assert pretrained.validation_params(None) is None
 
 
+def test_pretrain_select_on_a_named_validation_set(tmp_path, capsys, monkeypatch):
+    """--validation NAME chooses on that set (the regimes' capture parts too) and says so; an unknown
+    name is refused before any training."""
+    monkeypatch.setattr(pretrained, "VALIDATION_REQUESTS", 3000)
+    assert main(["pretrain", "--out", str(tmp_path), "--policies", "sibyl", "--hss", "perf", "--select",
+                 "--validation", "nope"]) == 2
+    assert "no such validation set (have: families, regimes)" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+    rc = main(["pretrain", "--out", str(tmp_path), "--policies", "sibyl", "--hss", "perf", "--seeds", "1",
+               "--passes", "1", "--trace", "synth:zipf:requests=4000,pages=2000", "--select", "--validation",
+               "regimes", "--quiet"])
+    assert rc == 0 and "validation set regimes" in capsys.readouterr().out
+    sel = json.loads((tmp_path / "selection.json").read_text())
+    assert sel["validation"] == "regimes" and sel["traces"][-2:] == [
+        "workload:redis-aof@500000-750000", "workload:file-server@500000-750000"]
+
+
 def test_select_names_the_missing_agents(tmp_path):
     with pytest.raises(HblError, match="no agents to choose from: .*sibyl-perf-s1.agent"):
         pretrained.select(tmp_path, ["sibyl"], ["perf"], 2)

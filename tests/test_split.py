@@ -54,13 +54,40 @@ def test_no_shipped_agent_was_trained_on_an_evaluation_workload():
 
 def test_a_named_only_family_trains_only_when_named():
     """synth:burst is a training family (hbl pretrain --trace takes it) that no default run uses."""
-    assert set(split.NAMED_ONLY) <= set(split.TRAINING) and "synth:burst" in split.NAMED_ONLY
+    assert set(split.NAMED_ONLY) <= set(split.TRAINING) and {"synth:burst", "synth:log"} <= set(split.NAMED_ONLY)
     assert split.side("synth:burst:requests=300000") == "training"
     split.check_training(["synth:burst:requests=300000"], "test")
     defaults = pretrained.training_traces() + pretrained.validation_traces(1000)
     assert not [t for t in defaults if split.families(t)[0] in split.NAMED_ONLY]
     assert [split.families(t)[0] for t in pretrained.training_traces()] == [
         "synth:src", "synth:usr", "synth:mixed", "synth:phases", "synth:zipf"]
+
+
+@pytest.mark.parametrize("name", sorted(pretrained.VALIDATION_SETS))
+def test_every_validation_set_is_training_workloads(name, tmp_path):
+    """The named validation sets (hbl pretrain --select --validation, validate_agents.py --set), the
+    choice's (seed 2) and the check's (seed 3): no evaluation workload; regimes holds the regimes."""
+    for seed in (2, 3):
+        names = [label for label, _ in pretrained.validation_set(name, 1000, seed, tmp_path)]
+        assert names and all(split.side(t) == "training" for t in names), names
+        assert all("seed=%d" % seed in t for t in names if t.startswith("synth:"))
+    assert pretrained.validation_set("families", 1000) == [(t, t) for t in pretrained.validation_traces(1000)]
+    fams = [split.families(t)[0] for t, _ in pretrained.validation_set("regimes", 1000, 2, tmp_path)]
+    assert fams[-4:] == ["synth:burst", "synth:log", "app:redis-aof", "app:file-server"]
+    with pytest.raises(HblError, match="no validation set"):
+        pretrained.validation_set("nope")
+    assert split.side("workload:squid-cache@0-250000") == "evaluation"     # a part is its capture's side
+
+
+def test_the_capture_parts_of_choice_and_check_do_not_overlap(tmp_path):
+    from hbl.trace import load
+    parts = [dict(pretrained.validation_set("regimes", 1000, s, tmp_path))["workload:redis-aof@%d-%d"
+                                                                          % pretrained.CAPTURE_PARTS[s]]
+             for s in (2, 3)]
+    whole, _ = load("workload:redis-aof")
+    for s, path in zip((2, 3), parts):
+        lo, hi = pretrained.CAPTURE_PARTS[s]
+        assert (load(path)[0] == whole[lo:hi]).all() and hi - lo == 250_000
 
 
 def test_validation_traces_are_training_workloads():

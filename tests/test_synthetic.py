@@ -55,6 +55,21 @@ def test_writes_come_in_runs_and_the_read_share_stays():
         assert hashlib.sha256(load(spec)[0].tobytes()).hexdigest()[:16] == digest, spec
 
 
+def test_a_log_appends_records_and_leaves_full_pages_alone():
+    """synth:log: each append starts on the page the last record ended on (written again) or the one
+    after it, so the log's tail only moves forward and a page it left is never written by it again."""
+    d, _ = load("synth:log:requests=20000,read=0,log=1")
+    first, last = d["offset"] // 4096, (d["offset"] + d["length"]) // 4096 - 1
+    step = first[1:] - last[:-1]
+    assert np.isin(step, (0, 1)).all() and (step == 0).mean() > 0.3      # records share their pages
+    assert (np.diff(last) >= 0).all() and np.isin(d["length"] // 4096, (1, 2, 3)).all()
+    m, _ = load("synth:log:requests=20000")                               # the preset: 5% reads
+    assert abs((m["op"] == record.READ).mean() - 0.05) < 0.01
+    for spec in ("synth:log:log=2", "synth:log:log=-0.1"):
+        with pytest.raises(HblError):
+            load(spec)
+
+
 def test_bad_specs():
     for spec in ("synth:nope", "synth:zipf:alpha", "synth:zipf:read=2", "synth:zipf:size=0",
                  "synth:burst:burst=x"):

@@ -35,6 +35,10 @@ def _add_pretrain(sub):
                     help="then run each seed's agents on the validation traces (the training families with "
                          "generator seed 2) and copy the best of each policy and HSS to DIR/POLICY-HSS.agent, "
                          "the form hbl ships (with DIR/selection.json: every seed's figure and the spread)")
+    pt.add_argument("--validation", default="families", metavar="NAME",
+                    help="the validation set --select chooses on (hbl/sim/pretrained.py VALIDATION_SETS): "
+                         "families (default: the five training families), regimes (those, synth:burst, "
+                         "synth:log and the training captures' later parts)")
     pt.add_argument("--list", action="store_true", help="list the shipped pretrained agents instead")
     pt.add_argument("--json", action="store_true")
     pt.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -87,13 +91,16 @@ def cmd_pretrain(a):
     traces = a.trace or pretrained.training_traces(a.requests)
     from hbl.devices import load_hss
     from hbl.sim import parse_params
+    if a.validation not in pretrained.VALIDATION_SETS:
+        raise HblError("--validation %s: no such validation set (have: %s)"
+                       % (a.validation, ", ".join(pretrained.VALIDATION_SETS)))
     for h in hss:
         load_hss(h)
     parse_params(a.param)
     rows = pretrained.pretrain_all(policies, hss, a.seeds, a.out, traces=traces, passes=a.passes,
                                    params=a.param, jobs=a.jobs, progress=not a.quiet)
     chosen = pretrained.select(a.out, policies, hss, a.seeds, params=a.param, jobs=a.jobs,
-                               progress=not a.quiet) if a.select else []
+                               progress=not a.quiet, validation=a.validation) if a.select else []
     if a.json:
         print_json(dict(trained=rows, selected=chosen) if a.select else rows)
         return 0
@@ -101,7 +108,8 @@ def cmd_pretrain(a):
         print("%-26s %-5s seed %d  %s  (last pass: %.1f us mean latency over the training traces)" % (
             r["policy"], r["hss"], r["seed"], r["file"], r["train_latency_us"]))
     if chosen:
-        print("\nvalidation (training families, generator seed 2): geomean of average latency / Fast-Only")
+        print("\nvalidation set %s (training workloads, generator seed 2): geomean of average latency / "
+              "Fast-Only" % a.validation)
     for r in chosen:
         print("%-26s %-5s %s  spread %.1f%%  -> seed %d: %s" % (
             r["policy"], r["hss"], "  ".join("s%s %.3f" % kv for kv in sorted(r["validation"].items())),

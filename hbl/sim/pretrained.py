@@ -46,11 +46,70 @@ def training_traces(requests=TRAINING_REQUESTS):
     return [t + ":requests=%d" % requests for t in TRAINING_SUITE]
 
 
-def validation_traces(requests=None, families=TRAINING_SUITE):
+def validation_traces(requests=None, families=TRAINING_SUITE, seed=2):
     """The training families with generator seed 2: not the traces the agents were trained on, and
     not workloads of the evaluation either.  A family may carry keys of its own (synth:uniform:read=0.0)."""
     n = requests or VALIDATION_REQUESTS
-    return [t + ("," if t.count(":") > 1 else ":") + "requests=%d,seed=2" % n for t in families]
+    return [t + ("," if t.count(":") > 1 else ":") + "requests=%d,seed=%d" % (n, seed) for t in families]
+
+
+#: The named validation sets a choice between pretrained agents is made on (hbl pretrain --select
+#: --validation NAME, scripts/validate_agents.py --set NAME): training workloads only (split.py).
+#:   families  the five training families (the shipped agents were chosen on it)
+#:   regimes   those, the two named-only families (synth:burst: small writes that saturate the
+#:             background queue; synth:log: an fsynced write-once log) and the two training captures'
+#:             later parts, the regimes where harmonia loses on the evaluation
+#:             (results/diagnosis/migration.txt, results/pretrain/valset.txt)
+VALIDATION_SETS = {
+    "families": dict(families=TRAINING_SUITE, captures=()),
+    "regimes": dict(families=TRAINING_SUITE + split.NAMED_ONLY, captures=("redis-aof", "file-server")),
+}
+#: A capture has no generator seed: the part of it that stands for the families' seed-2 (validation)
+#: and seed-3 (check) traces; requests 0-500,000 are left for training (scripts/migration_diag.py --cut).
+CAPTURE_PARTS = {2: (500_000, 750_000), 3: (750_000, 1_000_000)}
+
+
+def validation_set(name="families", requests=None, seed=2, workdir=None):
+    """The traces of validation set `name` at generator seed `seed` (2 to choose, 3 to check): the
+    families' specs, and each capture's part (CAPTURE_PARTS) written to workdir as a native trace
+    named workload:NAME@START-END.hbltrace.  Returns (label, trace) pairs."""
+    if name not in VALIDATION_SETS:
+        raise HblError("no validation set %r (have: %s)" % (name, ", ".join(VALIDATION_SETS)))
+    v = VALIDATION_SETS[name]
+    out = [(t, t) for t in validation_traces(requests, v["families"], seed)]
+    if v["captures"]:
+        if seed not in CAPTURE_PARTS:
+            raise HblError("validation set %s: its captures have parts for generator seeds %s only"
+                           % (name, ", ".join(map(str, CAPTURE_PARTS))))
+        if workdir is None:
+            raise HblError("validation set %s: its capture parts need a directory to be written to" % name)
+        start, end = CAPTURE_PARTS[seed]
+        for c in v["captures"]:
+            label = "workload:%s@%d-%d" % (c, start, end)
+            out.append((label, _capture_part("workload:" + c, start, end, Path(workdir) / (label.replace(":", "_")
+                                                                                            + ".hbltrace"))))
+    return out
+
+
+def _capture_part(spec, start, end, path):
+    """Requests start..end of a training capture, written once to path (a native trace)."""
+    from hbl import trace as tracemod
+    split.check_training([spec], "validation set")
+    if not path.exists():
+        w = tracemod.writer(str(path) + ".part", "native", source="%s@%d-%d" % (spec, start, end))
+        seen = 0
+        for chunk in tracemod.open_trace(spec):
+            lo, hi = max(start - seen, 0), min(end - seen, len(chunk))
+            if lo < hi:
+                w.write(chunk[lo:hi])
+            seen += len(chunk)
+            if seen >= end:
+                break
+        w.close()
+        if w.count < end - start:
+            raise HblError("%s has %d requests: no part %d-%d" % (spec, seen, start, end))
+        os.replace(str(path) + ".part", path)
+    return str(path)
 
 
 #: Parameters of pretraining itself, not of the policy: the warm start from demonstrations, the
@@ -156,17 +215,24 @@ def _fast_only(job):
 
 
 def select(directory, policies, hss_list, seeds, params=None, requests=None, jobs=None,
-           progress=True):
+           progress=True, validation="families"):
     """Validate the agents of pretraining seeds 1..seeds in `directory` and copy each policy and
-    HSS's best (lowest geomean of average latency / Fast-Only over validation_traces) to
-    selected_file(); returns one row per policy and HSS with every seed's figure, the spread
-    ((max - min) / min) and the chosen seed, also written to selection.json there."""
+    HSS's best (lowest geomean of average latency / Fast-Only over the validation set `validation`,
+    VALIDATION_SETS) to selected_file(); returns one row per policy and HSS with every seed's figure,
+    the spread ((max - min) / min) and the chosen seed, also written to selection.json there."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="hbl-validation-") as work:
+        named = validation_set(validation, requests, 2, work)
+        return _select(directory, policies, hss_list, seeds, params, jobs, progress, validation, named)
+
+
+def _select(directory, policies, hss_list, seeds, params, jobs, progress, validation, named):
     import json
     import math
     import shutil
     from hbl.pool import run_all
     directory = Path(directory)
-    traces = validation_traces(requests)
+    traces = [t for _, t in named]
     missing = [str(agent_file(p, h, s, directory)) for p in policies for h in hss_list
                for s in range(1, seeds + 1) if not agent_file(p, h, s, directory).is_file()]
     if missing:
@@ -187,7 +253,8 @@ def select(directory, policies, hss_list, seeds, params=None, requests=None, job
             shutil.copyfile(agent_file(p, h, best, directory), selected_file(p, h, directory))
             rows.append(dict(policy=p, hss=h, seed=best, validation=g, spread=max(g.values()) / min(g.values()) - 1,
                              file=str(selected_file(p, h, directory))))
-    (directory / "selection.json").write_text(json.dumps(dict(traces=traces, params=params, rows=rows), indent=1))
+    (directory / "selection.json").write_text(json.dumps(dict(
+        validation=validation, traces=[label for label, _ in named], params=params, rows=rows), indent=1))
     return rows
 
 

@@ -20,14 +20,15 @@ seed-2 traces).
 """
 from hbl.errors import HblError
 
-TRAINING = ("synth:src", "synth:usr", "synth:mixed", "synth:phases", "synth:zipf", "synth:burst",
+TRAINING = ("synth:src", "synth:usr", "synth:mixed", "synth:phases", "synth:zipf", "synth:burst", "synth:log",
             # real applications for training (workload:NAME; never in hbl compare's default suite)
             "app:redis-aof", "app:file-server")
 #: Training families that no default run uses: pretraining and validation take them only when named
 #: (hbl pretrain --trace, scripts/validate_agents.py --family), so the shipped agents' recipe stays
 #: the five families above (synth:burst: write bursts that fill the background queue,
-#: results/diagnosis/migration.txt [H]).
-NAMED_ONLY = ("synth:burst",)
+#: results/diagnosis/migration.txt [H]; synth:log: an fsynced write-once log, results/pretrain/valset.txt).
+#: The validation set "regimes" (hbl/sim/pretrained.py VALIDATION_SETS) names both.
+NAMED_ONLY = ("synth:burst", "synth:log")
 EVALUATION = (
     # synthetic families modelled on MSR Cambridge servers (hbl compare's synthetic suite)
     "synth:hm", "synth:prxy", "synth:web", "synth:proj",
@@ -41,15 +42,16 @@ EVALUATION = (
 
 
 def families(trace):
-    """The split's names a trace stands for: synth:zipf:requests=9 -> [synth:zipf], apps:X and
-    workload:X -> [app:X], workload:A+B -> [app:A, app:B], bundled:X -> [bundled:X]; a file -> []."""
+    """The split's names a trace stands for: synth:zipf:requests=9 -> [synth:zipf], apps:X,
+    workload:X and workload:X@500000-750000 -> [app:X], workload:A+B -> [app:A, app:B],
+    bundled:X -> [bundled:X]; a file -> []."""
     kind, sep, rest = trace.partition(":")
     if not sep:
         return []
     if kind == "synth":
         return ["synth:" + rest.split(":")[0]]
-    if kind in ("apps", "workload"):
-        return ["app:" + n for n in rest.split("+")]
+    if kind in ("apps", "workload"):   # a part of a capture (workload:NAME@START-END) is the capture's
+        return ["app:" + n.split("@")[0] for n in rest.split("+")]
     if kind == "bundled":
         return ["bundled:" + rest]
     return []

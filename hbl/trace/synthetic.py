@@ -12,6 +12,9 @@ Keys:
   phases     working-set shifts over the run (0 = none)      iops  mean arrival rate
   burst      writes come in runs of this many requests in a row, reads between the runs (the read
              share kept); 0 = each request a read or a write at random
+  log        share of the writes that append a record to one log (0..1): a record of 512 bytes up
+             to the request's size, written where the last one ended, so a page is written by the
+             records that touch it (the last partial one again by the next) and never after
   seed       random seed
 The MSR-shaped presets are our approximations of the volumes' published
 character (read share, skew, sequentiality, request sizes), not fits to the
@@ -42,6 +45,7 @@ class Workload:
     phases: int = 0
     iops: float = 50.0              # mean arrivals/s: a quarter of what one HDD serves at random
     burst: int = 0                  # requests per run of writes (0: reads and writes interleaved at random)
+    log: float = 0.0                # share of the writes that append to one log (0: none)
     seed: int = 1
 
 
@@ -55,6 +59,13 @@ PRESETS = {
     # writes over the whole footprint (ten times the fast device), faster than the slower device takes
     # the evictions they cause, so its background queue fills (results/diagnosis/migration.txt [H])
     "burst": Workload(read=0.3, alpha=0.6, sizes=((1, 0.7), (2, 0.3)), burst=1024),
+    # log = an fsynced write-once log (ours, a training family): a queue's binlog, an append-only file,
+    # a write-ahead log. 90% of the writes append a record of up to 1-2 pages, each synchronous (an
+    # fsync per record: every write of the replay is), so the tail page is written again by the next
+    # record and a full page never again; the other writes (the metadata the appends update) and the
+    # reads are zipf-skewed over the footprint; reads are rare (5%: a log is read back on recovery or
+    # by a late consumer)
+    "log": Workload(read=0.05, alpha=0.9, sizes=((1, 0.8), (2, 0.2)), log=0.9),
     # MSR-shaped (ours): hm = hardware monitoring, write-heavy small random I/O
     "hm": Workload(read=0.35, alpha=0.9, seq=0.1, sizes=((1, 0.7), (2, 0.15), (8, 0.15)), pages=131_072),
     # prxy = web proxy: very skewed, write-dominated
@@ -90,7 +101,8 @@ def _finite(text):
 
 
 _KEYS = {"requests": _whole, "pages": _whole, "read": _finite, "alpha": _finite, "seq": _finite,
-         "streams": _whole, "size": _whole, "phases": _whole, "iops": _finite, "burst": _whole, "seed": _whole}
+         "streams": _whole, "size": _whole, "phases": _whole, "iops": _finite, "burst": _whole,
+         "log": _finite, "seed": _whole}
 # The generator holds a permutation and a CDF of the pages (16 bytes each): 2^26 pages
 # (a 256 GiB footprint) is 1 GiB of memory.
 MAX_PAGES = 1 << 26
@@ -120,10 +132,10 @@ def parse_spec(spec):
             setattr(w, key, v)
     if w.requests < 0 or not 1 <= w.pages <= MAX_PAGES or not 0 <= w.read <= 1 or not 0 <= w.seq <= 1 or \
             not 0 <= w.alpha <= 100 or not 1 <= w.streams <= 1 << 16 or w.iops <= 0 or w.burst > 1 << 30 or \
-            not 0 <= w.phases <= 1 << 20 or w.seed >= 1 << 64 or \
+            not 0 <= w.phases <= 1 << 20 or w.seed >= 1 << 64 or not 0 <= w.log <= 1 or \
             any(p < 1 or p > w.pages or p * PAGE > MAX_LENGTH for p, _ in w.sizes):
         raise HblError("synthetic workload %s: parameters out of range (pages 1..%d, size at most %d "
-                       "pages, read and seq 0..1, streams 1..65536)" % (show(spec), MAX_PAGES, MAX_LENGTH // PAGE))
+                       "pages, read, seq and log 0..1, streams 1..65536)" % (show(spec), MAX_PAGES, MAX_LENGTH // PAGE))
     return w, "synth:" + body
 
 
@@ -156,6 +168,7 @@ class SyntheticTrace:
         shift = n_pages // (w.phases + 1) if w.phases else 0
         t_ns = 0.0
         done = 0
+        log_byte = 0                                        # where the log's next record goes
         while done < w.requests:
             n = min(self.chunk, w.requests - done)
             out = record.empty(n)
@@ -193,6 +206,26 @@ class SyntheticTrace:
             if w.burst and w.read < 1:   # a run of w.burst writes, then as many reads as keep the read share
                 period = max(w.burst, round(w.burst / (1 - w.read)))
                 is_read = np.arange(done, done + n) % period >= w.burst
+            if w.log:
+                log_byte = _append(out, rng, ~is_read & (rng.random(n) < w.log), size, log_byte, n_pages)
             out["op"] = np.where(is_read, record.READ, record.WRITE)
             done += n
             yield out
+
+
+def _append(out, rng, app, size, log_byte, n_pages):
+    """The requests marked in `app` become a log's appends from byte log_byte on: a record of 512
+    bytes up to its request's size each, written where the last one ended, rounded out to the pages
+    it touches (the log wraps at the footprint's end).  Returns where the next record goes."""
+    idx = np.flatnonzero(app)
+    if not len(idx):
+        return log_byte
+    rec = rng.integers(512, size[idx].astype(np.int64) * PAGE + 1)
+    start = log_byte + np.concatenate(([0], np.cumsum(rec)[:-1]))
+    first = start // PAGE
+    pages = (start + rec - 1) // PAGE - first + 1
+    first %= n_pages
+    first = np.minimum(first, n_pages - pages)
+    out["offset"][idx] = (first * PAGE).astype(np.uint64)
+    out["length"][idx] = (pages * PAGE).astype(np.uint32)
+    return int(start[-1] + rec[-1])
