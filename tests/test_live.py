@@ -202,6 +202,7 @@ def test_decider_trains_on_its_own_thread_while_deciding(tmp_path):
     assert after["train_steps"] > before and after["background_steps"] == placement["background_steps"]
 
 
+
 # ---- metadata ----
 
 def meta(n=50):
@@ -1117,14 +1118,42 @@ def test_records_mark_their_extents_written_at_once_and_reach_the_decider_in_one
 
 
 def test_the_status_gives_each_steps_median_over_the_batches():
-    from hbl.live.status import step_row, steps_p50
+    from hbl.live.status import StepRows, step_row, steps_p50
     steps = [{"copy": 10.0, "hold_ms": 3, "late_writes": [(1, 2.0)], "settle_timed_out": True},
              {"copy": 30.0, "hold_ms": 9, "late_writes": [], "settle_timed_out": False},
              {"copy": 20.0, "hold_ms": 1, "late_writes": [], "settle_timed_out": False},
              {"copy": 40.0, "hold_ms": 2, "late_writes": [], "settle_timed_out": False}]
     assert steps_p50(steps, [step_row(b) for b in steps]) == {"copy": 25.0, "hold_ms": 2.5}
     assert steps_p50([], []) == {}
+    ring = StepRows(3)                  # as the controller keeps them: the last 3 batches
+    for b in steps:
+        ring.append(step_row(b))
+    assert steps_p50(steps, ring) == {"copy": 30.0, "hold_ms": 2.0}
 
+
+def test_a_status_reader_asks_the_controller_and_waits_for_its_answer(tmp_path, monkeypatch):
+    """ask_status leaves a request file and waits until the controller has removed it (it
+    writes its status, then removes the request); unanswered, it gives up after wait_s."""
+    import threading
+    from hbl.live.paths import Paths, ask_status
+    monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
+    p = Paths("x", str(tmp_path / "state"))
+    p.make()
+    assert not ask_status(p, wait_s=0.05)            # nobody answers
+    assert os.path.exists(p.status_asked)
+    os.unlink(p.status_asked)
+    seen = []
+
+    def controller():
+        while not os.path.exists(p.status_asked):
+            time.sleep(0.01)
+        seen.append(True)
+        os.unlink(p.status_asked)
+    th = threading.Thread(target=controller)
+    th.start()
+    assert ask_status(p, wait_s=60)
+    th.join()
+    assert seen and not os.path.exists(p.status_asked)
 
 def test_each_copier_io_ends_one_completion_alike_the_first_not_ended_yet():
     """match_once: an own I/O ends the first completion with its member, offset and length

@@ -82,7 +82,9 @@ def add_parsers(sub):
                         description="The state of a live device: per member fill and latency, reads and "
                         "writes, read hit ratio (page reads the fast device served), fast write and request "
                         "shares, promotions, evictions, bytes migrated, copy bandwidth, "
-                        "time moving extents are held, agent state, lost eBPF records.")
+                        "time moving extents are held, agent state, lost eBPF records.  The controller "
+                        "writes its status every 5 s, and at once when asked: this asks it (and waits up to "
+                        "2 s), so the figures are current.")
     st.add_argument("name")
     st.add_argument("--json", action="store_true")
     _state_arg(st)
@@ -288,9 +290,13 @@ def _offline_status(paths, m):
 
 
 def status_of(paths, name):
-    from hbl.live.paths import controller_pid
+    """The running controller's status, asked for now (it writes it every few seconds
+    otherwise), or the metadata's when none runs."""
+    from hbl.live.paths import ask_status, controller_pid
     m = _load_meta(paths, name)
     pid = controller_pid(paths)
+    if pid:
+        ask_status(paths)
     st = _read_status(paths) if pid else None
     if st and st.get("pid") == pid:
         return st
