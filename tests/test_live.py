@@ -203,6 +203,25 @@ def test_decider_trains_on_its_own_thread_while_deciding(tmp_path):
 
 
 
+def test_a_training_budget_holds_the_training_thread_to_its_share_of_a_cpu():
+    """With a budget the thread sleeps after each step for the step's CPU time times
+    (1/budget - 1): at 1e-4 of a CPU one step of any length is followed by a sleep 10,000
+    times as long, so the decisions that make a step due hundreds of times over train it
+    once or twice."""
+    e = Decider("harmonia", MIB, [16, 400], params=["warmup=200", "m_warmup=50"])
+    e.set_devices(np.arange(400), np.ones(400))
+    rng = np.random.default_rng(3)
+    e.start_training(budget=1e-4)
+    k = 0
+    while e.stats()["agents"][0]["decisions"] < 25 * 200:      # 200 steps due
+        e.feed(requests(rng.zipf(1.2, 64) % 400, rng.integers(0, 2, 64), t0=k * 10**6))
+        e.take_moves()
+        time.sleep(0.001)
+        k += 1
+    e.stop_training()
+    placement = e.stats()["agents"][0]
+    assert 1 <= placement["background_steps"] <= 2, placement
+
 # ---- metadata ----
 
 def meta(n=50):

@@ -300,7 +300,7 @@ class Controller(Observer, MemberFaults):
         signal.signal(signal.SIGINT, self._on_signal)
         last_mig = last_status = last_asked = last_tl = last_save = time.monotonic()
         write_json_atomic(self.paths.status, running_status(self))
-        self.decider.start_training()
+        self.decider.start_training(self.options.train_budget)
         try:
             # this thread only (Linux: nice is per thread), after the training thread started:
             # a held extent waits on this thread, never on training
