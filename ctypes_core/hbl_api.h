@@ -299,8 +299,10 @@ int32_t hbl_sim_load_agents(struct hbl_sim *s, const char *path, char *err, int3
 struct hbl_agent *hbl_sim_agent(const struct hbl_sim *s, int32_t i);
 /* Train the policy's agents on a thread of their own (on = 1) or inline again
  * (on = 0, waits for the thread); for the live engine, where decisions must not
- * wait for training.  Runs with it on are not reproducible.  0 or -1 (err). */
-int32_t hbl_sim_background_training(struct hbl_sim *s, int32_t on, char *err, int32_t errlen);
+ * wait for training.  Runs with it on are not reproducible.  budget: the most of
+ * one CPU the thread trains with (0 < budget < 1: it sleeps after each step in
+ * proportion; otherwise no limit).  0 or -1 (err). */
+int32_t hbl_sim_background_training(struct hbl_sim *s, int32_t on, double budget, char *err, int32_t errlen);
 
 /* ---- Live mode: the simulator's policies deciding for a real device ----
  * Pages are extents.  The controller feeds requests it observed (latency_ns

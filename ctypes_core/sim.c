@@ -307,7 +307,7 @@ struct hbl_sim *hbl_sim_new(const struct hbl_sim_config *cfg, const char *policy
 void hbl_sim_free(struct hbl_sim *s)
 {
     if (!s) return;
-    hbl_sim_background_training(s, 0, NULL, 0);
+    hbl_sim_background_training(s, 0, 0, NULL, 0);
     if (s->ops && s->ops->free) s->ops->free(s->pstate);
     hbl_pt_free(&s->pt);
     free(s->slots); free(s->targets); free(s->mslots); free(s->mtargets);

@@ -202,6 +202,26 @@ def test_decider_trains_on_its_own_thread_while_deciding(tmp_path):
     assert after["train_steps"] > before and after["background_steps"] == placement["background_steps"]
 
 
+
+def test_a_training_budget_holds_the_training_thread_to_its_share_of_a_cpu():
+    """With a budget the thread sleeps after each step for the step's CPU time times
+    (1/budget - 1): at 1e-4 of a CPU one step of any length is followed by a sleep 10,000
+    times as long, so the decisions that make a step due hundreds of times over train it
+    once or twice."""
+    e = Decider("harmonia", MIB, [16, 400], params=["warmup=200", "m_warmup=50"])
+    e.set_devices(np.arange(400), np.ones(400))
+    rng = np.random.default_rng(3)
+    e.start_training(budget=1e-4)
+    k = 0
+    while e.stats()["agents"][0]["decisions"] < 25 * 200:      # 200 steps due
+        e.feed(requests(rng.zipf(1.2, 64) % 400, rng.integers(0, 2, 64), t0=k * 10**6))
+        e.take_moves()
+        time.sleep(0.001)
+        k += 1
+    e.stop_training()
+    placement = e.stats()["agents"][0]
+    assert 1 <= placement["background_steps"] <= 2, placement
+
 # ---- metadata ----
 
 def meta(n=50):
@@ -1117,14 +1137,42 @@ def test_records_mark_their_extents_written_at_once_and_reach_the_decider_in_one
 
 
 def test_the_status_gives_each_steps_median_over_the_batches():
-    from hbl.live.status import step_row, steps_p50
+    from hbl.live.status import StepRows, step_row, steps_p50
     steps = [{"copy": 10.0, "hold_ms": 3, "late_writes": [(1, 2.0)], "settle_timed_out": True},
              {"copy": 30.0, "hold_ms": 9, "late_writes": [], "settle_timed_out": False},
              {"copy": 20.0, "hold_ms": 1, "late_writes": [], "settle_timed_out": False},
              {"copy": 40.0, "hold_ms": 2, "late_writes": [], "settle_timed_out": False}]
     assert steps_p50(steps, [step_row(b) for b in steps]) == {"copy": 25.0, "hold_ms": 2.5}
     assert steps_p50([], []) == {}
+    ring = StepRows(3)                  # as the controller keeps them: the last 3 batches
+    for b in steps:
+        ring.append(step_row(b))
+    assert steps_p50(steps, ring) == {"copy": 30.0, "hold_ms": 2.0}
 
+
+def test_a_status_reader_asks_the_controller_and_waits_for_its_answer(tmp_path, monkeypatch):
+    """ask_status leaves a request file and waits until the controller has removed it (it
+    writes its status, then removes the request); unanswered, it gives up after wait_s."""
+    import threading
+    from hbl.live.paths import Paths, ask_status
+    monkeypatch.setenv("HBL_RUN_DIR", str(tmp_path / "run"))
+    p = Paths("x", str(tmp_path / "state"))
+    p.make()
+    assert not ask_status(p, wait_s=0.05)            # nobody answers
+    assert os.path.exists(p.status_asked)
+    os.unlink(p.status_asked)
+    seen = []
+
+    def controller():
+        while not os.path.exists(p.status_asked):
+            time.sleep(0.01)
+        seen.append(True)
+        os.unlink(p.status_asked)
+    th = threading.Thread(target=controller)
+    th.start()
+    assert ask_status(p, wait_s=60)
+    th.join()
+    assert seen and not os.path.exists(p.status_asked)
 
 def test_each_copier_io_ends_one_completion_alike_the_first_not_ended_yet():
     """match_once: an own I/O ends the first completion with its member, offset and length

@@ -11,6 +11,7 @@ import numpy as np
 
 from dmsetup import Switch
 from dmsetup.device import DmError
+from hbl import record
 from hbl.live import layout
 from hbl.live.stack import HOLD
 from hbl.live.status import step_row
@@ -180,7 +181,8 @@ class Batch:
                 self.copy_whole(mv, limit=limit)
                 done += ext
         end = self.rows()
-        done += c.recopy([mv for mv in self.plan if mv["copy"]], self.writes()[self.mark:end], limit=limit)
+        if end > self.mark:     # (most of settle's passes read no new write: no numpy work per move then)
+            done += c.recopy([mv for mv in self.plan if mv["copy"]], self.writes()[self.mark:end], limit=limit)
         self.mark = end
         return done
 
@@ -269,12 +271,13 @@ class Batch:
         so the drain waits for them (from the records read since settle last sorted them out;
         a diagnostic)."""
         c, t = self.c, self.t
+        if not c.unsorted:
+            return 0
         lo, hi = t.get("look", t["hold"]) + c.clock_offset, t["held"] + c.clock_offset
-        n = 0
-        for b in c.unsorted:
-            tt = b["time_ns"].astype(np.int64)
-            n += int((self.to_moving(b) & (tt >= lo) & (tt < hi)).sum())
-        return n
+        b = record.concat(c.unsorted)
+        c.unsorted = [b]                  # (one chunk, not one per poll, for the track() that follows)
+        tt = b["time_ns"].astype(np.int64)
+        return int((self.to_moving(b) & (tt >= lo) & (tt < hi)).sum())
 
     def to_moving(self, b):
         """Which of the records `b` are requests on the dm device to a moving extent."""
@@ -398,7 +401,8 @@ class Batch:
         rows = writes[late_rows | (writes[:, 4] == 1)]
         # where the slow holds' re-copies come from
         self.late_writes = late_write_times(rows[:8], self.t["hold"] + c.clock_offset)
-        done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)], rows)
+        if len(rows):
+            done += c.recopy([mv for mv in self.plan if mv["copy"] and not (mv.get("late") or unsure)], rows)
         if done:
             c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
         self.recopied = done

@@ -64,6 +64,9 @@ def add_parsers(sub):
                     help="a batch's extent copies in flight at once (default %d): each waits behind the "
                          "members' queues, so one at a time a batch takes that wait per copy; more shortens a "
                          "batch and puts more of its requests ahead of the application's" % Options.copy_depth)
+    up.add_argument("--train-budget", type=float, default=Options.train_budget, metavar="SHARE",
+                    help="the most of one CPU the learning policies' online training takes, 0 to 1 (default "
+                         "%g; 0: no limit, a step every train_every decisions as fast as it can)" % Options.train_budget)
     up.add_argument("--wait", type=float, default=120, help="daemon: seconds to wait for it to start")
     up.add_argument("--json", action="store_true", help="print the device's status as JSON once it is up")
     _state_arg(up)
@@ -82,7 +85,9 @@ def add_parsers(sub):
                         description="The state of a live device: per member fill and latency, reads and "
                         "writes, read hit ratio (page reads the fast device served), fast write and request "
                         "shares, promotions, evictions, bytes migrated, copy bandwidth, "
-                        "time moving extents are held, agent state, lost eBPF records.")
+                        "time moving extents are held, agent state, lost eBPF records.  The controller "
+                        "writes its status every 5 s, and at once when asked: this asks it (and waits up to "
+                        "2 s), so the figures are current.")
     st.add_argument("name")
     st.add_argument("--json", action="store_true")
     _state_arg(st)
@@ -167,6 +172,8 @@ def cmd_up(a):
         raise HblError("--copy-rate and --copy-limit: one or the other (a fixed rate, or a cap on the adaptive one)")
     if not 1 <= a.copy_depth <= 16:
         raise HblError("--copy-depth %d: from 1 to 16 copies at once" % a.copy_depth)
+    if not 0 <= a.train_budget <= 1:
+        raise HblError("--train-budget %g: a share of one CPU, from 0 (no limit) to 1" % a.train_budget)
     _root("hbl up")
     paths = _paths(a)
     paths.make()            # before anything is written to a device
@@ -183,13 +190,14 @@ def cmd_up(a):
     if a.foreground:
         c = Controller(paths, Options(policy=a.policy, params=params, agent=a.agent, interval=a.interval,
                                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit,
-                                      copy_fixed=copy_rate, copy_depth=a.copy_depth))
+                                      copy_fixed=copy_rate, copy_depth=a.copy_depth,
+                                      train_budget=a.train_budget))
         c.start()
         c.run()
         return 0
     cmd = [sys.executable, "-m", "hbl.cli", "up", a.name, "--foreground", "--state-dir",
            os.path.dirname(paths.dir), "--interval", str(a.interval), "--max-batch", str(a.max_batch),
-           "--frontier", str(a.frontier), "--copy-depth", str(a.copy_depth)]
+           "--frontier", str(a.frontier), "--copy-depth", str(a.copy_depth), "--train-budget", str(a.train_budget)]
     if a.policy:
         cmd += ["--policy", a.policy]
     for p in a.param or []:
@@ -288,9 +296,13 @@ def _offline_status(paths, m):
 
 
 def status_of(paths, name):
-    from hbl.live.paths import controller_pid
+    """The running controller's status, asked for now (it writes it every few seconds
+    otherwise), or the metadata's when none runs."""
+    from hbl.live.paths import ask_status, controller_pid
     m = _load_meta(paths, name)
     pid = controller_pid(paths)
+    if pid:
+        ask_status(paths)
     st = _read_status(paths) if pid else None
     if st and st.get("pid") == pid:
         return st

@@ -36,9 +36,14 @@ from hbl.live.observe import Observer
 from hbl.live.open_writes import OpenWrites
 from hbl.live.options import Options
 from hbl.live.paths import write_json_atomic
-from hbl.live.status import cpu_s, running_status, thread_cpu_s
+from hbl.live.status import StepRows, cpu_s, running_status, thread_cpu_s
 
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
+# the status file is written every STATUS_EVERY_S seconds, and at once when a reader asks for it
+# (paths.ask_status: hbl status and hbl top do), whose request file is looked for every ASKED_EVERY_S:
+# written every second, it took a fifth of the controller's thread (results/live/profile.txt)
+STATUS_EVERY_S = 5.0
+ASKED_EVERY_S = 0.1
 
 
 # ---- the controller ----
@@ -104,7 +109,7 @@ class Controller(Observer, MemberFaults):
         self.stalls = collections.deque(maxlen=4000)
         self.holds = collections.deque(maxlen=2000)         # per batch: ms the moving extents' I/O waited
         self.steps = collections.deque(maxlen=2000)         # per batch: ms of each step (Batch.finish)
-        self.step_rows = collections.deque(maxlen=2000)     # the same as status.step_row()s
+        self.step_rows = StepRows(2000)                     # the same as status.step_row()s
         self.held_waits = collections.deque(maxlen=20000)   # per request that arrived in a hold: ms it waited
         self.recent_holds = collections.deque(maxlen=16)    # (moving extents, hold, release), capture clock
         self.decision_ns = collections.deque(maxlen=2000)
@@ -293,9 +298,9 @@ class Controller(Observer, MemberFaults):
     def run(self):
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        last_mig = last_status = last_tl = last_save = time.monotonic()
+        last_mig = last_status = last_asked = last_tl = last_save = time.monotonic()
         write_json_atomic(self.paths.status, running_status(self))
-        self.decider.start_training()
+        self.decider.start_training(self.options.train_budget)
         try:
             # this thread only (Linux: nice is per thread), after the training thread started:
             # a held extent waits on this thread, never on training
@@ -316,10 +321,19 @@ class Controller(Observer, MemberFaults):
                                       "fast_request_share": self.win[1] / self.win[0] if self.win[0] else None})
                 self.win = [0, 0, 0, 0]
                 self.heat *= 0.5
-            if now - last_status >= 1.0:
+            asked = False
+            if now - last_asked >= ASKED_EVERY_S:
+                last_asked = now
+                asked = os.path.exists(self.paths.status_asked)
+            if asked or now - last_status >= STATUS_EVERY_S:
                 last_status = now
                 self.observe_pending()
                 write_json_atomic(self.paths.status, running_status(self))
+                if asked:
+                    try:
+                        os.unlink(self.paths.status_asked)
+                    except FileNotFoundError:
+                        pass
             if now - last_save >= 60 and self.decider.agents():
                 last_save = now
                 self.decider.save_agents(self.paths.agents)

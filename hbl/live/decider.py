@@ -77,10 +77,11 @@ class Decider:
     def agents(self):
         return self.sim.agents()
 
-    def start_training(self):
+    def start_training(self, budget=0.0):
         """Learning policies train on a thread of their own from now on, so a decision
-        never waits for a training step (the controller has one thread for everything else)."""
-        self.sim.background_training(True)
+        never waits for a training step (the controller has one thread for everything else);
+        budget: the most of one CPU that thread uses (0: no limit)."""
+        self.sim.background_training(True, budget)
 
     def stop_training(self):
         self.sim.background_training(False)

@@ -15,3 +15,7 @@ class Options:
     copy_fixed: int = None      # bytes/s the copies always get (the adaptive limit off)
     copy_depth: int = 2         # a batch's copies in flight at once (each waits behind the HDD's queue)
     seed: int = 1
+    # the most of one CPU the agents' online training takes (its thread sleeps after each step in
+    # proportion; 0: no limit, it trains every train_every decisions as fast as it can).  Live
+    # only: the simulator trains inline on its fixed schedule
+    train_budget: float = 0.1

@@ -3,6 +3,7 @@ and its run directory (the controller's lock and live status)."""
 import fcntl
 import json
 import os
+import time
 
 from hbl.errors import HblError
 
@@ -24,6 +25,7 @@ class Paths:
         self.agents = os.path.join(self.dir, "agents.hbl")
         self.lock = os.path.join(self.run, "lock")
         self.status = os.path.join(self.run, "status.json")
+        self.status_asked = os.path.join(self.run, "status.asked")    # a reader wants it now (ask_status)
 
     def make(self):
         """Create the state and run directories, or say in one line why they cannot be."""
@@ -53,6 +55,25 @@ def controller_pid(paths):
             return None
     finally:
         os.close(fd)
+
+
+def ask_status(paths, wait_s=2.0):
+    """Ask the running controller for its status now, and wait (wait_s at most) until it has
+    written it: it writes its status file every STATUS_EVERY_S seconds, and at once (within
+    its next loop, tens of ms; longer while a batch runs) when this request file exists,
+    which it then removes.  False if the request could not be made or was not answered in
+    time (the file then holds figures up to STATUS_EVERY_S old)."""
+    try:
+        with open(paths.status_asked, "w"):
+            pass
+    except OSError:             # (not the controller's user: the run directory is its own)
+        return False
+    deadline = time.monotonic() + wait_s
+    while os.path.exists(paths.status_asked):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def write_json_atomic(path, obj):

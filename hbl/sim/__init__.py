@@ -269,11 +269,12 @@ class Simulator:
         if lib.hbl_sim_save_agents(self.sim, str(path).encode(), err, 512):
             raise HblError(ffi.string(err).decode())
 
-    def background_training(self, on=True):
+    def background_training(self, on=True, budget=0.0):
         """Train the policy's agents on a thread of their own (on) or inline again (off).
-        Decisions then never wait for a training step; runs are no longer reproducible."""
+        Decisions then never wait for a training step; runs are no longer reproducible.
+        budget: the most of one CPU that thread trains with (0 < budget < 1; else no limit)."""
         err = ffi.new("char[512]")
-        if lib.hbl_sim_background_training(self.sim, 1 if on else 0, err, 512):
+        if lib.hbl_sim_background_training(self.sim, 1 if on else 0, float(budget), err, 512):
             raise HblError(ffi.string(err).decode())
 
     def load_agents(self, path):
