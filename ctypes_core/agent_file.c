@@ -81,6 +81,27 @@ int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *
     return 0;
 }
 
+int32_t hbl_agents_file_features(const char *path, char *err, int32_t errlen)
+{
+    uint8_t head[48];
+    struct shape s;
+    uint32_t version, count;
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: cannot open", path); return -1; }
+    int got = fread(head, 1, sizeof(head), f) == sizeof(head) && fread(&s, 1, sizeof(s), f) == sizeof(s);
+    fclose(f);
+    if (!got || memcmp(head, AGENT_MAGIC, 8)) { snprintf(err, errlen, "%s: not an hbl agent file", path); return -1; }
+    memcpy(&version, head + 8, 4);
+    memcpy(&count, head + 44, 4);
+    if (version != AGENT_VERSION && version != 1) {
+        snprintf(err, errlen, "%s: agent file version %u, this hbl reads versions 1 and %u", path, version,
+                 AGENT_VERSION);
+        return -1;
+    }
+    if (count < 1 || s.nfeatures < 1) { snprintf(err, errlen, "%s: holds no agent", path); return -1; }
+    return s.nfeatures;
+}
+
 int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *const *agents,
                         int32_t n, char *err, int32_t errlen)
 {

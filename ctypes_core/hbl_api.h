@@ -275,6 +275,9 @@ int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *
 /* Loads into existing agents whose configuration must match the file's. */
 int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *const *agents,
                         int32_t n, char *err, int32_t errlen);
+/* The number of state features of a file's first agent (a policy's placement agent where it has one),
+ * read from its header before any agent is built, so a run can be configured for the file; -1 on error. */
+int32_t hbl_agents_file_features(const char *path, char *err, int32_t errlen);
 /* Debugging the quantized inference: with on, every greedy decision is also
  * taken by the FP32 network of the same weights (from the next sync on, or at
  * once for a fresh agent or a version 1 file) and counted. */

@@ -59,7 +59,8 @@ PARTS = (("train", 0, pretrained.CAPTURE_PARTS[2][0]), ("val",) + pretrained.CAP
 
 def swapped_agents(hss, out):
     """Agent files with the placement networks swapped: (harmonia with placement-only's network,
-    placement-only with harmonia's network)."""
+    placement-only with harmonia's network).  Both networks must be of one width: since issue 26's
+    harmonia perf and cost agents (8 placement features) shipped, only tri and quad (7 each)."""
     cfg = load_hss(hss)
     caps = cfg.capacity_pages(100_000, 4096)
     one = {}

@@ -257,10 +257,17 @@ def test_queue_feature_is_opt_in():
     assert widths("harmonia") == [7, 7] and widths("sibyl") == [6]
     assert widths("harmonia", ["queue_feature=1"]) == [8, 7]
     assert widths("harmonia-placement-only", ["queue_feature=1"]) == [8]
-    # the shipped agents were trained without it: such a run starts untrained (and keeps its invariants)
-    r = simulate("bundled:hm_1", hss="cost", policy="harmonia", params=["queue_feature=1"], check=True)
-    assert r["agents_from"] == "untrained" and r["sync_evictions"] > 0
-    assert simulate("bundled:hm_1", hss="cost", policy="harmonia")["agents_from"] == "pretrained:harmonia-cost"
+    # the shipped tri agents were trained without it: such a run starts untrained (and keeps its invariants)
+    r = simulate("bundled:hm_1", hss="tri", policy="harmonia", params=["queue_feature=1"], check=True)
+    assert r["agents_from"] == "untrained"
+    assert simulate("bundled:hm_1", hss="tri", policy="harmonia")["agents_from"] == "pretrained:harmonia-tri"
+    # the shipped cost agents were trained with it (issue 26): they run with it unasked (and keep the
+    # invariants), and without it untrained
+    r = simulate("bundled:hm_1", hss="cost", policy="harmonia", check=True)
+    assert r["agents_from"] == "pretrained:harmonia-cost" and r["params"]["queue_feature"] == 1
+    assert r["sync_evictions"] > 0
+    assert simulate("bundled:hm_1", hss="cost", policy="harmonia",
+                    params=["queue_feature=0"])["agents_from"] == "untrained"
 
 
 def test_agent_config_errors():

@@ -115,8 +115,8 @@ def test_decider_agents_come_from_a_simulator_run(tmp_path):
     from hbl.sim import simulate
     path = tmp_path / "a.hbl"
     simulate("synth:zipf:requests=3000", hss="cost", policy="harmonia", save_agents=str(path))
-    e = Decider("harmonia", MIB, [8, 100])
-    e.load_agents(str(path))
+    e = Decider("harmonia", MIB, [8, 100], agents=str(path))   # 8 placement features, as the shipped cost agents
+    assert e.agents_from == str(path)
     with pytest.raises(HblError):
         Decider("sibyl", MIB, [8, 100]).load_agents(str(path))
 

@@ -8,6 +8,8 @@ from hbl.cli import main
 from hbl.experiments.compare import default_traces
 from hbl.errors import HblError
 from hbl.sim import simulate
+from hbl.sim.agent_files import run_params
+from hbl.trace import split
 
 
 def _family(trace):
@@ -33,12 +35,31 @@ def test_the_shipped_agents_are_the_best_of_their_seeds_on_validation():
     sel = json.loads((pretrained.AGENTS_DIR / "selection.json").read_text())
     assert sel["traces"] == pretrained.validation_traces()
     evaluation = {_family(t) for t in default_traces()}
-    assert not {_family(t.split(":requests")[0]) for t in sel["traces"]} & evaluation
     rows = {(r["policy"], r["hss"]): r for r in sel["rows"]}
     assert set(rows) == {(p, h) for p in pretrained.POLICIES for h in pretrained.HSS}
     for r in rows.values():
+        # a row chosen on another validation set (issue 26's harmonia perf and cost) names its traces
+        traces = r.get("traces", sel["traces"])
+        assert not {_family(t.split(":requests")[0]) for t in traces} & evaluation
+        assert all(split.side(t) == "training" for t in traces)
         assert len(r["validation"]) == pretrained.SELECT_SEEDS
         assert r["validation"][str(r["seed"])] == min(r["validation"].values())
+
+
+def test_each_shipped_agent_with_a_recipe_of_its_own_records_it():
+    """The harmonia perf and cost agents of issue 26 were made and chosen otherwise than the rest:
+    recipe.json and selection.json say how, `hbl pretrain --list` shows it, and the file runs as made."""
+    own = pretrained.recipe()["agents"]
+    rows = {(r["policy"], r["hss"]): r for r in pretrained.listing()}
+    sel = {(r["policy"], r["hss"]): r for r in json.loads((pretrained.AGENTS_DIR / "selection.json").read_text())["rows"]}
+    assert set(own) == {"harmonia-perf.agent", "harmonia-cost.agent"}
+    for name, r in own.items():
+        key = ("harmonia", name.split("-")[1].split(".")[0])
+        assert rows[key]["recipe"] == r["recipe"] and rows[key]["params"] == r["params"] == ["queue_feature=1"]
+        assert rows[key]["seed"] == sel[key]["seed"] == r["chosen_seed"] and rows[key]["validation"] == "regimes"
+        assert all(split.side(t) == "training" for t in r["traces"])
+        assert run_params(pretrained.selected_file(*key), "harmonia", {}) == {"queue_feature": 1.0}
+    assert rows[("harmonia", "tri")]["recipe"] == "default" and rows[("harmonia", "tri")]["validation"] == "families"
 
 
 def test_runs_start_from_the_shipped_agents_and_act_on_them_at_once():
@@ -180,9 +201,10 @@ def test_a_train_every_beyond_the_run_freezes_one_harmonia_agent(frozen):
     data = concat(list(open_trace("synth:hm:requests=30000")))
     config = load_hss("perf")
     param = ("train_every", "m_train_every")[frozen] + "=1000000000"
+    shipped = pretrained.shipped("harmonia", "perf", 1)
     sim = Simulator(config, "harmonia", config.capacity_pages(footprint_pages([data]), 4096), seed=1,
-                    params=[param])
-    sim.load_agents(pretrained.shipped("harmonia", "perf", 1))
+                    params=run_params(shipped, "harmonia", {param.split("=")[0]: 1e9}))
+    sim.load_agents(shipped)
     before = [a.params() for a in sim.agents()]
     sim.feed(data)
     after, steps = [a.params() for a in sim.agents()], [a.stats()["train_steps"] for a in sim.agents()]

@@ -82,7 +82,9 @@ def cmd_pretrain(a):
             print_json(rows)
         else:
             for r in rows:
-                print("%-26s %-5s %s  %s" % (r["policy"], r["hss"], "seed %s" % r["seed"] if r["seed"] else "", r["file"]))
+                print("%-26s %-5s %-7s recipe %-7s chosen on %-8s %s%s" % (
+                    r["policy"], r["hss"], "seed %s" % r["seed"] if r["seed"] else "", r["recipe"], r["validation"],
+                    r["file"], " (%s)" % ", ".join(r["params"]) if r["params"] else ""))
         return 0
     if not a.out:
         raise HblError("--out DIR is required (the shipped agents are in %s)" % pretrained.AGENTS_DIR)

@@ -14,6 +14,7 @@ import numpy as np
 from hbl.sim import pretrained
 from hbl import record
 from hbl.sim import Simulator, footprint_pages, policy_names, replay_label
+from hbl.sim.agent_files import run_params
 from hbl.devices import load_hss
 from hbl.trace.synthetic import SyntheticTrace
 
@@ -72,7 +73,7 @@ def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
         best = 0.0
         shipped = pretrained.shipped(p, hss, 1)
         for _ in range(repeat):
-            sim = Simulator(config, p, caps)
+            sim = Simulator(config, p, caps, params=run_params(shipped, p, {}) if shipped else None)
             if shipped:   # as simulate runs it: from the pretrained agents, no random warm-up
                 sim.load_agents(shipped)
                 loaded = True
@@ -139,10 +140,10 @@ def _agreement_run(job):
     policy, hss, trace, seed = job
     config = load_hss(hss)
     caps = config.capacity_pages(footprint_pages(open_trace(trace)), 4096)
-    sim = Simulator(config, policy, caps, seed=seed)
+    shipped = pretrained.shipped(policy, hss, seed)
+    sim = Simulator(config, policy, caps, params=run_params(shipped, policy, {}) if shipped else None, seed=seed)
     for a in sim.agents():   # before loading: a file of version 1 gives the FP32 copy at once
         a.set_shadow(True)
-    shipped = pretrained.shipped(policy, hss, seed)
     if shipped:
         sim.load_agents(shipped)
     for chunk in open_trace(trace):

@@ -141,9 +141,7 @@ def create(a, paths):
     preflight()
     ext = layout.parse_size(a.extent)
     members = layout.plan_members(a.dev, ext, a.spares)
-    eng = Decider(policy, ext, layout.capacities(members), params=params)    # bad params fail here, before writing
-    if a.agent:
-        eng.load_agents(a.agent)
+    Decider(policy, ext, layout.capacities(members), params=params, agents=a.agent)   # bad params or agents fail
     dev, slot, written = layout.initial_mapping(members)
     m = metamod.Meta(a.name, metamod.new_uuid(), ext, members, dev, slot, written, clean=True, policy=policy,
                      params=params)

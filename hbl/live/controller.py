@@ -82,14 +82,9 @@ class Controller(Observer, MemberFaults):
         if any(not 0 <= e < m.nextents for e in self.flip):
             raise HblError("HBL_TEST_FLIP: extents are 0..%d" % (m.nextents - 1))
         self.decider = Decider(self.policy, m.extent_bytes, layout.capacities(m.members), params=self.params,
-                             seed=o.seed)
+                               seed=o.seed, agents=o.agent or (paths.agents if os.path.exists(paths.agents) else None))
         self.decider.set_devices(np.arange(m.nextents), m.dev)
-        self.agent_source = None
-        for src in (o.agent, paths.agents if os.path.exists(paths.agents) else None):
-            if src and self.decider.agents():
-                self.decider.load_agents(src)
-                self.agent_source = src
-                break
+        self.agent_source = self.decider.agents_from
         self.free = layout.free_slots(m)
         self.failed = {i: x["failed"] for i, x in enumerate(m.members) if x.get("failed")}   # member -> why
         self.uevents = None

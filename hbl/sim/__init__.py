@@ -278,6 +278,8 @@ class Simulator:
             raise HblError(ffi.string(err).decode())
 
     def load_agents(self, path):
+        """Load saved agents of this configuration; hbl.sim.agent_files.run_params gives the
+        parameters a file needs (its placement agent's width), to build the Simulator with."""
         err = ffi.new("char[512]")
         if lib.hbl_sim_load_agents(self.sim, str(path).encode(), err, 512):
             raise HblError(ffi.string(err).decode())
@@ -400,6 +402,14 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     if load_agents is None and plugin is None:
         from hbl.sim.agent_files import shipped
         agents_from = shipped(policy, hss, seed)
+    if agents_from:
+        from hbl.sim.agent_files import run_params
+        try:
+            params = run_params(agents_from, policy, parse_params(params, policy))
+        except HblError:
+            if load_agents:
+                raise
+            agents_from = None   # shipped agents of another queue_feature than asked for: it starts untrained
 
     def run(params):
         nonlocal agents_from

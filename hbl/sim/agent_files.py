@@ -40,3 +40,33 @@ def in_directory(directory, policy, hss, seed):
     raise HblError("%s: no agents for %s on %s, seed %d (neither %s nor %s; `hbl pretrain --out %s` writes them)"
                    % (directory, policy, hss, seed, selected_file(policy, hss, directory).name,
                       agent_file(policy, hss, seed, directory).name, directory))
+
+
+#: The policies whose first agent is the placement agent that harmonia's queue_feature=1 widens from
+#: Harmonia's 7 state features to 8 (ctypes_core/policies/harmonia.c; tests/test_agent.py checks the list).
+QUEUE_FEATURE_POLICIES = ("harmonia", "harmonia-placement-only")
+QUEUE_FEATURES = 8
+
+
+def run_params(path, policy, params):
+    """The parameters (a dict, as hbl.sim.parse_params gives) a run of `policy` needs to load the
+    agents in `path`: an agent file carries its placement agent's width, so one of 8 features runs
+    with queue_feature=1 and one of 7 without, whatever the caller passed; an explicit queue_feature
+    that contradicts the file is an error naming it.  Other policies' parameters are returned as given."""
+    from hbl.core import ffi, lib
+    from hbl.errors import HblError
+    params = dict(params or {})
+    if policy not in QUEUE_FEATURE_POLICIES:
+        return params
+    err = ffi.new("char[512]")
+    n = lib.hbl_agents_file_features(str(path).encode(), err, 512)
+    if n < 0:
+        raise HblError(ffi.string(err).decode())
+    wants = 1 if n == QUEUE_FEATURES else 0
+    given = params.get("queue_feature")
+    if given is not None and bool(given) != bool(wants):
+        raise HblError("%s: its placement agent has %d state features, so it runs with queue_feature=%d, "
+                       "not the queue_feature=%g asked for" % (path, n, wants, given))
+    if wants:
+        params["queue_feature"] = 1.0
+    return params

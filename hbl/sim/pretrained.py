@@ -268,16 +268,22 @@ def recipe(directory=AGENTS_DIR):
 
 
 def listing():
-    """The shipped agent files: policy, HSS, the pretraining seed chosen, file."""
+    """The shipped agent files: policy, HSS, the pretraining seed chosen, the validation set it was
+    chosen on, its recipe (its own, from recipe.json's "agents", or "default") and parameters, file."""
     import json
-    chosen = {}
+    chosen, validation = {}, "families"
     sel = AGENTS_DIR / "selection.json"
     if sel.is_file():
-        chosen = {(r["policy"], r["hss"]): r["seed"] for r in json.loads(sel.read_text())["rows"]}
+        sel = json.loads(sel.read_text())
+        validation = sel.get("validation", validation)
+        chosen = {(r["policy"], r["hss"]): r for r in sel["rows"]}
+    own = recipe().get("agents", {}) if (AGENTS_DIR / RECIPE).is_file() else {}
     rows = []
     for p in POLICIES:
         for h in HSS:
             f = selected_file(p, h)
             if f.is_file():
-                rows.append(dict(policy=p, hss=h, seed=chosen.get((p, h)), file=str(f)))
+                r, mine = chosen.get((p, h), {}), own.get(f.name, {})
+                rows.append(dict(policy=p, hss=h, seed=r.get("seed"), validation=r.get("validation_set", validation),
+                                 recipe=mine.get("recipe", "default"), params=mine.get("params") or [], file=str(f)))
     return rows
