@@ -23,7 +23,8 @@ from pathlib import Path
 from hbl.sim import pretrained
 from hbl import record
 from hbl.devices import load_hss
-from hbl.sim import Simulator, footprint_pages
+from hbl.sim import Simulator, footprint_pages, parse_params
+from hbl.sim.agent_files import run_params
 from hbl.trace import open_trace
 
 WORKLOADS = ("bundled:wdev_1", "bundled:hm_1", "bundled:rsrch_1", "bundled:rsrch_2", "bundled:mds_0",
@@ -47,15 +48,24 @@ def delta(a, b):
     return {k: b[k] - a[k] for k in a}
 
 
+def loaded(config, name, caps, seed, params, path, **options):
+    """A Simulator of `name` started from the agents in `path`, with the parameters the file needs
+    (its placement agent's width: hbl.sim.agent_files.run_params)."""
+    sim = Simulator(config, name, caps, seed=seed, params=run_params(path, name, parse_params(params or [], name)),
+                    **options)
+    sim.load_agents(path)
+    return sim
+
+
 def run(data, hss, policy, seed, head, agents_dir=None, params=None):
     name, _, variant = policy.partition("/")
     config = load_hss(hss)
     caps = config.capacity_pages(footprint_pages([data]), 4096)
-    sim = Simulator(config, name, caps, seed=seed, params=params if "harmonia" in name else None, **SIM)
+    params = params if "harmonia" in name else None
+    sim = Simulator(config, name, caps, seed=seed, params=params, **SIM)
     if sim.agents() and variant != "untrained":
-        path = (pretrained.agent_file(name, hss, seed, agents_dir) if agents_dir and name == "harmonia"
-                else pretrained.shipped(name, hss, seed))
-        sim.load_agents(path)
+        sim = loaded(config, name, caps, seed, params, pretrained.agent_file(name, hss, seed, agents_dir)
+                     if agents_dir and name == "harmonia" else pretrained.shipped(name, hss, seed), **SIM)
     cut = max(1, int(len(data) * head))
     z = counters(sim)
     sim.feed(data[:cut])
@@ -70,11 +80,11 @@ def run_windows(data, hss, policy, seed, windows, agents_dir=None, params=None):
     """The counters of each of `windows` equal parts of the trace, in one run."""
     name, _, variant = policy.partition("/")
     config = load_hss(hss)
-    sim = Simulator(config, name, config.capacity_pages(footprint_pages([data]), 4096), seed=seed,
-                    params=params if "harmonia" in name else None, **SIM)
+    caps, params = config.capacity_pages(footprint_pages([data]), 4096), params if "harmonia" in name else None
+    sim = Simulator(config, name, caps, seed=seed, params=params, **SIM)
     if sim.agents() and variant != "untrained":
-        sim.load_agents(pretrained.agent_file(name, hss, seed, agents_dir) if agents_dir and name == "harmonia"
-                        else pretrained.shipped(name, hss, seed))
+        sim = loaded(config, name, caps, seed, params, pretrained.agent_file(name, hss, seed, agents_dir)
+                     if agents_dir and name == "harmonia" else pretrained.shipped(name, hss, seed), **SIM)
     out, prev = [], counters(sim)
     for w in range(windows):
         sim.feed(data[len(data) * w // windows:len(data) * (w + 1) // windows])
@@ -253,8 +263,8 @@ def learning(args):
                 for seed in range(1, args.seeds + 1):
                     with tempfile.TemporaryDirectory(prefix="hbl-learndiag-") as d:
                         final = Path(d) / "final.agent"
-                        s1 = Simulator(config, "harmonia", caps, seed=seed, params=params, **SIM)
-                        s1.load_agents(pretrained.shipped("harmonia", hss, seed))
+                        s1 = loaded(config, "harmonia", caps, seed, params, pretrained.shipped("harmonia", hss, seed),
+                                    **SIM)
                         before = [a.params() for a in s1.agents()]
                         cut0 = new_page_cutoff(s1.agents()[0], len(config.devices))
                         z = counters(s1)
@@ -268,8 +278,7 @@ def learning(args):
                         for a, w, n in zip(s1.agents(), before, steps):
                             if n == 0 and not (a.params() == w).all():
                                 raise AssertionError("a frozen agent's weights changed")
-                        s2 = Simulator(config, "harmonia", caps, seed=seed, params=params, **SIM)
-                        s2.load_agents(final)
+                        s2 = loaded(config, "harmonia", caps, seed, params, final, **SIM)
                         cut1 = new_page_cutoff(s2.agents()[0], len(config.devices))
                         z = counters(s2)
                         s2.feed(data[:cut])
@@ -304,10 +313,10 @@ def probe(args):
         for pol in ("harmonia", "harmonia-placement-only"):
             for seed in range(1, args.seeds + 1):
                 config = load_hss(hss)
-                sim = Simulator(config, pol, config.capacity_pages(10_000, 4096), seed=seed,
-                                params=args.param if pol == "harmonia" else None)
-                sim.load_agents(pretrained.agent_file(pol, hss, seed, args.agents) if args.agents and pol == "harmonia"
-                                else pretrained.shipped(pol, hss, seed))
+                sim = loaded(config, pol, config.capacity_pages(10_000, 4096), seed,
+                             args.param if pol == "harmonia" else None,
+                             pretrained.agent_file(pol, hss, seed, args.agents) if args.agents and pol == "harmonia"
+                             else pretrained.shipped(pol, hss, seed))
                 ag, slow = sim.agents()[0], len(config.devices) - 1
                 # an 8-feature agent (queue_feature=1): with the background queues empty, then full
                 for queue in ([None] if ag.nfeatures == 7 else [0, 3]):
@@ -382,9 +391,8 @@ def decisions(args):
             config = load_hss(hss)
             caps = config.capacity_pages(footprint_pages([data]), 4096)
             for seed in range(1, args.seeds + 1):
-                sim = Simulator(config, "harmonia", caps, seed=seed, params=args.param)
-                sim.load_agents(pretrained.agent_file("harmonia", hss, seed, args.agents) if args.agents
-                                else pretrained.shipped("harmonia", hss, seed))
+                sim = loaded(config, "harmonia", caps, seed, args.param, pretrained.agent_file(
+                    "harmonia", hss, seed, args.agents) if args.agents else pretrained.shipped("harmonia", hss, seed))
                 seen, tot, slow, slow_lat = set(), {}, {}, {}
                 for i in range(len(data)):
                     r = data[i:i + 1]
@@ -533,10 +541,8 @@ def rounds(args):
             for seed in range(1, args.seeds + 1):
                 path = (pretrained.agent_file(pol, hss, seed, args.agents) if args.agents and pol == "harmonia"
                         else pretrained.shipped(pol, hss, seed))
-                sim = Simulator(config, pol, caps, seed=seed, params=args.param, **SIM)
-                sim.load_agents(path)
-                prior = Simulator(config, pol, caps, seed=seed, params=args.param, **SIM)
-                prior.load_agents(path)
+                sim = loaded(config, pol, caps, seed, args.param, path, **SIM)
+                prior = loaded(config, pol, caps, seed, args.param, path, **SIM)
                 ma, pa0 = sim.agents()[-1], prior.agents()[-1]
                 tot = collections.Counter()
                 buffered = 0
