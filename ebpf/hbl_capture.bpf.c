@@ -116,9 +116,9 @@ static __always_inline __u32 rq_dev(struct request *rq)
     return BPF_CORE_READ(rq, q, disk, part0, bd_dev);
 }
 
-static __always_inline __u8 rq_op(struct request *rq, __u8 *sync)
+/* hbl's op code of a request's cmd_flags or a bio's bi_opf (the same REQ_OP_* and flag bits) */
+static __always_inline __u8 op_of(__u32 flags, __u8 *sync)
 {
-    __u32 flags = BPF_CORE_READ(rq, cmd_flags);
     *sync = 0;
     if (bpf_core_enum_value_exists(enum req_flag_bits, __REQ_SYNC))
         *sync = (flags >> bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)) & 1;
@@ -137,6 +137,20 @@ static __always_inline __u64 rq_sector(struct request *rq)
     return s == (__u64)-1 ? 0 : s;
 }
 
+/* The in-flight entry's record, emitted with latency now_ns - its queue time (0: none). */
+static __always_inline void emit_done(struct inflight_val *v, __u64 now_ns)
+{
+    struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count_lost(HBL_LOST_RINGBUF);
+        return;
+    }
+    hbl_fill_io(e, v->ts, v->sector, now_ns ? now_ns - v->ts : 0, v->dev, v->bytes, v->pid, v->op, v->sync);
+    __builtin_memcpy(e->comm, v->comm, sizeof(e->comm));
+    heat(v->dev, v->sector, v->op, v->ts);
+    submit(e);
+}
+
 SEC("tp_btf/block_rq_issue")
 int hbl_rq_issue(unsigned long long *ctx)
 {
@@ -145,7 +159,7 @@ int hbl_rq_issue(unsigned long long *ctx)
     if (mode_of(dev) != HBL_MODE_RQ)
         return 0;
     struct inflight_val v = {};
-    v.op = rq_op(rq, &v.sync);
+    v.op = op_of(BPF_CORE_READ(rq, cmd_flags), &v.sync);
     if (v.op == 255)
         return 0;
     __u64 k = (__u64)rq;
@@ -169,18 +183,8 @@ int hbl_rq_complete(unsigned long long *ctx)
     struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
     if (!v)
         return 0;   /* another device, issued before capture started, or the rest of a partial completion */
-    __u64 now = bpf_ktime_get_ns();
-    struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-    if (!e) {
-        count_lost(HBL_LOST_RINGBUF);
-        bpf_map_delete_elem(&inflight, &k);
-        return 0;
-    }
-    hbl_fill_io(e, v->ts, v->sector, now - v->ts, v->dev, v->bytes, v->pid, v->op, v->sync);
-    __builtin_memcpy(e->comm, v->comm, sizeof(e->comm));
-    heat(v->dev, v->sector, v->op, v->ts);
+    emit_done(v, bpf_ktime_get_ns());
     bpf_map_delete_elem(&inflight, &k);
-    submit(e);
     return 0;
 }
 
@@ -199,7 +203,7 @@ int hbl_rq_done(unsigned long long *ctx)
     __u32 dev = BPF_CORE_READ(rq, part, bd_dev);
     if (mode_of(dev) != HBL_MODE_RQ)
         return 0;
-    __u8 sync, op = rq_op(rq, &sync);
+    __u8 sync, op = op_of(BPF_CORE_READ(rq, cmd_flags), &sync);
     if (op == 255)
         return 0;
     __u64 start = BPF_CORE_READ(rq, io_start_time_ns);

@@ -28,6 +28,22 @@ static __always_inline u32 mode_of(u32 dev)
     return m ? *m : 0;
 }
 
+/* An in-flight entry's record, emitted with its latency; the entry removed. */
+static __always_inline void complete(struct inflight_val *v, struct inflight_key *k, u32 dev, u64 sector)
+{
+    u64 now = bpf_ktime_get_ns();
+    struct hbl_event *e = events.ringbuf_reserve(sizeof(struct hbl_event));
+    if (!e) {
+        count_lost(HBL_LOST_RINGBUF);
+        inflight.delete(k);
+        return;
+    }
+    hbl_fill_io(e, v->ts, sector, now - v->ts, dev, v->bytes, v->pid, v->op, v->sync);
+    __builtin_memcpy(e->comm, v->comm, 16);
+    inflight.delete(k);
+    events.ringbuf_submit(e, 0);
+}
+
 
 TRACEPOINT_PROBE(block, block_rq_issue)
 {
@@ -65,17 +81,7 @@ TRACEPOINT_PROBE(block, block_rq_complete)
     struct inflight_val *v = inflight.lookup(&k);
     if (!v)
         return 0;
-    u64 now = bpf_ktime_get_ns();
-    struct hbl_event *e = events.ringbuf_reserve(sizeof(struct hbl_event));
-    if (!e) {
-        count_lost(HBL_LOST_RINGBUF);
-        inflight.delete(&k);
-        return 0;
-    }
-    hbl_fill_io(e, v->ts, k.sector, now - v->ts, dev, v->bytes, v->pid, v->op, v->sync);
-    __builtin_memcpy(e->comm, v->comm, 16);
-    inflight.delete(&k);
-    events.ringbuf_submit(e, 0);
+    complete(v, &k, dev, k.sector);
     return 0;
 }
 
