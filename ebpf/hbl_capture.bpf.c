@@ -160,6 +160,18 @@ static __always_inline void emit_done(struct inflight_val *v, __u64 now_ns)
     submit(e);
 }
 
+/* At a completion: the in-flight entry of the request or bio at address k, if any (there is
+ * none for another device's, or one issued before capture started), recorded and removed.
+ * No device lookup: only traced devices have entries. */
+static __always_inline void complete(__u64 k)
+{
+    struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
+    if (!v)
+        return;
+    emit_done(v, bpf_ktime_get_ns());
+    bpf_map_delete_elem(&inflight, &k);
+}
+
 SEC("tp_btf/block_rq_issue")
 int hbl_rq_issue(unsigned long long *ctx)
 {
@@ -187,13 +199,7 @@ int hbl_rq_issue(unsigned long long *ctx)
 SEC("tp_btf/block_rq_complete")
 int hbl_rq_complete(unsigned long long *ctx)
 {
-    /* no device lookup: only traced devices have in-flight entries */
-    __u64 k = ctx[0];
-    struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
-    if (!v)
-        return 0;   /* another device, issued before capture started, or the rest of a partial completion */
-    emit_done(v, bpf_ktime_get_ns());
-    bpf_map_delete_elem(&inflight, &k);
+    complete(ctx[0]);       /* (request, ...); none left for the rest of a partial completion */
     return 0;
 }
 
@@ -264,13 +270,7 @@ int hbl_bio_queue(unsigned long long *ctx)
 SEC("tp_btf/block_bio_complete")
 int hbl_bio_done(unsigned long long *ctx)
 {
-    /* (request_queue, bio); no device lookup: only HBL_MODE_BIO_DONE devices' bios have entries */
-    __u64 k = ctx[1];
-    struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
-    if (!v)
-        return 0;
-    emit_done(v, bpf_ktime_get_ns());
-    bpf_map_delete_elem(&inflight, &k);
+    complete(ctx[1]);       /* (request_queue, bio): entries only for HBL_MODE_BIO_DONE devices' bios */
     return 0;
 }
 

@@ -31,19 +31,26 @@ static __always_inline u32 mode_of(u32 dev)
     return m ? *m : 0;
 }
 
-/* An in-flight entry's record, emitted with its latency; the entry removed. */
-static __always_inline void complete(struct inflight_val *v, struct inflight_key *k, u32 dev, u64 sector)
+/* At a completion: the in-flight entry keyed (dev, key_sector), if any, recorded with its
+ * latency and removed. */
+static __always_inline void complete(u32 dev, u64 key_sector)
 {
+    struct inflight_key k = {};
+    k.dev = dev;
+    k.sector = key_sector;
+    struct inflight_val *v = inflight.lookup(&k);
+    if (!v)
+        return;
     u64 now = bpf_ktime_get_ns();
     struct hbl_event *e = events.ringbuf_reserve(sizeof(struct hbl_event));
     if (!e) {
         count_lost(HBL_LOST_RINGBUF);
-        inflight.delete(k);
+        inflight.delete(&k);
         return;
     }
-    hbl_fill_io(e, v->ts, sector, now - v->ts, dev, v->bytes, v->pid, v->op, v->sync);
+    hbl_fill_io(e, v->ts, v->sector, now - v->ts, dev, v->bytes, v->pid, v->op, v->sync);
     __builtin_memcpy(e->comm, v->comm, 16);
-    inflight.delete(k);
+    inflight.delete(&k);
     events.ringbuf_submit(e, 0);
 }
 
@@ -63,6 +70,7 @@ TRACEPOINT_PROBE(block, block_rq_issue)
     k.dev = dev;
     k.sector = args->sector;
     v.ts = bpf_ktime_get_ns();
+    v.sector = args->sector;
     v.pid = bpf_get_current_pid_tgid() >> 32;
     v.bytes = args->bytes ? args->bytes : args->nr_sector << 9;
     __builtin_memcpy(v.comm, args->comm, 16);
@@ -75,16 +83,8 @@ TRACEPOINT_PROBE(block, block_rq_issue)
 
 TRACEPOINT_PROBE(block, block_rq_complete)
 {
-    u32 dev = args->dev;
-    if (mode_of(dev) != HBL_MODE_RQ)
-        return 0;
-    struct inflight_key k = {};
-    k.dev = dev;
-    k.sector = args->sector;
-    struct inflight_val *v = inflight.lookup(&k);
-    if (!v)
-        return 0;
-    complete(v, &k, dev, k.sector);
+    if (mode_of(args->dev) == HBL_MODE_RQ)
+        complete(args->dev, args->sector);
     return 0;
 }
 
@@ -131,15 +131,7 @@ TRACEPOINT_PROBE(block, block_bio_queue)
 
 TRACEPOINT_PROBE(block, block_bio_complete)
 {
-    u32 dev = args->dev;
-    if (mode_of(dev) != HBL_MODE_BIO_DONE)
-        return 0;
-    struct inflight_key k = {};
-    k.dev = dev;
-    k.sector = args->sector + args->nr_sector;
-    struct inflight_val *v = inflight.lookup(&k);
-    if (!v)
-        return 0;
-    complete(v, &k, dev, v->sector);
+    if (mode_of(args->dev) == HBL_MODE_BIO_DONE)
+        complete(args->dev, args->sector + args->nr_sector);
     return 0;
 }
