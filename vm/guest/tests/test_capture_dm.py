@@ -108,7 +108,8 @@ def test_a_member_that_is_a_dm_device_is_recorded_when_its_bios_complete(ioctl_d
     w, r = mine[mine["op"] == record.WRITE], mine[mine["op"] == record.READ]
     assert int(w["length"].sum()) == 4 * MIB and int(r["length"].sum()) == 4 * MIB      # each bio once
     assert w["offset"].min() >= 2 * MIB and (w["offset"] + w["length"]).max() <= 6 * MIB  # the member's addresses
-    assert (w["latency_ns"] >= WRITE_MS * 1_000_000).all(), sorted(w["latency_ns"].tolist())[:4]
+    # (dm-delay counts its delay in timer ticks, 4 ms in the guest: a write may wait a tick less)
+    assert (w["latency_ns"] >= 0.9 * WRITE_MS * 1_000_000).all(), sorted(w["latency_ns"].tolist())[:4]
     assert (r["latency_ns"] > 0).all() and (r["latency_ns"] < WRITE_MS * 1_000_000).all()
     assert (mine["time_ns"].astype(np.int64) >= t0).all()
     assert st["lost"] == 0
