@@ -81,11 +81,11 @@ def consume(mode, dev):
     """A capture of `dev` in `mode` (MODE_BIO or MODE_BIO_DONE) through the libbpf loader of the
     checkout this file is in, until SIGINT; then a summary line as `hbl trace --json` prints."""
     sys.path.insert(0, ROOT)
-    from hbl.capture import _LibbpfLoader, resolve_device
+    from hbl.capture import LibbpfLoader, resolve_device
     devt, _, name = resolve_device(dev)
     stop = []
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
-    loader = _LibbpfLoader([(devt, int(mode), name)], remaps=False, extent_shift=0, ringbuf_bytes=0)
+    loader = LibbpfLoader([(devt, int(mode), name)], remaps=False, extent_shift=0, ringbuf_bytes=0)
     t0, n = time.time(), 0
     while not stop:
         n += len(loader.poll(100, 65536))

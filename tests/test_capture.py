@@ -232,10 +232,10 @@ def test_remaps_and_heat(loopdev):
 def test_bio_mode_as_for_device_mapper(loopdev):
     """The path used for device-mapper devices (block_bio_queue, logical addresses, no latency),
     exercised on a loop device by asking for bio mode; all four programs load and verify."""
-    from hbl.capture import MODE_BIO, _LibbpfLoader, resolve_device
+    from hbl.capture import MODE_BIO, LibbpfLoader, resolve_device
     dev = loopdev()
     devt, _, name = resolve_device(dev)
-    loader = _LibbpfLoader([(devt, MODE_BIO, name)], remaps=True, extent_shift=0, ringbuf_bytes=0)
+    loader = LibbpfLoader([(devt, MODE_BIO, name)], remaps=True, extent_shift=0, ringbuf_bytes=0)
     try:
         t = threading.Thread(target=lambda: direct_io(dev, PATTERN))
         t.start()
@@ -276,13 +276,13 @@ def zram():
 def bio_done_capture(dev, io, backend="libbpf", fast=False):
     """Records of io() on `dev` captured in MODE_BIO_DONE (as Capture(completion=) captures a
     device-mapper device), and the capture's stats."""
-    from hbl.capture import MODE_BIO_DONE, _LibbpfLoader, resolve_device
+    from hbl.capture import MODE_BIO_DONE, LibbpfLoader, resolve_device
     devt, _, name = resolve_device(dev)
     if backend == "bcc":
         from hbl.capture.bcc_loader import BccLoader
         loader = BccLoader([(devt, MODE_BIO_DONE, name)], False, 0)
     else:
-        loader = _LibbpfLoader([(devt, MODE_BIO_DONE, name)], remaps=False, extent_shift=0, ringbuf_bytes=0,
+        loader = LibbpfLoader([(devt, MODE_BIO_DONE, name)], remaps=False, extent_shift=0, ringbuf_bytes=0,
                                fast=fast)
     try:
         io()

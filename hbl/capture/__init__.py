@@ -105,7 +105,7 @@ class Capture:
         self.batch = batch
         self.backend = backend
         if backend == "libbpf":
-            self._impl = _LibbpfLoader(self.devices, remaps, extent_shift, ringbuf_bytes, fast)
+            self._impl = LibbpfLoader(self.devices, remaps, extent_shift, ringbuf_bytes, fast)
         elif backend == "bcc":
             from hbl.capture.bcc_loader import BccLoader
             if ringbuf_bytes or fast:
@@ -161,7 +161,7 @@ class Capture:
                 yield b
 
 
-class _LibbpfLoader:
+class LibbpfLoader:
     def __init__(self, devices, remaps, extent_shift, ringbuf_bytes, fast=False):
         try:
             from hbl._capture import ffi, lib
