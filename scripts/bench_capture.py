@@ -16,7 +16,9 @@ shared machine drifts more between minutes than the effects measured here.
 device-mapper), whose bios are recorded at queue (MODE_BIO, how a dm device is traced) or, as
 the live controller traces a member that is a dm device, at completion (MODE_BIO_DONE: the
 bio kept from block_bio_queue to block_bio_complete); --before DIR adds the queue case with
-the capture of another checkout (DIR, built), to compare with the code before a change.
+the capture of another checkout (DIR, built, with this file copied to its scripts/: the copy
+loads DIR's capture; for a checkout older than d34ecbb, this file as of 9807308, which names
+the loader as it was named then), to compare with the code before a change.
 """
 import argparse
 import json
