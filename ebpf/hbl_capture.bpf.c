@@ -6,8 +6,17 @@
  *   request-based device (blk-mq: NVMe, SCSI, virtio, loop) is captured at
  *   block_rq_issue and block_rq_complete (their BTF forms, which pass the
  *   request: it keys the in-flight table, so requests to one sector in flight
- *   together stay apart) and emitted once, at completion, with its latency.  A bio-based device (device-mapper) is captured at
- *   block_bio_queue: logical addresses, no latency (its members have it).
+ *   together stay apart) and emitted once, at completion, with its latency.
+ *   A bio-based device (device-mapper, md) is captured at block_bio_queue:
+ *   emitted there, with no latency (HBL_MODE_BIO), or, in HBL_MODE_BIO_DONE,
+ *   kept in the in-flight table under the bio's address and emitted at
+ *   block_bio_complete of that bio, with its latency.  The kernel traces a
+ *   bio's completion once, in bio_endio, for a bio whose queueing it traced
+ *   (BIO_TRACE_COMPLETION) and that no request carried (blk-mq clears the
+ *   flag as its request completes): so for a driver that ends the bio it was
+ *   given itself, as device-mapper does once every clone it sent below has
+ *   ended (user space asks for this mode only there).  A clone queued to a
+ *   traced device below is a bio of its own: its own address and records.
  * - block_bio_remap shows a dm device's logical-to-physical mapping, when asked.
  * - Records go to one ring buffer; what cannot be recorded is counted in
  *   `lost`, never dropped silently.
@@ -39,7 +48,7 @@ struct inflight_val { __u64 ts; __u64 sector; __u32 dev; __u32 pid; __u32 bytes;
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, 65536);
-    __type(key, __u64);     /* the request's address */
+    __type(key, __u64);     /* the request's or the bio's address (two live objects never share one) */
     __type(value, struct inflight_val);
 } inflight SEC(".maps");
 
@@ -116,9 +125,9 @@ static __always_inline __u32 rq_dev(struct request *rq)
     return BPF_CORE_READ(rq, q, disk, part0, bd_dev);
 }
 
-static __always_inline __u8 rq_op(struct request *rq, __u8 *sync)
+/* hbl's op code of a request's cmd_flags or a bio's bi_opf (the same REQ_OP_* and flag bits) */
+static __always_inline __u8 op_of(__u32 flags, __u8 *sync)
 {
-    __u32 flags = BPF_CORE_READ(rq, cmd_flags);
     *sync = 0;
     if (bpf_core_enum_value_exists(enum req_flag_bits, __REQ_SYNC))
         *sync = (flags >> bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)) & 1;
@@ -137,6 +146,32 @@ static __always_inline __u64 rq_sector(struct request *rq)
     return s == (__u64)-1 ? 0 : s;
 }
 
+/* The in-flight entry's record, emitted with latency now_ns - its queue time (0: none). */
+static __always_inline void emit_done(struct inflight_val *v, __u64 now_ns)
+{
+    struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count_lost(HBL_LOST_RINGBUF);
+        return;
+    }
+    hbl_fill_io(e, v->ts, v->sector, now_ns ? now_ns - v->ts : 0, v->dev, v->bytes, v->pid, v->op, v->sync);
+    __builtin_memcpy(e->comm, v->comm, sizeof(e->comm));
+    heat(v->dev, v->sector, v->op, v->ts);
+    submit(e);
+}
+
+/* At a completion: the in-flight entry of the request or bio at address k, if any (there is
+ * none for another device's, or one issued before capture started), recorded and removed.
+ * No device lookup: only traced devices have entries. */
+static __always_inline void complete(__u64 k)
+{
+    struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
+    if (!v)
+        return;
+    emit_done(v, bpf_ktime_get_ns());
+    bpf_map_delete_elem(&inflight, &k);
+}
+
 SEC("tp_btf/block_rq_issue")
 int hbl_rq_issue(unsigned long long *ctx)
 {
@@ -145,7 +180,7 @@ int hbl_rq_issue(unsigned long long *ctx)
     if (mode_of(dev) != HBL_MODE_RQ)
         return 0;
     struct inflight_val v = {};
-    v.op = rq_op(rq, &v.sync);
+    v.op = op_of(BPF_CORE_READ(rq, cmd_flags), &v.sync);
     if (v.op == 255)
         return 0;
     __u64 k = (__u64)rq;
@@ -164,23 +199,7 @@ int hbl_rq_issue(unsigned long long *ctx)
 SEC("tp_btf/block_rq_complete")
 int hbl_rq_complete(unsigned long long *ctx)
 {
-    /* no device lookup: only traced devices have in-flight entries */
-    __u64 k = ctx[0];
-    struct inflight_val *v = bpf_map_lookup_elem(&inflight, &k);
-    if (!v)
-        return 0;   /* another device, issued before capture started, or the rest of a partial completion */
-    __u64 now = bpf_ktime_get_ns();
-    struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-    if (!e) {
-        count_lost(HBL_LOST_RINGBUF);
-        bpf_map_delete_elem(&inflight, &k);
-        return 0;
-    }
-    hbl_fill_io(e, v->ts, v->sector, now - v->ts, v->dev, v->bytes, v->pid, v->op, v->sync);
-    __builtin_memcpy(e->comm, v->comm, sizeof(e->comm));
-    heat(v->dev, v->sector, v->op, v->ts);
-    bpf_map_delete_elem(&inflight, &k);
-    submit(e);
+    complete(ctx[0]);       /* (request, ...); none left for the rest of a partial completion */
     return 0;
 }
 
@@ -199,7 +218,7 @@ int hbl_rq_done(unsigned long long *ctx)
     __u32 dev = BPF_CORE_READ(rq, part, bd_dev);
     if (mode_of(dev) != HBL_MODE_RQ)
         return 0;
-    __u8 sync, op = rq_op(rq, &sync);
+    __u8 sync, op = op_of(BPF_CORE_READ(rq, cmd_flags), &sync);
     if (op == 255)
         return 0;
     __u64 start = BPF_CORE_READ(rq, io_start_time_ns);
@@ -218,28 +237,40 @@ int hbl_rq_done(unsigned long long *ctx)
     return 0;
 }
 
-SEC("tracepoint/block/block_bio_queue")
-int hbl_bio_queue(struct trace_event_raw_block_bio *ctx)
+SEC("tp_btf/block_bio_queue")
+int hbl_bio_queue(unsigned long long *ctx)
 {
-    __u32 dev = BPF_CORE_READ(ctx, dev);
-    if (mode_of(dev) != HBL_MODE_BIO)
+    struct bio *bio = (struct bio *)ctx[0];
+    __u32 dev = BPF_CORE_READ(bio, bi_bdev, bd_dev);
+    __u32 mode = mode_of(dev);
+    if (mode != HBL_MODE_BIO && mode != HBL_MODE_BIO_DONE)
         return 0;
-    char rwbs[8];
-    bpf_core_read(rwbs, sizeof(rwbs), &ctx->rwbs);
-    __u8 sync;
-    __u8 op = hbl_op_of(rwbs, &sync);
-    if (op == 255)
+    struct inflight_val v = {};
+    v.op = op_of(BPF_CORE_READ(bio, bi_opf), &v.sync);
+    if (v.op == 255)
         return 0;
-    struct hbl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-    if (!e) {
-        count_lost(HBL_LOST_RINGBUF);
+    v.ts = bpf_ktime_get_ns();
+    v.sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+    v.dev = dev;
+    v.pid = bpf_get_current_pid_tgid() >> 32;
+    v.bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
+    bpf_get_current_comm(v.comm, sizeof(v.comm));
+    if (mode == HBL_MODE_BIO) {
+        emit_done(&v, 0);
         return 0;
     }
-    hbl_fill_io(e, bpf_ktime_get_ns(), BPF_CORE_READ(ctx, sector), 0, dev, BPF_CORE_READ(ctx, nr_sector) << 9,
-                bpf_get_current_pid_tgid() >> 32, op, sync);
-    bpf_core_read(e->comm, sizeof(e->comm), &ctx->comm);
-    heat(dev, e->sector, op, e->ts_ns);
-    submit(e);
+    /* queued once: a bio the driver sends on again (a split's remainder, a requeue) keeps
+     * BIO_TRACE_COMPLETION and is not traced here again; its completion ends this entry */
+    __u64 k = (__u64)bio;
+    if (bpf_map_update_elem(&inflight, &k, &v, BPF_ANY))
+        count_lost(HBL_LOST_INFLIGHT);
+    return 0;
+}
+
+SEC("tp_btf/block_bio_complete")
+int hbl_bio_done(unsigned long long *ctx)
+{
+    complete(ctx[1]);       /* (request_queue, bio): entries only for HBL_MODE_BIO_DONE devices' bios */
     return 0;
 }
 

@@ -16,7 +16,7 @@ enum hbl_event_kind { HBL_EV_IO = 0, HBL_EV_REMAP = 1 };
 struct hbl_event {
     unsigned long long ts_ns;       /* bpf_ktime_get_ns() at issue (rq devices) or queue (bio devices) */
     unsigned long long sector;      /* 512-byte sectors on dev */
-    unsigned long long latency_ns;  /* issue to completion; 0 when not measured */
+    unsigned long long latency_ns;  /* issue (bio: queue) to completion; 0 when not measured */
     unsigned long long old_sector;  /* remap: the sector on old_dev */
     unsigned int dev;         /* kernel dev_t: major << 20 | minor */
     unsigned int old_dev;     /* remap: the device the bio came from */
@@ -29,8 +29,10 @@ struct hbl_event {
     char comm[16];
 };
 
-/* Device filter values: how a device's requests are captured. */
-enum hbl_dev_mode { HBL_MODE_RQ = 1, HBL_MODE_BIO = 2 };
+/* Device filter values: how a device's requests are captured.  RQ: a request-based
+ * device, at issue and completion; BIO: a bio-based one, at queue (no latency); BIO_DONE:
+ * a bio-based one, at queue and completion (emitted at completion, with its latency). */
+enum hbl_dev_mode { HBL_MODE_RQ = 1, HBL_MODE_BIO = 2, HBL_MODE_BIO_DONE = 3 };
 
 /* Lost-record counters (a per-CPU array indexed by these). */
 enum hbl_lost { HBL_LOST_RINGBUF = 0, HBL_LOST_INFLIGHT = 1, HBL_LOST_MAX = 2 };

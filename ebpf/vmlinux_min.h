@@ -37,15 +37,6 @@ struct trace_entry {
     int pid;
 };
 
-struct trace_event_raw_block_bio {
-    struct trace_entry ent;
-    dev_t dev;
-    sector_t sector;
-    unsigned int nr_sector;
-    char rwbs[8];
-    char comm[16];
-};
-
 struct trace_event_raw_block_bio_remap {
     struct trace_entry ent;
     dev_t dev;
@@ -56,7 +47,7 @@ struct trace_event_raw_block_bio_remap {
     char rwbs[8];
 };
 
-/* for the BTF tracepoints, which pass the request itself */
+/* for the BTF tracepoints, which pass the request or the bio itself */
 struct block_device {
     dev_t bd_dev;
 };
@@ -77,6 +68,17 @@ struct request {
     struct block_device *part;
     __u64 start_time_ns;
     __u64 io_start_time_ns;
+};
+
+struct bvec_iter {
+    sector_t bi_sector;
+    unsigned int bi_size;
+};
+
+struct bio {
+    struct block_device *bi_bdev;
+    unsigned int bi_opf;
+    struct bvec_iter bi_iter;
 };
 
 #pragma clang attribute pop

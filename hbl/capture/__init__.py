@@ -20,7 +20,7 @@ from hbl.capture.events import CaptureError, event_dtype
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BPF_OBJECT = os.path.join(HERE, "hbl_capture.bpf.o")
-MODE_RQ, MODE_BIO = 1, 2   # enum hbl_dev_mode of ebpf/hbl_event.h (a test checks they agree)
+MODE_RQ, MODE_BIO, MODE_BIO_DONE = 1, 2, 3   # enum hbl_dev_mode of ebpf/hbl_event.h (a test checks they agree)
 TRACEFS = "/sys/kernel/tracing"
 
 
@@ -29,8 +29,18 @@ def kernel_dev(major, minor):
     return (major << 20) | minor
 
 
-def resolve_device(path):
-    """(dev_t, mode, name) of a block device path; mode says which events describe it."""
+def resolve_device(path, completion=False):
+    """(dev_t, mode, name) of a block device path; mode says which events describe it.
+
+    completion: the device's I/O wanted with its completion where the kernel traces it.  The
+    kernel traces a bio's completion only if no request carried the bio (blk-mq marks a
+    completed request's bios as traced), so only for a driver that ends the bio it was given
+    itself.  Device-mapper always does (its targets get clones, and the bio queued to the dm
+    device ends once they all did): a bio-based dm device is then captured at its bios'
+    completion (MODE_BIO_DONE), and a request-based one (dm-multipath) through its requests
+    (MODE_RQ).  Other bio-based drivers may hand the very bio on to a request-based device (md's
+    linear personality did until 2023, without I/O accounting), whose completion then goes
+    untraced: they stay MODE_BIO, at queue, and the caller knows their completion is not seen."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -44,11 +54,16 @@ def resolve_device(path):
     name = os.path.basename(os.path.realpath(sysdir)) if os.path.exists(sysdir) else os.path.basename(path)
     # device-mapper (and other bio-based drivers) have no blk-mq queue: their
     # requests are only seen as bios, with logical addresses
-    bio_based = os.path.isdir(os.path.join(sysdir, "dm")) or not os.path.isdir(os.path.join(sysdir, "mq"))
+    blk_mq, dm = os.path.isdir(os.path.join(sysdir, "mq")), os.path.isdir(os.path.join(sysdir, "dm"))
+    bio_based = dm or not blk_mq
     if os.path.exists(os.path.join(sysdir, "partition")):
         raise CaptureError("%s: a partition; trace the whole disk (%s) and filter by offset"
                            % (path, os.path.basename(os.path.dirname(os.path.realpath(sysdir)))))
-    return kernel_dev(major, minor), (MODE_BIO if bio_based else MODE_RQ), name
+    if not bio_based or (completion and blk_mq):
+        mode = MODE_RQ
+    else:
+        mode = MODE_BIO_DONE if completion and dm else MODE_BIO
+    return kernel_dev(major, minor), mode, name
 
 
 def check_environment(mount_tracefs=True):
@@ -69,19 +84,28 @@ def check_environment(mount_tracefs=True):
 
 
 class Capture:
-    """A running capture on some devices; iterate batches, read stats(), close()."""
+    """A running capture on some devices; iterate batches, read stats(), close().
+
+    A bio-based device's bios are recorded as they are queued, with no latency, unless its
+    path is in `completion` and the kernel traces their completion (resolve_device: a
+    device-mapper device): then each is recorded once it completed, with its latency, as a
+    request-based device's requests always are (its time is still when it was queued).
+    self.devices says how each device is captured."""
 
     def __init__(self, devices, backend="libbpf", remaps=False, extent_shift=0, batch=65536, ringbuf_bytes=0,
-                 fast=False):
+                 fast=False, completion=()):
         if not devices:
             raise CaptureError("give at least one device to trace")
+        stray = [p for p in completion if p not in devices]
+        if stray:
+            raise CaptureError("%s: not among the devices traced" % ", ".join(stray))
         check_environment()
-        self.devices = [resolve_device(d) for d in devices]
+        self.devices = [resolve_device(d, completion=d in completion) for d in devices]
         self.paths = list(devices)
         self.batch = batch
         self.backend = backend
         if backend == "libbpf":
-            self._impl = _LibbpfLoader(self.devices, remaps, extent_shift, ringbuf_bytes, fast)
+            self._impl = LibbpfLoader(self.devices, remaps, extent_shift, ringbuf_bytes, fast)
         elif backend == "bcc":
             from hbl.capture.bcc_loader import BccLoader
             if ringbuf_bytes or fast:
@@ -137,7 +161,7 @@ class Capture:
                 yield b
 
 
-class _LibbpfLoader:
+class LibbpfLoader:
     def __init__(self, devices, remaps, extent_shift, ringbuf_bytes, fast=False):
         try:
             from hbl._capture import ffi, lib

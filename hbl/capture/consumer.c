@@ -135,10 +135,11 @@ struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs,
     }
     /* load only the programs these devices need: every attached tracepoint costs
      * the traced I/O a little, even when the program returns at once */
-    int any_rq = 0, any_bio = 0;
+    int any_rq = 0, any_bio = 0, any_bio_done = 0;
     for (int i = 0; i < ndev; i++) {
         if (modes[i] == HBL_MODE_RQ) any_rq = 1;
         else any_bio = 1;
+        if (modes[i] == HBL_MODE_BIO_DONE) any_bio_done = 1;
     }
     struct bpf_program *p;
     bpf_object__for_each_program(p, c->obj) {
@@ -146,6 +147,7 @@ struct hbl_capture *hbl_capture_open(const char *obj_path, const uint32_t *devs,
         int want = !strcmp(name, "hbl_rq_done") ? (any_rq && fast)
                  : !strncmp(name, "hbl_rq_", 7) ? (any_rq && !fast)
                  : !strcmp(name, "hbl_bio_queue") ? any_bio
+                 : !strcmp(name, "hbl_bio_done") ? any_bio_done
                  : !strcmp(name, "hbl_bio_remap") ? (want_remap && any_bio) : 1;
         bpf_program__set_autoload(p, want);
     }

@@ -1,12 +1,13 @@
-"""Member writes of unknown completion: what a bio-based member's records cannot say."""
+"""Member writes of unknown completion: what the records of a bio-based member that is not a
+dm device (md) cannot say."""
 import numpy as np
 
 
 class OpenWrites:
-    """Writes to members whose records carry no completion time: a member that is itself
-    bio-based (dm, md: LVM, dm-crypt, a dm-delay in the tests) is only seen as bios
-    queued, so a write recorded long before a copy may still be in flight while the copy
-    reads, and land on the old slot after it.  All that is known is that it has completed
+    """Writes to members whose records carry no completion time: a member that is bio-based
+    but not a dm device (md; a dm device's bios are recorded at completion: hbl.capture.
+    resolve_device) is only seen as bios queued, so a write recorded long before a copy may
+    still be in flight while the copy reads, and land on the old slot after it.  All that is known is that it has completed
     once the view it went through was drained (suspended) or reloaded; every view through
     which a write recorded before the previous batch's prepare could have gone has been,
     since.  Kept per member slot as the span written (bounded by the slots, however long

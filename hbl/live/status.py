@@ -107,8 +107,10 @@ def running_status(c):
     cs = c.cap.stats()
     out = layout.describe(m, c.free)
     for i, d in enumerate(out["devices"]):
+        # completion_seen: its records carry their completion (False: a bio-based member other
+        # than a dm device, whose writes count as in flight until a batch drained them)
         d.update(written_extents=int(written[i]), read_latency_us=c.lat[i, 0] / 1e3,
-                 write_latency_us=c.lat[i, 1] / 1e3)
+                 write_latency_us=c.lat[i, 1] / 1e3, completion_seen=not bool(c.open_writes.bio[i]))
     return {
         **out, "state": "running", "pid": os.getpid(), "path": c.dev.path, "policy": c.policy,
         "uptime_s": wall,

@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, "/hbl")
 TRACING = "/sys/kernel/tracing"
-EVENTS = ("block_rq_issue", "block_rq_complete", "block_bio_queue", "block_bio_remap")
+EVENTS = ("block_rq_issue", "block_rq_complete", "block_bio_queue", "block_bio_complete", "block_bio_remap")
 
 
 def writer(path, seconds, seed):

@@ -416,9 +416,9 @@ def test_no_acknowledged_write_lost_while_member_writes_are_slow(fresh):
     if os.path.exists(log):
         os.unlink(log)
     try:
-        # (copies at a fixed rate: the adaptive one, reading the NVMe's latency alone, since the
-        # dm-delay member's records carry no completion, backs off to its floor and leaves too few
-        # batches for the races this test is after)
+        # (copies at a fixed rate, so that the batches the races need come whatever the adaptive
+        # throttle makes of the members' latencies under 16 writers: it once backed off to its
+        # floor here and left too few)
         hbl("up", "h1", "--dev", FAST, "--dev", member.path, "--policy", "lru", "--interval", "0.3",
             "--copy-rate", "256M", env={"HBL_TEST_FLIP": ",".join(map(str, FLIP))})
         assert Meta.load(os.path.join(STATE, "h1", "meta")).extent_bytes == MIB     # (FLIP counts in MiB)
@@ -447,8 +447,16 @@ def test_no_acknowledged_write_lost_while_member_writes_are_slow(fresh):
                           "batches": st["batches"],
                           "promotions": st["promotions"], "evictions": st["evictions"],
                           "recopied_bytes": st["recopied_bytes"], "rollbacks": st["rollbacks"],
-                          "copy_rate_limit": st["copy_rate_limit_bytes_s"], "steps_p50": st["batch_steps_ms_p50"]}))
+                          "copy_rate_limit": st["copy_rate_limit_bytes_s"], "steps_p50": st["batch_steps_ms_p50"],
+                          "hold_ms": st["hold_ms"], "settle_timeouts": st["settle_timeouts"],
+                          "hold_ms_by_settle": st["hold_ms_by_settle"], "slowest_holds": st["slowest_holds"],
+                          "members": [{k: d.get(k) for k in ("path", "read_latency_us", "write_latency_us",
+                                                             "completion_seen")} for d in st["devices"]]},
+                         default=str))
         assert st["rollbacks"] == 0
+        # the dm-delay member's writes are seen at their completion: after the delay
+        assert all(d["completion_seen"] for d in st["devices"]), st["devices"]
+        assert st["devices"][1]["write_latency_us"] >= 0.8 * 300_000, st["devices"]
         assert all(st[k] >= v for k, v in need.items() if k != "writes") and run["writes"] >= need["writes"], st
         # and down + up: the persisted mapping holds them too
         hbl("down", "h1")
