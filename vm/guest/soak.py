@@ -69,6 +69,14 @@ class Soak:
         self.dm = backend()
         self.writer = None
         self.step = "setting up"
+        self.phases = {}          # the current fault's phases: name -> seconds (where its time goes)
+        self.mark = time.time()
+
+    def phase(self, name):
+        """Ends the current phase of a fault's time, named name."""
+        now = time.time()
+        self.phases[name] = round(self.phases.get(name, 0) + now - self.mark, 2)
+        self.mark = now
 
     # ---- plumbing ----
 
@@ -240,7 +248,8 @@ class Soak:
         self.make_members()
         if p:
             self.say("boot %d after the power cut of fault #%d (%s)" % (self.st["boots"], p["index"], p["step"]))
-            t0 = time.time()
+            t0 = self.mark = time.time()
+            self.phases = dict(p.get("phases", {}), reboot=round(t0 - p.get("cut_asked", t0), 2))
             try:
                 self.recover(p["index"], "power", p["step"], p["generation"], p["t0"], restart=True)
             except Bad as exc:
@@ -292,7 +301,8 @@ class Soak:
         """Fault #i: a writer, the fault injected while it writes and the controller migrates,
         then recover() checks what must hold (self.step: where it was injected)."""
         rng = random.Random(self.st["seed"] * 1_000_003 + i)
-        t0 = time.time()
+        t0 = self.mark = time.time()
+        self.phases = {}
         if not self.pid():
             raise Bad("the controller is not running before the fault")
         gen0 = self.meta().generation
@@ -302,6 +312,7 @@ class Soak:
         self.wait("%d writes and a migration batch before the fault" % BEFORE,
                   lambda: self.writer_running() and self.acknowledged() - n0 >= BEFORE and
                   self.status().get("batches", 0) > b0)
+        self.phase("before")
         d = rng.randrange(2)
         restart = False
         if kind == "kill":
@@ -334,7 +345,9 @@ class Soak:
                 delay = rng.uniform(0, 3)
                 step = self.step = "t+%.2fs" % delay
                 time.sleep(delay)
-            self.st["pending"] = {"index": i, "step": step, "generation": gen0, "t0": t0}
+            self.phase("inject")
+            self.st["pending"] = {"index": i, "step": step, "generation": gen0, "t0": t0,
+                                  "phases": self.phases, "cut_asked": time.time()}
             self.save()
             self.say("fault #%d %s at %s: asking the host to cut the power" % (i, kind, step))
             with open(os.path.join(self.dir, "cut.tmp"), "w") as f:      # whole when the host sees it
@@ -394,6 +407,7 @@ class Soak:
             time.sleep(dur)
             restart = True
         self.step = step
+        self.phase("inject")
         self.recover(i, kind, step, gen0, t0, restart)
 
     def recover(self, i, kind, step, gen0, t0, restart):
@@ -405,11 +419,13 @@ class Soak:
             self.hbl("down", NAME)
             self.make_members()                         # a removed member put back
             marked = self.readmit()
+            self.phase("down")
         if restart:
             if self.pid() is None:
                 t = time.time()
                 self.hbl("up", NAME)
                 up_s = time.time() - t
+                self.phase("up")
         if self.pid() is None:
             raise Bad("the controller is not running after the fault")
         st = self.status()
@@ -424,20 +440,22 @@ class Soak:
             self.start_writer(self.st["seed"] * 1000 + 500 + i)
         self.writes_through(AFTER)
         rep2 = self.stop_writer()
+        self.phase("after")
         io_errors = rep.get("io_errors", 0) + rep2["io_errors"]
         if io_errors and kind not in ("errors", "removal"):
             raise Bad("%d I/O errors through the device after a fault that should cause none" % io_errors)
         v = self.verify()
+        self.phase("verify")
         self.st["counts"][kind] += 1
         self.st["next"] = i + 1
         rec = {"index": i, "kind": kind, "step": step, "seconds": round(time.time() - t0, 1),
                "blocks_verified": v["checked"], "io_errors": io_errors, "member_marked_failed": marked,
-               "up_seconds": round(up_s, 1), "generation": m.generation}
+               "up_seconds": round(up_s, 1), "generation": m.generation, "phases": self.phases}
         self.st["records"].append(rec)
         self.save()
-        self.say("fault #%d %-7s at %s: %d blocks verified, %d I/O errors%s, generation %d, %.1f s%s" % (
+        self.say("fault #%d %-7s at %s: %d blocks verified, %d I/O errors%s, generation %d, %.1f s (%s)" % (
             i, kind, step, v["checked"], io_errors, ", member marked failed (readmitted)" if marked else "",
-            m.generation, rec["seconds"], " (up in %.1f s)" % up_s if up_s else ""))
+            m.generation, rec["seconds"], ", ".join("%s %.1f" % kv for kv in self.phases.items())))
 
     def readmit(self):
         """Members marked failed are readmitted with the device down (the fault is over); whether
