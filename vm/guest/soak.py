@@ -413,6 +413,24 @@ class Soak:
     def recover(self, i, kind, step, gen0, t0, restart):
         """After fault #i: the device up again, its metadata recovered, writes acknowledged
         through it, every acknowledged write read back; counts and a record."""
+        m, v, io_errors, marked, up_s = self.back_up(kind, gen0, restart, self.st["seed"] * 1000 + 500 + i)
+        self.st["counts"][kind] += 1
+        self.st["next"] = i + 1
+        rec = {"index": i, "kind": kind, "step": step, "seconds": round(time.time() - t0, 1),
+               "blocks_verified": v["checked"], "io_errors": io_errors, "member_marked_failed": marked,
+               "up_seconds": round(up_s, 1), "generation": m.generation, "phases": self.phases}
+        self.st["records"].append(rec)
+        self.save()
+        self.say("fault #%d %-7s at %s: %d blocks verified, %d I/O errors%s, generation %d, %.1f s (%s)" % (
+            i, kind, step, v["checked"], io_errors, ", member marked failed (readmitted)" if marked else "",
+            m.generation, rec["seconds"], ", ".join("%s %.1f" % kv for kv in self.phases.items())))
+
+    def back_up(self, kind, gen0, restart, seed):
+        """The device brought up again where the fault took it down, then checked: running, not
+        degraded, metadata no older than generation gen0, AFTER writes acknowledged through it
+        (writer seed `seed` if none runs), no I/O error unless the fault makes them, every
+        acknowledged write read back.  (metadata, verify report, I/O errors, whether a member
+        was marked failed, seconds the hbl up took)"""
         rep, marked, up_s = {}, False, 0.0
         if restart and kind in ("errors", "removal"):
             rep = self.stop_writer()
@@ -437,7 +455,7 @@ class Soak:
         if m.generation < gen0:
             raise Bad("the metadata went back from generation %d to %d" % (gen0, m.generation))
         if self.writer is None:
-            self.start_writer(self.st["seed"] * 1000 + 500 + i)
+            self.start_writer(seed)
         self.writes_through(AFTER)
         rep2 = self.stop_writer()
         self.phase("after")
@@ -446,16 +464,7 @@ class Soak:
             raise Bad("%d I/O errors through the device after a fault that should cause none" % io_errors)
         v = self.verify()
         self.phase("verify")
-        self.st["counts"][kind] += 1
-        self.st["next"] = i + 1
-        rec = {"index": i, "kind": kind, "step": step, "seconds": round(time.time() - t0, 1),
-               "blocks_verified": v["checked"], "io_errors": io_errors, "member_marked_failed": marked,
-               "up_seconds": round(up_s, 1), "generation": m.generation, "phases": self.phases}
-        self.st["records"].append(rec)
-        self.save()
-        self.say("fault #%d %-7s at %s: %d blocks verified, %d I/O errors%s, generation %d, %.1f s (%s)" % (
-            i, kind, step, v["checked"], io_errors, ", member marked failed (readmitted)" if marked else "",
-            m.generation, rec["seconds"], ", ".join("%s %.1f" % kv for kv in self.phases.items())))
+        return m, v, io_errors, marked, up_s
 
     def readmit(self):
         """Members marked failed are readmitted with the device down (the fault is over); whether
