@@ -6,6 +6,8 @@ import sys
 from hbl.cmdline import print_json, whole
 from hbl.errors import HblError
 
+SOAK_FAST_MB, SOAK_SLOW_MB = 128, 256      # the soak's disks: its writer's area, and each verify, scale with the NVMe
+
 
 def add_parsers(sub):
     """hbl vm build, run, test, shell and bench."""
@@ -51,8 +53,9 @@ def add_parsers(sub):
         if vp is not vs:
             vp.add_argument("--timeout", type=whole(1, 1 << 20), default=1200,
                             help="seconds before QEMU is killed (default 1200)")
-        vp.add_argument("--fast-mb", type=whole(16, 1 << 20), default=512, help="NVMe size (default 512)")
-        vp.add_argument("--slow-mb", type=whole(16, 1 << 20), default=1024, help="HDD size (default 1024)")
+        fast, slow = (SOAK_FAST_MB, SOAK_SLOW_MB) if vp is vs else (512, 1024)
+        vp.add_argument("--fast-mb", type=whole(16, 1 << 20), default=fast, help="NVMe size (default %d)" % fast)
+        vp.add_argument("--slow-mb", type=whole(16, 1 << 20), default=slow, help="HDD size (default %d)" % slow)
         vp.add_argument("--extra", type=whole(0, 2), default=0,
                         help="SATA-SSD-like virtio disks to add (/dev/vdb, /dev/vdc; default 0)")
         vp.add_argument("--out", help="keep the guest's /out here (default: a new temporary folder)")

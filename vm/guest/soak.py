@@ -48,7 +48,8 @@ KINDS = ("kill", "power", "errors", "stall", "removal")
 DISKS = ("/dev/nvme0n1", "/dev/vda")
 NAME = "hs"
 CRASH_FILE = "/run/hbl-soak-crash"
-BLOCKS = 180_000          # 700 MiB from offset 0: more than the NVMe holds, so extents keep moving
+AREA = 180_000 / 131_072  # the writer's area over the NVMe's size (700 MiB over 512 MiB): more than the
+                          # NVMe holds, so extents keep moving; from offset 0, in 4 KiB blocks
 BEFORE = 30               # writes acknowledged in a fault's writer before the fault is injected
 AFTER = 30                # writes acknowledged through the device after the fault
 DEADLINE = 300            # seconds any wait may take: stuck, not slow
@@ -65,7 +66,11 @@ class Soak:
         self.dir = d
         self.state_path = os.path.join(d, "state.json")
         self.log = os.path.join(d, "ck.log")
-        self.env = dict(os.environ, HBL_STATE_DIR=os.path.join(d, "state"), HBL_CRASH_FILE=CRASH_FILE)
+        # hbl's bytecode cached in the guest's /run (the shared tree is read-only and the guest
+        # writes none by default): each hbl up and down after the first imports without compiling
+        self.env = dict(os.environ, HBL_STATE_DIR=os.path.join(d, "state"), HBL_CRASH_FILE=CRASH_FILE,
+                        PYTHONPYCACHEPREFIX="/run/hbl-soak-pycache")
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.dm = backend()
         self.writer = None
         self.step = "setting up"
@@ -168,7 +173,7 @@ class Soak:
 
     def start_writer(self, seed):
         self.writer = subprocess.Popen(
-            [sys.executable, BLOCKCHECK, "run", "/dev/mapper/" + NAME, self.log, "--blocks", str(BLOCKS),
+            [sys.executable, BLOCKCHECK, "run", "/dev/mapper/" + NAME, self.log, "--blocks", str(self.st["blocks"]),
              "--offset", "0", "--seconds", str(4 * DEADLINE), "--seed", str(seed), "--threads", "4",
              "--tolerate-errors"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -207,7 +212,7 @@ class Soak:
 
     def verify(self):
         r = subprocess.run([sys.executable, BLOCKCHECK, "verify", "/dev/mapper/" + NAME, self.log,
-                            "--blocks", str(BLOCKS), "--offset", "0"], capture_output=True, text=True,
+                            "--blocks", str(self.st["blocks"]), "--offset", "0"], capture_output=True, text=True,
                            timeout=4 * DEADLINE)
         try:
             v = json.loads(r.stdout.strip().splitlines()[-1])
@@ -232,7 +237,12 @@ class Soak:
         kinds = a.kinds.split(",")
         plan = [k for k in kinds for _ in range(a.faults)]
         random.Random(a.seed).shuffle(plan)
+        blocks = int(self.sectors(0) // 8 * AREA)
+        if blocks * 4096 > (self.sectors(0) + self.sectors(1)) * 512 * 0.9:
+            raise Bad("the writer's area (%d MiB, %.2f times the NVMe) needs a larger HDD-like disk" % (
+                blocks >> 8, AREA))
         self.st = {"seed": a.seed, "faults_per_kind": a.faults, "kinds": kinds, "plan": plan, "next": 0,
+                   "blocks": blocks,
                    "counts": {k: 0 for k in kinds}, "lost": 0, "unrecoverable": 0, "records": [],
                    "boots": 1, "pending": None, "started": time.time(), "failure": None}
         self.make_members()
@@ -377,7 +387,7 @@ class Soak:
                     # member, so that the errors hit data being written, read and moved
                     from hbl.live.layout import slot_offset
                     m = self.meta()
-                    ext = [e for e in range(BLOCKS * 4096 // m.extent_bytes) if m.dev[e] == d]
+                    ext = [e for e in range(self.st["blocks"] * 4096 // m.extent_bytes) if m.dev[e] == d]
                     e = rng.choice(ext) if ext else 0
                     start = slot_offset(m, d, m.slot[e]) // 512 if ext else rng.randrange(2048, size - 2048) // 8 * 8
                     n = min(size - start, rng.randrange(1, 2048) * 8)
