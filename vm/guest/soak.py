@@ -2,7 +2,7 @@
 moments and at random protocol steps, every acknowledged write checked after each fault.
 
     python3 /hbl/vm/guest/soak.py --dir /out/soak --seed S --faults N [--kinds K,K...]
-    python3 /hbl/vm/guest/soak.py --dir /out/soak --resume        (after a power cut)
+    python3 /hbl/vm/guest/soak.py --dir /out/soak --resume        (after a power cut or the host's end)
 
 The device: /dev/mapper/hs over two members, each a dm-linear device over a disk (soak0 over the
 NVMe, soak1 over the HDD-like one), so that a member fault is a table swapped under a member
@@ -252,8 +252,14 @@ class Soak:
         self.say("soak: seed %d, %d faults of each of %s (%d in all)" % (a.seed, a.faults, ", ".join(kinds), len(plan)))
 
     def resume(self):
-        self.st = json.load(open(self.state_path))
+        """A boot after the last one's power went: a cut asked for (a power fault) or the host's
+        soak ended (QEMU with it) in the middle of a fault."""
+        try:
+            self.st = json.load(open(self.state_path))
+        except FileNotFoundError:
+            raise Bad("no %s: the soak ended before its first fault; start a new one" % self.state_path) from None
         self.st["boots"] += 1
+        self.end_log()
         p = self.st["pending"]
         self.make_members()
         if p:
@@ -267,6 +273,41 @@ class Soak:
             self.say("  up and verified %.1f s after the boot's start" % (time.time() - t0))
             self.st["pending"] = None
             self.save()
+        elif self.st["next"] < len(self.st["plan"]) and not self.st["failure"]:
+            try:
+                self.interrupted(self.st["next"])
+            except Bad as exc:
+                self.fail(self.st["next"], "interruption", "boot %d" % self.st["boots"], exc)
+
+    def interrupted(self, i):
+        """The host's soak ended during fault #i, and the guest's power with it (a power loss at
+        a moment nobody chose): the device brought up from its metadata (a member a member fault
+        left marked failed readmitted first) and checked as after a power fault; fault #i then
+        runs from its start, and this goes in the state's "interruptions", not in any kind's count."""
+        t0 = self.mark = time.time()
+        self.phases = {}
+        self.say("boot %d: the host's soak ended during fault #%d (%s); bringing the device up from its metadata" % (
+            self.st["boots"], i, self.st["plan"][i]))
+        marked = self.readmit()
+        gen0 = max([r["generation"] for r in self.st["records"]], default=0)
+        m, v, _, _, up_s = self.back_up("interrupted", gen0, True, self.st["seed"] * 1000 + 900 + i)
+        self.st.setdefault("interruptions", []).append(
+            {"during": i, "seconds": round(time.time() - t0, 1), "blocks_verified": v["checked"],
+             "member_marked_failed": marked, "generation": m.generation, "phases": self.phases})
+        self.save()
+        self.say("  up and verified: %d blocks, generation %d, %.1f s; fault #%d runs again" % (
+            v["checked"], m.generation, time.time() - t0, i))
+
+    def end_log(self):
+        """Ends a line of the writer's log that a power loss cut short, so that the next writer's
+        first line is not joined to it (load_log skips a line that is not two numbers; a torn
+        one that still is names a version no newer than the one acknowledged)."""
+        try:
+            with open(self.log, "rb+") as f:
+                if f.seek(0, 2) and (f.seek(-1, 2), f.read(1))[1] != b"\n":
+                    f.write(b"\n")
+        except FileNotFoundError:
+            pass
 
     def run(self):
         while self.st["next"] < len(self.st["plan"]):
@@ -300,7 +341,7 @@ class Soak:
                "acknowledged_writes": self.acknowledged(),
                "seconds_per_fault": {k: round(sum(v) / len(v), 1) for k, v in by.items()},
                "seconds": round(time.time() - self.st["started"], 1), "failure": self.st["failure"],
-               "records": recs}
+               "interruptions": self.st.get("interruptions", []), "records": recs}
         with open(os.path.join(self.dir, "summary.json"), "w") as f:
             json.dump(out, f, indent=1)
         self.say("soak: %s; %d lost writes, %d unrecoverable, %d acknowledged writes, %d boots, %.0f s" % (
@@ -503,14 +544,16 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--faults", type=int, default=5, help="faults of each kind")
     p.add_argument("--kinds", default=",".join(KINDS))
-    p.add_argument("--resume", action="store_true", help="after a power cut: go on from DIR/state.json")
+    p.add_argument("--resume", action="store_true",
+                   help="after a power cut or the host's end: go on from DIR/state.json")
     a = p.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     s = Soak(a.dir)
     try:
         s.resume() if a.resume else s.setup(a)
     except Bad as exc:
-        print("SOAK FAILED: setting up, seed %d: %s" % (a.seed, exc), file=sys.stderr)
+        print("SOAK FAILED: %s: %s" % ("resuming" if a.resume else "setting up, seed %d" % a.seed, exc),
+              file=sys.stderr)
         return 1
     s.run()
     return 0
