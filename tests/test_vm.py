@@ -228,3 +228,58 @@ def test_soak_prints_the_guest_progress_by_whole_lines_and_refuses_unknown_kinds
     assert said[1:] == ["fault #1 power at step after_meta: ok"]
     with pytest.raises(HblError, match="--kinds: quake unknown"):
         soak.soak(None, 1, 1, kinds=("kill", "quake"), out_dir=str(tmp_path / "out"))
+
+
+def test_soak_keeps_what_it_needs_in_its_out_dir_and_goes_on_with_resume(tmp_path, monkeypatch):
+    """The host side of `hbl vm soak --resume` with a stand-in guest: the disks live in OUT/disks
+    (not a temporary folder removed on exit), a session that ends mid-soak says how to go on and
+    leaves its counts in OUT/soak/host.json, the next session boots the guest with --resume on the
+    same disks and its summary counts the boots and power cuts of both; an ended soak or a
+    folder without one is refused."""
+    import json
+    from hbl.errors import HblError
+    from hbl.vm import run as vmrun, soak
+    out = tmp_path / "out"
+    calls = []
+
+    def guest(cmd, images, disks, disk_dir, out_dir, timeout, cut):
+        calls.append((cmd, disk_dir, [d.name for d in disks]))
+        for d in disks:                       # as qemu_command does: made once, then kept
+            img = os.path.join(disk_dir, d.name + ".img")
+            if not os.path.exists(img):
+                open(img, "wb").close()
+        s = os.path.join(out_dir, "soak")
+        if len(calls) == 1:                   # the first boot: the plan written, a power cut asked
+            open(os.path.join(s, "state.json"), "w").write("{}")
+            open(os.path.join(s, "progress.log"), "a").write("fault #0 power: cut\n")
+            open(os.path.join(s, "cut"), "w").write("0 t+1.00s\n")
+            assert cut()
+            return vmrun.Result(None, "", "", out_dir, "", 1.0, 2.0, cut=True)
+        if len(calls) == 2:                   # the second: the host's process ends (here a timeout)
+            raise HblError("the guest did not finish within 5 s")
+        open(os.path.join(s, "summary.json"), "w").write(json.dumps(
+            {"faults": {"power": 1}, "seconds_per_fault": {"power": 9.0}, "failure": None}))
+        return vmrun.Result(0, "", "", out_dir, "", 1.0, 4.0)
+
+    monkeypatch.setattr(soak.vmrun, "run", guest)
+    disks = [vmrun.Disk("fast", 32, "nvme"), vmrun.Disk("slow", 64, "virtio", iops=100)]
+    with pytest.raises(HblError, match="hbl vm soak --resume %s" % out):
+        soak.soak(None, 7, 1, ("power",), out_dir=str(out), disks=disks, say=lambda m: None)
+    assert "--seed 7 --faults 1 --kinds power" in calls[0][0] and "--resume" in calls[1][0]
+    assert calls[0][1] == calls[1][1] == str(out / "disks")
+    assert sorted(os.listdir(out / "disks")) == ["fast.img", "slow.img"]
+    host = json.loads((out / "soak" / "host.json").read_text())
+    assert (host["boots"], host["power_cuts"], host["sessions"]) == (2, ["0 t+1.00s"], 1)
+
+    said = []
+    s = soak.soak(None, None, None, out_dir=str(out), resume=True, say=said.append)
+    assert "--resume" in calls[2][0] and calls[2][1] == str(out / "disks")
+    assert calls[2][2] == ["fast", "slow"]                  # the soak's own disks, whatever was given
+    assert said == []                                       # the first session's progress not printed again
+    assert (s["guest_boots"], s["power_cuts"], s["host_sessions"]) == (3, ["0 t+1.00s"], 2)
+    assert s["faults"] == {"power": 1} and not s.get("failure")
+    assert not (out / "disks").exists()                     # removed once the soak passed
+    with pytest.raises(HblError, match="has ended"):
+        soak.soak(None, None, None, out_dir=str(out), resume=True)
+    with pytest.raises(HblError, match="no soak there"):
+        soak.soak(None, None, None, out_dir=str(tmp_path / "empty"), resume=True)

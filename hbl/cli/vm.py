@@ -6,6 +6,8 @@ import sys
 from hbl.cmdline import print_json, whole
 from hbl.errors import HblError
 
+SOAK_FAST_MB, SOAK_SLOW_MB = 128, 256      # the soak's disks: its writer's area, and each verify, scale with the NVMe
+
 
 def add_parsers(sub):
     """hbl vm build, run, test, shell and bench."""
@@ -38,11 +40,15 @@ def add_parsers(sub):
                          "returning I/O errors (dm-flakey, dm-error) or stalling (dm-delay), a member removed. After "
                          "each: the device comes up, its metadata loads, and every acknowledged write reads back. "
                          "The first bad outcome stops the soak with a message naming the fault, its step and the "
-                         "seed (--seed replays the same plan).")
-    vs.add_argument("--faults", type=whole(1, 100000), default=5, help="faults of each kind (default 5)")
+                         "seed (--seed replays the same plan). Everything the soak needs to go on is kept in "
+                         "--out (the disks, the plan, the records): a soak whose hbl process ended goes on with "
+                         "--resume OUT, one soak over as many sessions as it takes.")
+    vs.add_argument("--faults", type=whole(1, 100000), help="faults of each kind (default 5)")
     vs.add_argument("--seed", type=whole(0, 1 << 31), help="the plan's seed (default: from the clock, printed)")
-    vs.add_argument("--kinds", default="kill,power,errors,stall,removal",
-                    help="fault kinds, comma-separated (default kill,power,errors,stall,removal)")
+    vs.add_argument("--kinds", help="fault kinds, comma-separated (default kill,power,errors,stall,removal)")
+    vs.add_argument("--resume", metavar="OUT", help="go on with the soak in OUT (its --out) after its hbl process "
+                    "ended: the guest brings the device up, checks every acknowledged write and runs the "
+                    "interrupted fault again; the summary counts every fault of the soak")
     vs.add_argument("--json", action="store_true", help="print the summary as JSON")
     vs.add_argument("--timeout", type=whole(1, 1 << 20), default=86400,
                     help="seconds a boot may run before QEMU is killed (default 86400: a boot lasts until the "
@@ -51,8 +57,9 @@ def add_parsers(sub):
         if vp is not vs:
             vp.add_argument("--timeout", type=whole(1, 1 << 20), default=1200,
                             help="seconds before QEMU is killed (default 1200)")
-        vp.add_argument("--fast-mb", type=whole(16, 1 << 20), default=512, help="NVMe size (default 512)")
-        vp.add_argument("--slow-mb", type=whole(16, 1 << 20), default=1024, help="HDD size (default 1024)")
+        fast, slow = (SOAK_FAST_MB, SOAK_SLOW_MB) if vp is vs else (512, 1024)
+        vp.add_argument("--fast-mb", type=whole(16, 1 << 20), default=fast, help="NVMe size (default %d)" % fast)
+        vp.add_argument("--slow-mb", type=whole(16, 1 << 20), default=slow, help="HDD size (default %d)" % slow)
         vp.add_argument("--extra", type=whole(0, 2), default=0,
                         help="SATA-SSD-like virtio disks to add (/dev/vdb, /dev/vdc; default 0)")
         vp.add_argument("--out", help="keep the guest's /out here (default: a new temporary folder)")
@@ -108,11 +115,21 @@ def cmd_vm(a):
 def soak(a, images, disks):
     import time
     from hbl.vm import soak as vmsoak
-    seed = a.seed if a.seed is not None else int(time.time()) % 100000
-    kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
     say = (lambda m: None) if a.quiet or a.json else (lambda m: print("hbl vm soak: " + m, file=sys.stderr))
-    say("seed %d (replay: hbl vm soak --seed %d --faults %d --kinds %s)" % (seed, seed, a.faults, ",".join(kinds)))
-    s = vmsoak.soak(images, seed, a.faults, kinds, out_dir=a.out, disks=disks, timeout=a.timeout, say=say)
+    if a.resume:
+        given = [o for o, v in (("--faults", a.faults), ("--seed", a.seed), ("--kinds", a.kinds), ("--out", a.out),
+                                ("--fast-mb", a.fast_mb != SOAK_FAST_MB), ("--slow-mb", a.slow_mb != SOAK_SLOW_MB),
+                                ("--extra", a.extra)) if v]
+        if given:
+            raise HblError("--resume goes on with the soak as it began: %s cannot change it" % ", ".join(given))
+        say("going on with the soak in %s" % a.resume)
+        s = vmsoak.soak(images, None, None, out_dir=a.resume, timeout=a.timeout, say=say, resume=True)
+    else:
+        seed = a.seed if a.seed is not None else int(time.time()) % 100000
+        faults = a.faults or 5
+        kinds = [k.strip() for k in (a.kinds or ",".join(vmsoak.KINDS)).split(",") if k.strip()]
+        say("seed %d (replay: hbl vm soak --seed %d --faults %d --kinds %s)" % (seed, seed, faults, ",".join(kinds)))
+        s = vmsoak.soak(images, seed, faults, kinds, out_dir=a.out, disks=disks, timeout=a.timeout, say=say)
     if a.json:
         print_json(s)
     else:
@@ -121,6 +138,10 @@ def soak(a, images, disks):
                                           s["lost_writes"], s["unrecoverable"], s["acknowledged_writes"],
                                           s["guest_boots"], s["host_seconds"]))
         print("seconds per fault: " + ", ".join("%s %.1f" % kv for kv in s["seconds_per_fault"].items()))
+        if s["host_sessions"] > 1:
+            print("over %d sessions of hbl vm soak (--resume); %d faults interrupted by a session's end and run "
+                  "again, after the device came up and every acknowledged write read back" % (
+                      s["host_sessions"], len(s.get("interruptions", []))))
         print("results in " + s["out_dir"])
     if s.get("failure"):
         print("hbl vm soak: " + s["failure"], file=sys.stderr)

@@ -2,7 +2,7 @@
 moments and at random protocol steps, every acknowledged write checked after each fault.
 
     python3 /hbl/vm/guest/soak.py --dir /out/soak --seed S --faults N [--kinds K,K...]
-    python3 /hbl/vm/guest/soak.py --dir /out/soak --resume        (after a power cut)
+    python3 /hbl/vm/guest/soak.py --dir /out/soak --resume        (after a power cut or the host's end)
 
 The device: /dev/mapper/hs over two members, each a dm-linear device over a disk (soak0 over the
 NVMe, soak1 over the HDD-like one), so that a member fault is a table swapped under a member
@@ -48,7 +48,8 @@ KINDS = ("kill", "power", "errors", "stall", "removal")
 DISKS = ("/dev/nvme0n1", "/dev/vda")
 NAME = "hs"
 CRASH_FILE = "/run/hbl-soak-crash"
-BLOCKS = 180_000          # 700 MiB from offset 0: more than the NVMe holds, so extents keep moving
+AREA = 180_000 / 131_072  # the writer's area over the NVMe's size (700 MiB over 512 MiB): more than the
+                          # NVMe holds, so extents keep moving; from offset 0, in 4 KiB blocks
 BEFORE = 30               # writes acknowledged in a fault's writer before the fault is injected
 AFTER = 30                # writes acknowledged through the device after the fault
 DEADLINE = 300            # seconds any wait may take: stuck, not slow
@@ -65,10 +66,22 @@ class Soak:
         self.dir = d
         self.state_path = os.path.join(d, "state.json")
         self.log = os.path.join(d, "ck.log")
-        self.env = dict(os.environ, HBL_STATE_DIR=os.path.join(d, "state"), HBL_CRASH_FILE=CRASH_FILE)
+        # hbl's bytecode cached in the guest's /run (the shared tree is read-only and the guest
+        # writes none by default): each hbl up and down after the first imports without compiling
+        self.env = dict(os.environ, HBL_STATE_DIR=os.path.join(d, "state"), HBL_CRASH_FILE=CRASH_FILE,
+                        PYTHONPYCACHEPREFIX="/run/hbl-soak-pycache")
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.dm = backend()
         self.writer = None
         self.step = "setting up"
+        self.phases = {}          # the current fault's phases: name -> seconds (where its time goes)
+        self.mark = time.time()
+
+    def phase(self, name):
+        """Ends the current phase of a fault's time, named name."""
+        now = time.time()
+        self.phases[name] = round(self.phases.get(name, 0) + now - self.mark, 2)
+        self.mark = now
 
     # ---- plumbing ----
 
@@ -160,7 +173,7 @@ class Soak:
 
     def start_writer(self, seed):
         self.writer = subprocess.Popen(
-            [sys.executable, BLOCKCHECK, "run", "/dev/mapper/" + NAME, self.log, "--blocks", str(BLOCKS),
+            [sys.executable, BLOCKCHECK, "run", "/dev/mapper/" + NAME, self.log, "--blocks", str(self.st["blocks"]),
              "--offset", "0", "--seconds", str(4 * DEADLINE), "--seed", str(seed), "--threads", "4",
              "--tolerate-errors"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -199,7 +212,7 @@ class Soak:
 
     def verify(self):
         r = subprocess.run([sys.executable, BLOCKCHECK, "verify", "/dev/mapper/" + NAME, self.log,
-                            "--blocks", str(BLOCKS), "--offset", "0"], capture_output=True, text=True,
+                            "--blocks", str(self.st["blocks"]), "--offset", "0"], capture_output=True, text=True,
                            timeout=4 * DEADLINE)
         try:
             v = json.loads(r.stdout.strip().splitlines()[-1])
@@ -224,7 +237,12 @@ class Soak:
         kinds = a.kinds.split(",")
         plan = [k for k in kinds for _ in range(a.faults)]
         random.Random(a.seed).shuffle(plan)
+        blocks = int(self.sectors(0) // 8 * AREA)
+        if blocks * 4096 > (self.sectors(0) + self.sectors(1)) * 512 * 0.9:
+            raise Bad("the writer's area (%d MiB, %.2f times the NVMe) needs a larger HDD-like disk" % (
+                blocks >> 8, AREA))
         self.st = {"seed": a.seed, "faults_per_kind": a.faults, "kinds": kinds, "plan": plan, "next": 0,
+                   "blocks": blocks,
                    "counts": {k: 0 for k in kinds}, "lost": 0, "unrecoverable": 0, "records": [],
                    "boots": 1, "pending": None, "started": time.time(), "failure": None}
         self.make_members()
@@ -234,13 +252,20 @@ class Soak:
         self.say("soak: seed %d, %d faults of each of %s (%d in all)" % (a.seed, a.faults, ", ".join(kinds), len(plan)))
 
     def resume(self):
-        self.st = json.load(open(self.state_path))
+        """A boot after the last one's power went: a cut asked for (a power fault) or the host's
+        soak ended (QEMU with it) in the middle of a fault."""
+        try:
+            self.st = json.load(open(self.state_path))
+        except FileNotFoundError:
+            raise Bad("no %s: the soak ended before its first fault; start a new one" % self.state_path) from None
         self.st["boots"] += 1
+        self.end_log()
         p = self.st["pending"]
         self.make_members()
         if p:
             self.say("boot %d after the power cut of fault #%d (%s)" % (self.st["boots"], p["index"], p["step"]))
-            t0 = time.time()
+            t0 = self.mark = time.time()
+            self.phases = dict(p.get("phases", {}), reboot=round(t0 - p.get("cut_asked", t0), 2))
             try:
                 self.recover(p["index"], "power", p["step"], p["generation"], p["t0"], restart=True)
             except Bad as exc:
@@ -248,6 +273,41 @@ class Soak:
             self.say("  up and verified %.1f s after the boot's start" % (time.time() - t0))
             self.st["pending"] = None
             self.save()
+        elif self.st["next"] < len(self.st["plan"]) and not self.st["failure"]:
+            try:
+                self.interrupted(self.st["next"])
+            except Bad as exc:
+                self.fail(self.st["next"], "interruption", "boot %d" % self.st["boots"], exc)
+
+    def interrupted(self, i):
+        """The host's soak ended during fault #i, and the guest's power with it (a power loss at
+        a moment nobody chose): the device brought up from its metadata (a member a member fault
+        left marked failed readmitted first) and checked as after a power fault; fault #i then
+        runs from its start, and this goes in the state's "interruptions", not in any kind's count."""
+        t0 = self.mark = time.time()
+        self.phases = {}
+        self.say("boot %d: the host's soak ended during fault #%d (%s); bringing the device up from its metadata" % (
+            self.st["boots"], i, self.st["plan"][i]))
+        marked = self.readmit()
+        gen0 = max([r["generation"] for r in self.st["records"]], default=0)
+        m, v, _, _, up_s = self.back_up("interrupted", gen0, True, self.st["seed"] * 1000 + 900 + i)
+        self.st.setdefault("interruptions", []).append(
+            {"during": i, "seconds": round(time.time() - t0, 1), "blocks_verified": v["checked"],
+             "member_marked_failed": marked, "generation": m.generation, "phases": self.phases})
+        self.save()
+        self.say("  up and verified: %d blocks, generation %d, %.1f s; fault #%d runs again" % (
+            v["checked"], m.generation, time.time() - t0, i))
+
+    def end_log(self):
+        """Ends a line of the writer's log that a power loss cut short, so that the next writer's
+        first line is not joined to it (load_log skips a line that is not two numbers; a torn
+        one that still is names a version no newer than the one acknowledged)."""
+        try:
+            with open(self.log, "rb+") as f:
+                if f.seek(0, 2) and (f.seek(-1, 2), f.read(1))[1] != b"\n":
+                    f.write(b"\n")
+        except FileNotFoundError:
+            pass
 
     def run(self):
         while self.st["next"] < len(self.st["plan"]):
@@ -281,7 +341,7 @@ class Soak:
                "acknowledged_writes": self.acknowledged(),
                "seconds_per_fault": {k: round(sum(v) / len(v), 1) for k, v in by.items()},
                "seconds": round(time.time() - self.st["started"], 1), "failure": self.st["failure"],
-               "records": recs}
+               "interruptions": self.st.get("interruptions", []), "records": recs}
         with open(os.path.join(self.dir, "summary.json"), "w") as f:
             json.dump(out, f, indent=1)
         self.say("soak: %s; %d lost writes, %d unrecoverable, %d acknowledged writes, %d boots, %.0f s" % (
@@ -292,7 +352,8 @@ class Soak:
         """Fault #i: a writer, the fault injected while it writes and the controller migrates,
         then recover() checks what must hold (self.step: where it was injected)."""
         rng = random.Random(self.st["seed"] * 1_000_003 + i)
-        t0 = time.time()
+        t0 = self.mark = time.time()
+        self.phases = {}
         if not self.pid():
             raise Bad("the controller is not running before the fault")
         gen0 = self.meta().generation
@@ -302,6 +363,7 @@ class Soak:
         self.wait("%d writes and a migration batch before the fault" % BEFORE,
                   lambda: self.writer_running() and self.acknowledged() - n0 >= BEFORE and
                   self.status().get("batches", 0) > b0)
+        self.phase("before")
         d = rng.randrange(2)
         restart = False
         if kind == "kill":
@@ -334,7 +396,9 @@ class Soak:
                 delay = rng.uniform(0, 3)
                 step = self.step = "t+%.2fs" % delay
                 time.sleep(delay)
-            self.st["pending"] = {"index": i, "step": step, "generation": gen0, "t0": t0}
+            self.phase("inject")
+            self.st["pending"] = {"index": i, "step": step, "generation": gen0, "t0": t0,
+                                  "phases": self.phases, "cut_asked": time.time()}
             self.save()
             self.say("fault #%d %s at %s: asking the host to cut the power" % (i, kind, step))
             with open(os.path.join(self.dir, "cut.tmp"), "w") as f:      # whole when the host sees it
@@ -364,7 +428,7 @@ class Soak:
                     # member, so that the errors hit data being written, read and moved
                     from hbl.live.layout import slot_offset
                     m = self.meta()
-                    ext = [e for e in range(BLOCKS * 4096 // m.extent_bytes) if m.dev[e] == d]
+                    ext = [e for e in range(self.st["blocks"] * 4096 // m.extent_bytes) if m.dev[e] == d]
                     e = rng.choice(ext) if ext else 0
                     start = slot_offset(m, d, m.slot[e]) // 512 if ext else rng.randrange(2048, size - 2048) // 8 * 8
                     n = min(size - start, rng.randrange(1, 2048) * 8)
@@ -394,22 +458,43 @@ class Soak:
             time.sleep(dur)
             restart = True
         self.step = step
+        self.phase("inject")
         self.recover(i, kind, step, gen0, t0, restart)
 
     def recover(self, i, kind, step, gen0, t0, restart):
         """After fault #i: the device up again, its metadata recovered, writes acknowledged
         through it, every acknowledged write read back; counts and a record."""
+        m, v, io_errors, marked, up_s = self.back_up(kind, gen0, restart, self.st["seed"] * 1000 + 500 + i)
+        self.st["counts"][kind] += 1
+        self.st["next"] = i + 1
+        rec = {"index": i, "kind": kind, "step": step, "seconds": round(time.time() - t0, 1),
+               "blocks_verified": v["checked"], "io_errors": io_errors, "member_marked_failed": marked,
+               "up_seconds": round(up_s, 1), "generation": m.generation, "phases": self.phases}
+        self.st["records"].append(rec)
+        self.save()
+        self.say("fault #%d %-7s at %s: %d blocks verified, %d I/O errors%s, generation %d, %.1f s (%s)" % (
+            i, kind, step, v["checked"], io_errors, ", member marked failed (readmitted)" if marked else "",
+            m.generation, rec["seconds"], ", ".join("%s %.1f" % kv for kv in self.phases.items())))
+
+    def back_up(self, kind, gen0, restart, seed):
+        """The device brought up again where the fault took it down, then checked: running, not
+        degraded, metadata no older than generation gen0, AFTER writes acknowledged through it
+        (writer seed `seed` if none runs), no I/O error unless the fault makes them, every
+        acknowledged write read back.  (metadata, verify report, I/O errors, whether a member
+        was marked failed, seconds the hbl up took)"""
         rep, marked, up_s = {}, False, 0.0
         if restart and kind in ("errors", "removal"):
             rep = self.stop_writer()
             self.hbl("down", NAME)
             self.make_members()                         # a removed member put back
             marked = self.readmit()
+            self.phase("down")
         if restart:
             if self.pid() is None:
                 t = time.time()
                 self.hbl("up", NAME)
                 up_s = time.time() - t
+                self.phase("up")
         if self.pid() is None:
             raise Bad("the controller is not running after the fault")
         st = self.status()
@@ -421,23 +506,16 @@ class Soak:
         if m.generation < gen0:
             raise Bad("the metadata went back from generation %d to %d" % (gen0, m.generation))
         if self.writer is None:
-            self.start_writer(self.st["seed"] * 1000 + 500 + i)
+            self.start_writer(seed)
         self.writes_through(AFTER)
         rep2 = self.stop_writer()
+        self.phase("after")
         io_errors = rep.get("io_errors", 0) + rep2["io_errors"]
         if io_errors and kind not in ("errors", "removal"):
             raise Bad("%d I/O errors through the device after a fault that should cause none" % io_errors)
         v = self.verify()
-        self.st["counts"][kind] += 1
-        self.st["next"] = i + 1
-        rec = {"index": i, "kind": kind, "step": step, "seconds": round(time.time() - t0, 1),
-               "blocks_verified": v["checked"], "io_errors": io_errors, "member_marked_failed": marked,
-               "up_seconds": round(up_s, 1), "generation": m.generation}
-        self.st["records"].append(rec)
-        self.save()
-        self.say("fault #%d %-7s at %s: %d blocks verified, %d I/O errors%s, generation %d, %.1f s%s" % (
-            i, kind, step, v["checked"], io_errors, ", member marked failed (readmitted)" if marked else "",
-            m.generation, rec["seconds"], " (up in %.1f s)" % up_s if up_s else ""))
+        self.phase("verify")
+        return m, v, io_errors, marked, up_s
 
     def readmit(self):
         """Members marked failed are readmitted with the device down (the fault is over); whether
@@ -466,14 +544,16 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--faults", type=int, default=5, help="faults of each kind")
     p.add_argument("--kinds", default=",".join(KINDS))
-    p.add_argument("--resume", action="store_true", help="after a power cut: go on from DIR/state.json")
+    p.add_argument("--resume", action="store_true",
+                   help="after a power cut or the host's end: go on from DIR/state.json")
     a = p.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     s = Soak(a.dir)
     try:
         s.resume() if a.resume else s.setup(a)
     except Bad as exc:
-        print("SOAK FAILED: setting up, seed %d: %s" % (a.seed, exc), file=sys.stderr)
+        print("SOAK FAILED: %s: %s" % ("resuming" if a.resume else "setting up, seed %d" % a.seed, exc),
+              file=sys.stderr)
         return 1
     s.run()
     return 0
