@@ -337,6 +337,25 @@ def test_partial_table_maps_only_the_given_extents():
     assert t.sectors == layout.table(m).sectors == 86 * 2048
 
 
+def test_a_gone_members_extents_are_an_error_target_in_every_table(tmp_path):
+    """A member removed under the device cannot be named by a table (the load fails): its
+    extents map to an error target, as its I/O would fail, and the others stay where they are."""
+    m = meta()
+    m.dev[5], m.slot[5] = 1, 59
+    t = layout.table(m, gone={1})
+    segs = [(s, x.sectors, x.type, getattr(x, "dev", None)) for s, x in t.segments()]
+    assert segs[0] == (0, 5 * 2048, "linear", "/dev/a") and segs[1] == (5 * 2048, 2048, "error", None)
+    assert all(x.type == "error" for s, x in t.segments() if s >= 27 * 2048)        # the HDD's extents
+    assert not any(getattr(x, "dev", None) == "/dev/b" for _, x in t.segments())
+    assert t.sectors == layout.table(m).sectors
+    assert next(layout.table(m, gone={0}).segments())[1].type == "error"
+    hold = layout.partial_table(m, [0, 5], gone={1})
+    assert [x.type for _, x in hold.segments()][:3] == ["linear", "error", "error"]
+    f = tmp_path / "img"
+    f.write_bytes(b"")
+    assert layout.gone_members([{"path": str(f)}, {"path": str(tmp_path / "removed")}]) == {1}
+
+
 def test_sizes_parse():
     assert layout.parse_size("1M") == MIB and layout.parse_size("256K") == 256 << 10
     assert layout.parse_size("4194304") == 4 * MIB

@@ -308,11 +308,11 @@ class Batch:
         new.validate(c.paths.meta)
         self.new, self.new_bytes = new, new.encode()
         names = layout.kernel_names(new.members)
-        self.new_table = c.dm.prepare(layout.table(new, names).validate())
+        self.new_table = c.dm.prepare(layout.table(new, names, s.gone).validate())
         # the hold maps the moving extents, and the last batch's (a request routed to the hold
         # just before that batch's switch may reach it late); nothing else is routed to it
         hold_table = c.dm.prepare(layout.partial_table(new, np.concatenate([self.moving, c.last_moving]),
-                                                       names).validate())
+                                                       names, s.gone).validate())
         self.old = self.m.copy()
         others = np.ones(self.m.nextents, bool)
         others[self.moving] = False
@@ -441,9 +441,19 @@ class Batch:
             old.resume()
         except DmError as exc:            # the new mapping is persisted and served: make every view say so
             c.log("reloading %s failed (%s): every view reloaded" % (old.name, exc))
-            s.assemble(self.new)
+            self.assemble(self.new)
         self.t["reload"] = time.monotonic_ns() - t0
         c.crash("after_reload")
+
+    def assemble(self, meta):
+        """Every view with `meta`'s mapping; a member found removed under the device on the way
+        (a table that names it cannot load) is marked gone, and its extents map to errors."""
+        try:
+            self.c.stack.assemble(meta)
+        except DmError:
+            if not self.c.members_gone():
+                raise
+            self.c.stack.assemble(meta)
 
     def rollback(self, exc):
         """The old mapping persisted and in every view, every region on one view, nothing held."""
@@ -453,7 +463,7 @@ class Batch:
             if self.committed:
                 self.old.save(c.paths.meta)
         finally:
-            c.stack.assemble(self.old)
+            self.assemble(self.old)
             self.give_back(None)
             c.count["rollbacks"] += 1
             c.release_held()

@@ -2,6 +2,7 @@
 persisted with the mapping, and left out of every migration from then on."""
 import time
 
+from hbl.live import layout
 from hbl.live.copier import MemberError
 
 PROBE_S = 2.0          # seconds between health reads of the members
@@ -30,6 +31,15 @@ class MemberFaults:
         self.log("member %d (%s) failed: %s; %s degraded: migrations touching it stopped, its %d extents return "
                  "errors, the others are served" % (d, m.members[d]["path"], why, m.name, int((m.dev == d).sum())))
 
+    def members_gone(self):
+        """The members that can no longer be opened (removed under the device) marked failed and
+        gone: every table from now on maps their extents to an error target.  True if one was new."""
+        new = layout.gone_members(self.meta.members) - self.stack.gone
+        for d in sorted(new):
+            self.stack.gone.add(d)
+            self.member_failed(d, "removed (its device can no longer be opened)")
+        return bool(new)
+
     def watch_members(self):
         """Kernel uevents for the members (pyudev): a member removed is a failed member."""
         try:
@@ -52,6 +62,7 @@ class MemberFaults:
                 break
             d = self.member_rdev.get(ev.device_number)
             if d is not None and ev.action == "remove":
+                self.stack.gone.add(d)
                 self.member_failed(d, "removed (kernel uevent)")
         now = time.monotonic()
         if now - self.last_probe < PROBE_S:

@@ -6,6 +6,7 @@ have slots, minus a few spare slots per device held back so that a move always
 has somewhere to go.  The dm table is built from the mapping, one linear
 target per run of extents that are contiguous on the same member.
 """
+import errno
 import fcntl
 import os
 import stat
@@ -87,9 +88,23 @@ def kernel_names(members):
     return out
 
 
-def table(meta, paths=None):
+def gone_members(members):
+    """The members whose device can no longer be opened (removed under the live device: a table
+    that names one fails to load), by index."""
+    out = set()
+    for d, m in enumerate(members):
+        try:
+            os.close(os.open(m["path"], os.O_RDONLY | os.O_NONBLOCK))
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENXIO, errno.ENODEV):
+                out.add(d)
+    return out
+
+
+def table(meta, paths=None, gone=()):
     """The dm-linear table of a mapping: merged runs of contiguous extents, on `paths` (by
-    default the members as kernel_names() gives them)."""
+    default the members as kernel_names() gives them); the extents of a member in `gone`
+    (removed: a table cannot name it) are an error target, as its I/O would be."""
     paths = paths or kernel_names(meta.members)
     ext = meta.extent_bytes // SECTOR
     dev, slot = meta.dev, meta.slot
@@ -101,13 +116,18 @@ def table(meta, paths=None):
     ends = np.append(starts[1:], n)
     data_start = np.array([m["data_start"] // SECTOR for m in meta.members], np.int64)
     d = dev[starts].astype(np.int64)
-    return LinearRuns((ends - starts) * ext, d, data_start[d] + slot[starts].astype(np.int64) * ext, paths)
+    runs = LinearRuns((ends - starts) * ext, d, data_start[d] + slot[starts].astype(np.int64) * ext, paths)
+    if not set(gone) & set(d.tolist()):
+        return runs
+    return Table([Error(n) if dd in gone else Linear(n, paths[dd], o)
+                  for n, dd, o in zip(runs.n.tolist(), runs.dev.tolist(), runs.offset.tolist())])
 
 
-def partial_table(meta, extents, paths=None):
+def partial_table(meta, extents, paths=None, gone=()):
     """A table that maps only `extents` (as the mapping places them), one linear target each;
     the rest of the logical space is an error target (what the hold's view needs: no other
-    extent is ever routed to it, and one that were would fail rather than reach a slot)."""
+    extent is ever routed to it, and one that were would fail rather than reach a slot), and
+    so is an extent on a member in `gone`."""
     paths = paths or kernel_names(meta.members)
     ext = meta.extent_bytes // SECTOR
     targets, at = [], 0
@@ -115,7 +135,7 @@ def partial_table(meta, extents, paths=None):
         if e > at:
             targets.append(Error((e - at) * ext))
         d = int(meta.dev[e])
-        targets.append(Linear(ext, paths[d], slot_offset(meta, d, meta.slot[e]) // SECTOR))
+        targets.append(Error(ext) if d in gone else Linear(ext, paths[d], slot_offset(meta, d, meta.slot[e]) // SECTOR))
         at = e + 1
     if at < meta.nextents:
         targets.append(Error((meta.nextents - at) * ext))

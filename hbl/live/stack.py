@@ -36,6 +36,7 @@ class Stack:
         self.ext = meta.extent_bytes // layout.SECTOR
         self.nregions = meta.nextents
         self.live = 0
+        self.gone = set()       # members removed under the device: every table maps their extents to errors
 
     @property
     def path(self):
@@ -60,7 +61,7 @@ class Stack:
         """Every view with the mapping in `meta`, then the switch over them, every region on path 0.
         What a dead controller left (suspended views, a half-done batch) is overwritten: with
         every view alike, the switch's round-robin start and any routing left over are harmless."""
-        table = layout.table(meta)
+        table = layout.table(meta, gone=self.gone)
         for d in self.paths:
             self._make(d, table)
         top = Table([Switch(self.nregions * self.ext, self.ext, tuple((d.path, 0) for d in self.paths))])
