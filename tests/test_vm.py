@@ -56,6 +56,19 @@ def test_guest_with_four_devices():
 
 
 @pytest.mark.skipif(WHY is not None, reason=WHY or "")
+def test_short_soak_one_fault_of_each_kind(tmp_path):
+    """Issue 29's soak, short: one fault of each kind (controller kill -9, power cut, member I/O
+    errors, stall, removal) under the verifying writer, each followed by the device up again and
+    every acknowledged write read back.  `hbl vm soak --faults 200` is the long one."""
+    from hbl.vm import build, soak
+    s = soak.soak(build.build(), 2029, 1, out_dir=str(tmp_path / "out"), timeout=1800, say=lambda m: None)
+    assert s["failure"] is None, s["failure"]
+    assert s["faults"] == {k: 1 for k in soak.KINDS}
+    assert s["lost_writes"] == 0 and s["unrecoverable"] == 0
+    assert s["acknowledged_writes"] > 0 and s["boots"] >= 2       # the power cut booted the guest again
+
+
+@pytest.mark.skipif(WHY is not None, reason=WHY or "")
 def test_live_device_survives_qemu_kill(tmp_path):
     """A three-device live device (NVMe, SATA-SSD-like, HDD-like) under a logged
     writer; QEMU is killed mid-run, once the writer has 500 acknowledged writes
