@@ -18,6 +18,7 @@ import tempfile
 import time
 
 from hbl.errors import HblError
+from hbl.live.paths import write_json_atomic
 from hbl.vm import run as vmrun, tree
 
 KINDS = ("kill", "power", "errors", "stall", "removal")
@@ -40,12 +41,6 @@ class Progress:
         for line in text[:done].splitlines():
             self.say(line)
         self.pos += len(text[:done].encode())
-
-
-def _save(path, host):
-    with open(path + ".tmp", "w") as f:
-        json.dump(host, f, indent=1)
-    os.replace(path + ".tmp", path)
 
 
 def begin(out_dir, seed, faults, kinds, disks):
@@ -121,12 +116,12 @@ def soak(images, seed, faults, kinds=KINDS, out_dir=None, disks=None, timeout=36
     while True:
         host["boots"] += 1
         host["host_seconds"] = round(spent + time.time() - t0, 1)
-        _save(host_path, host)
+        write_json_atomic(host_path, host)
         try:
             r = vmrun.run(cmd, images, disks=disks, disk_dir=disk_dir, out_dir=out_dir, timeout=timeout, cut=cut)
         except HblError as exc:
             host["host_seconds"] = round(spent + time.time() - t0, 1)
-            _save(host_path, host)
+            write_json_atomic(host_path, host)
             raise HblError("%s; the soak can go on: hbl vm soak --resume %s" % (exc, out_dir)) from None
         progress()
         host["boot_seconds"].append(r.boot_seconds)
@@ -135,7 +130,7 @@ def soak(images, seed, faults, kinds=KINDS, out_dir=None, disks=None, timeout=36
         note_cut()
         cmd = resume_cmd
     host["host_seconds"] = round(spent + time.time() - t0, 1)
-    _save(host_path, host)
+    write_json_atomic(host_path, host)
     path = os.path.join(soak_dir, "summary.json")
     if not os.path.exists(path):
         raise HblError("the soak's guest ended (exit status %s) without a summary: %s; its output is in %s" % (
