@@ -403,10 +403,10 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         from hbl.sim.agent_files import shipped
         agents_from = shipped(policy, hss, seed)
     if agents_from:
-        from hbl.sim.agent_files import run_params
+        from hbl.sim.agent_files import ContradictingParams, run_params
         try:
             params = run_params(agents_from, policy, parse_params(params, policy))
-        except HblError:
+        except ContradictingParams:
             if load_agents:
                 raise
             agents_from = None   # shipped agents of another queue_feature than asked for: it starts untrained
