@@ -71,7 +71,12 @@ def mean(runs):
 
 
 def ratio(a, b):
-    return "%.1fx" % (a / b) if b else ("%.1f vs 0" % a if a else "0 vs 0")
+    """'2.0x' / '1/370 of' / 'none of': a against b."""
+    if not b:
+        return "%.1f vs 0 of" % a if a else "0 vs 0 of"
+    if not a:
+        return "none of"
+    return "%.1fx" % (a / b) if a >= 0.1 * b else "1/%d of" % round(b / a)
 
 
 def cause(h, b):
@@ -85,9 +90,10 @@ def cause(h, b):
     if d <= 0:
         return "R0", "not behind in these runs (%+.2f us/req)" % d
     if h["wait"] - b["wait"] >= WAIT * d:
+        per = lambda f: 1000 * f["sync"] / f["syncev"] if f["syncev"] else 0.0   # us waited per sync eviction
         return "R1", "stalls behind copies: waits +%.2f of +%.2f us/req (sync evictions %.2f vs %.2f per 1k req, " \
-                     "copy time %.2f vs %.2f us/req)" % (h["wait"] - b["wait"], d, h["syncev"], b["syncev"],
-                                                         h["copy"], b["copy"])
+                     "%.1f vs %.1f us waited for each; copy time %.2f vs %.2f us/req)" % (
+                         h["wait"] - b["wait"], d, h["syncev"], b["syncev"], per(h), per(b), h["copy"], b["copy"])
     if dr >= dw and fewer and h["prom"] >= PROMOTE * b["prom"] and h["wasted"] >= WASTE:
         return "R2", "pollution: admits extents not read again: %s; %s" % (prom, hits)
     if dr >= dw and fewer and h["prom"] * PROMOTE <= b["prom"]:
@@ -157,7 +163,8 @@ def diagnose(summary, hss, workload, gap, best, tmp):
         h["lat"] - b["lat"], h["read"] - b["read"], h["write"] - b["write"], h["wait"] - b["wait"],
         h["sync"] - b["sync"], h["bg"] - b["bg"]))
     print("  cause %s: %s" % (rule, text), flush=True)
-    return "%-5s %-18s %+5.0f%% %-9s %s %s" % (hss, workload, 100 * (h["norm"] / b["norm"] - 1), best, rule, text)
+    return rule, "%-5s %-18s %+5.0f%% (%+.0f..%+.0f) %-9s %s %s" % (
+        hss, workload, 100 * (h["norm"] / b["norm"] - 1), 100 * min(gaps), 100 * max(gaps), best, rule, text)
 
 
 def main(argv=None):
@@ -181,9 +188,11 @@ def main(argv=None):
                             lines.append(diagnose(summary, hss, workload, gap, best, tmp))
                         except HblError as exc:
                             sys.exit("behind: %s %s: %s" % (hss, workload, exc))
-    print("\nsummary: HSS, workload, harmonia behind its best (mean of seeds), rule, cause")
-    for line in lines:
+    print("\nsummary: HSS, workload, harmonia behind its best (mean of seeds, their min..max), rule, cause")
+    for _, line in lines:
         print(line)
+    rules = [r for r, _ in lines]
+    print("rules: " + ", ".join("%s %d" % (r, rules.count(r)) for r in sorted(set(rules))) + " of %d" % len(rules))
     return 0
 
 

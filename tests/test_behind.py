@@ -72,3 +72,11 @@ def test_misses_are_quality_targets_list(behind):
                "policies": ["fast-only", "oracle", "lru", "harmonia"]}
     got = behind.misses(summary, "h")
     assert [(w, best) for w, _, best in got] == [("a", "lru")] and abs(got[0][1] - 0.05) < 1e-9
+
+
+def test_too_few_promotions_and_stalls_lines(behind):
+    _, text = behind.cause(harmonia(lat=44.0, read=34.0, hit=0.20, slow=0.80, prom=0.5), BEST)
+    assert "1/200 of its promotions (0.5 vs 100.0 per 1k req)" in text
+    # 2 us/req of sync waits over 4 sync evictions per 1k requests: 500 us each, against the best's 0.5 over none
+    _, text = behind.cause(harmonia(lat=44.0, write=14.0, wait=4.0, sync=2.0, syncev=4.0), BEST)
+    assert "sync evictions 4.00 vs 0.00 per 1k req, 500.0 vs 0.0 us waited for each" in text
