@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 from hbl.errors import HblError
-from hbl.sim import simulate
+from hbl.sim import DEFAULTS, policy_names, policy_params, simulate
 from migration_diag import cut
 from quality_targets import load, targets
 
@@ -64,6 +64,17 @@ def figures(r, base):
                 syncev=r["sync_evictions"] * k, wasted=r["promotions_wasted"] / prom if prom else 0.0,
                 unread=r["promoted_unread"] / prom if prom else 0.0,
                 copy=sum(r["background_busy_us"]), copy_slow=r["background_busy_us"][-1])
+
+
+def budget():
+    """What bounds harmonia's promotions, from the policy registry: its placement agent acts on writes only
+    (place_reads 0), so its migration agent makes them, at most m_moves a round of migrate_every requests."""
+    p = {k: v["default"] for k, v in policy_params(policy_names().index("harmonia")).items()}
+    return ("harmonia: place_reads=%g (reads are promoted by the migration agent alone), m_candidates=%g pages "
+            "scored and m_moves=%g moved at most a round of %d requests: its moves (promotions and evictions) at most "
+            "%.0f per 1k requests" % (
+                p["place_reads"], p["m_candidates"], p["m_moves"], DEFAULTS["migrate_every"],
+                1000 * p["m_moves"] / DEFAULTS["migrate_every"]))
 
 
 def mean(runs):
@@ -174,6 +185,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     only = set(a.only.split(",")) if a.only else None
     print(RULES)
+    print(budget())
     lines = []
     with tempfile.TemporaryDirectory(prefix="hbl-behind-") as tmp:
         for spec in a.runs:
