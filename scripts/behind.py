@@ -11,7 +11,8 @@ latency is taken apart into what the simulator counts (results/quality/behind.tx
              behind background I/O a device had started (bg);
   reads      share of page reads served by the fastest device (hit) and by the slowest (slow);
   writes     share of written pages placed on the fastest device (fw) and on the slowest (wslow);
-  moves      per 1,000 requests: promotions, evictions (of which forced by a full device), synchronous
+  moves      per 1,000 requests: promotions, evictions (of which forced by a full device), the policy's own
+             moves (promotions + evictions not forced: for harmonia, its migration agent's), synchronous
              evictions; wasted: share of promotions whose page moved down again before it was read,
              unread: share still not read at the end; copy: background I/O device time, us/request
              over all devices (slowest device's in brackets).
@@ -61,6 +62,7 @@ def figures(r, base):
                 wait=r["sync_wait_us"] + r["background_wait_us"], sync=r["sync_wait_us"], bg=r["background_wait_us"],
                 hit=share(rp[0], rp), slow=share(rp[-1], rp), fw=r["fast_write_share"], wslow=share(wp[-1], wp),
                 prom=prom * k, ev=r["evictions"] * k, forced=r["fallback_evictions"] * k,
+                own=(prom + r["evictions"] - r["fallback_evictions"]) * k,
                 syncev=r["sync_evictions"] * k, wasted=r["promotions_wasted"] / prom if prom else 0.0,
                 unread=r["promoted_unread"] / prom if prom else 0.0,
                 copy=sum(r["background_busy_us"]), copy_slow=r["background_busy_us"][-1])
@@ -96,8 +98,9 @@ def cause(h, b):
     fewer = h["hit"] < b["hit"] - HIT or h["slow"] > b["slow"] + HIT
     hits = "read hits %.1f%% vs %.1f%%, %.1f%% vs %.1f%% of page reads from the slowest device" % (
         100 * h["hit"], 100 * b["hit"], 100 * h["slow"], 100 * b["slow"])
-    prom = "%s its promotions (%.1f vs %.1f per 1k req), %.0f%% of them moved down unread (vs %.0f%%)" % (
-        ratio(h["prom"], b["prom"]), h["prom"], b["prom"], 100 * h["wasted"], 100 * b["wasted"])
+    prom = "%s its promotions (%.1f vs %.1f per 1k req; own moves %.1f vs %.1f), %.0f%% of them moved down unread " \
+           "(vs %.0f%%)" % (ratio(h["prom"], b["prom"]), h["prom"], b["prom"], h["own"], b["own"], 100 * h["wasted"],
+                            100 * b["wasted"])
     if d <= 0:
         return "R0", "not behind in these runs (%+.2f us/req)" % d
     if h["wait"] - b["wait"] >= WAIT * d:
@@ -142,15 +145,16 @@ def trace_path(summary, workload, tmp):
 
 def row(name, f):
     pct = tuple(100 * f[k] for k in ("hit", "slow", "fw", "wslow"))
-    return ("  %-18s %6.3f %7.2f %6.2f %6.2f %5.2f %5.2f %6.1f%% %5.1f%% %5.1f%% %5.1f%% %7.1f %7.1f %6.1f %6.2f "
-            "%5.0f%% %5.0f%% %6.2f (%.2f)" % ((name, f["norm"], f["lat"], f["read"], f["write"], f["sync"], f["bg"])
-                                              + pct + (f["prom"], f["ev"], f["forced"], f["syncev"], 100 * f["wasted"],
-                                                       100 * f["unread"], f["copy"], f["copy_slow"])))
+    return ("  %-18s %6.3f %7.2f %6.2f %6.2f %5.2f %5.2f %6.1f%% %5.1f%% %5.1f%% %5.1f%% %7.1f %7.1f %6.1f %6.1f "
+            "%6.2f %5.0f%% %5.0f%% %6.2f (%.2f)" % (
+                (name, f["norm"], f["lat"], f["read"], f["write"], f["sync"], f["bg"]) + pct
+                + (f["prom"], f["ev"], f["forced"], f["own"], f["syncev"], 100 * f["wasted"], 100 * f["unread"],
+                   f["copy"], f["copy_slow"])))
 
 
-HEAD = ("  %-18s %6s %7s %6s %6s %5s %5s %7s %6s %6s %6s %7s %7s %6s %6s %6s %6s %s" % (
+HEAD = ("  %-18s %6s %7s %6s %6s %5s %5s %7s %6s %6s %6s %7s %7s %6s %6s %6s %6s %6s %s" % (
     "policy", "norm", "us/req", "read", "write", "sync", "bg", "hit", "slow", "fw", "wslow", "prom/k", "ev/k",
-    "forced", "syncev", "wasted", "unread", "copy us/req"))
+    "forced", "own", "syncev", "wasted", "unread", "copy us/req"))
 
 
 def diagnose(summary, hss, workload, gap, best, tmp):

@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # the best policy's figures; harmonia's below are these with some changed
 BEST = dict(norm=2.0, lat=40.0, read=30.0, write=10.0, wait=1.0, sync=0.5, bg=0.5, hit=0.30, slow=0.70, fw=0.9,
-            wslow=0.1, prom=100.0, ev=100.0, forced=100.0, syncev=0.0, wasted=0.5, unread=0.1, copy=5.0,
+            wslow=0.1, prom=100.0, ev=100.0, forced=100.0, own=100.0, syncev=0.0, wasted=0.5, unread=0.1, copy=5.0,
             copy_slow=3.0)
 
 
@@ -60,7 +60,7 @@ def test_figures_from_a_result(behind):
     f = behind.figures(r, 10.0)
     assert f["norm"] == 5.0 and f["read"] == 24.0 and f["write"] == 26.0 and f["wait"] == 3.0
     assert f["hit"] == 0.3 and f["slow"] == 0.6 and f["wslow"] == 0.5
-    assert f["prom"] == 200.0 and f["ev"] == 300.0
+    assert f["prom"] == 200.0 and f["ev"] == 300.0 and f["own"] == 400.0
     assert f["wasted"] == 0.25 and f["unread"] == 0.1 and f["copy"] == 6.0 and f["copy_slow"] == 3.0
 
 
@@ -76,7 +76,7 @@ def test_misses_are_quality_targets_list(behind):
 
 def test_too_few_promotions_and_stalls_lines(behind):
     _, text = behind.cause(harmonia(lat=44.0, read=34.0, hit=0.20, slow=0.80, prom=0.5), BEST)
-    assert "1/200 of its promotions (0.5 vs 100.0 per 1k req)" in text
+    assert "1/200 of its promotions (0.5 vs 100.0 per 1k req; own moves 100.0 vs 100.0)" in text
     # 2 us/req of sync waits over 4 sync evictions per 1k requests: 500 us each, against the best's 0.5 over none
     _, text = behind.cause(harmonia(lat=44.0, write=14.0, wait=4.0, sync=2.0, syncev=4.0), BEST)
     assert "sync evictions 4.00 vs 0.00 per 1k req, 500.0 vs 0.0 us waited for each" in text
