@@ -110,6 +110,15 @@ struct hbl_sim_stats {
     double served_latency_ns[4];
     double sync_wait_ns;
     double sync_busy_ns[4];    /* per device, time spent on queued background I/O drained synchronously */
+    /* Where a gap in latency comes from (scripts/behind.py): page reads and writes served by
+     * each device (device 0's are fast_read_hits and fast_page_writes), the part of
+     * latency_sum_ns that read requests took, and promotions whose copy was never read: a
+     * promoted page moved to a slower device again before its next read (wasted), or still
+     * where it was promoted to and not read since (unread, now). */
+    uint64_t read_pages[4], write_pages[4];
+    double read_latency_ns;
+    uint64_t promotions_wasted;
+    uint64_t promoted_unread;
 };
 
 struct hbl_timeline_row {

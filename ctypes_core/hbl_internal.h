@@ -43,6 +43,7 @@ struct hbl_pagetable {
     uint64_t *aux64;     /* scratch owned by the active policy */
     uint32_t *aux32;
     uint32_t *decision;  /* the placement agent's decision awaiting this page's next access (index + 1), 0 = none */
+    uint8_t *unread;     /* promotions of this page since its last read (<= devices - 1: a move down clears it) */
 };
 
 int hbl_pt_init(struct hbl_pagetable *pt, uint32_t cap);

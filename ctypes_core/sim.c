@@ -148,6 +148,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             uint32_t x = slots[i];
             if (pt->dev[x] < 0) hbl_set_device(s, x, s->initial_dev);
             if (pt->dev[x] == 0) hits++;
+            (write ? s->st.write_pages : s->st.read_pages)[pt->dev[x]]++;
         }
         done = arrival + (double)r->latency_ns;
     } else {
@@ -177,9 +178,16 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             if (end > done) done = end;
             if (d == 0) hits += j - i;
             if (d > slowest) slowest = d;
+            (write ? s->st.write_pages : s->st.read_pages)[d] += j - i;
             i = j;
         }
     }
+    if (!write)   /* a promotion read: before this request's own moves, so a promotion it makes stays unread */
+        for (uint32_t i = 0; i < n; i++)
+            if (pt->unread[slots[i]]) {
+                s->st.promoted_unread -= pt->unread[slots[i]];
+                pt->unread[slots[i]] = 0;
+            }
 
     /* what placement wanted elsewhere is now a move: a read's page (just read, so only the
      * write is left), a partly written page (copied), any request's page in live mode */
@@ -204,7 +212,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     double lat = done - arrival;
     s->st.requests++;
     if (write) { s->st.writes++; s->st.write_bytes += r->length; }
-    else { s->st.reads++; s->st.read_bytes += r->length; }
+    else { s->st.reads++; s->st.read_bytes += r->length; s->st.read_latency_ns += lat; }
     s->st.page_accesses += n;
     if (write) { s->st.write_page_accesses += n; s->st.fast_page_writes += hits; }
     else { s->st.read_page_accesses += n; s->st.fast_read_hits += hits; }

@@ -8,11 +8,25 @@
 #include <stdlib.h>
 #include "sim_internal.h"
 
+/* A promotion's copy not read yet (scripts/behind.py's wasted promotions): counted
+ * here when made, cleared by the page's next read (sim.c), wasted when the page
+ * moves down first (hbl_set_device: an eviction, or a write placed lower). */
+static void promoted(struct hbl_sim *s, uint32_t x)
+{
+    s->pt.unread[x]++;
+    s->st.promoted_unread++;
+}
+
 /* Bookkeeping of a device change; the caller charges any I/O. */
 void hbl_set_device(struct hbl_sim *s, uint32_t x, int to)
 {
     int from = s->pt.dev[x];
     if (from == to) return;
+    if (from >= 0 && to > from && s->pt.unread[x]) {
+        s->st.promotions_wasted += s->pt.unread[x];
+        s->st.promoted_unread -= s->pt.unread[x];
+        s->pt.unread[x] = 0;
+    }
     if (from >= 0) { hbl_lru_unlink(s, x); s->used[from]--; }
     s->pt.dev[x] = (int8_t)to;
     s->used[to]++;
@@ -45,7 +59,7 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
     if (s->live) {                 /* the controller copies; nothing is kept twice */
         hbl_make_room(s, to, now, 1);
         s->pt.last_mig[x] = s->nreq;
-        if (to < from) s->st.promotions++; else s->st.evictions++;
+        if (to < from) { s->st.promotions++; promoted(s, x); } else s->st.evictions++;
         s->st.migrated_bytes += s->cfg.page_size;
         live_queue(s, x);
         hbl_set_device(s, x, to);
@@ -59,7 +73,7 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
     hbl_make_room(s, to, now, 1);
     uint64_t page = s->pt.page[x];
     s->pt.last_mig[x] = s->nreq;
-    if (to < from) s->st.promotions++; else s->st.evictions++;
+    if (to < from) { s->st.promotions++; promoted(s, x); } else s->st.evictions++;
     if (clean) {
         s->st.clean_evictions++;
     } else {

@@ -361,6 +361,15 @@ class Simulator:
             # and the device time those drained background I/Os took
             "sync_wait_us": st.sync_wait_ns / n / 1e3 if n else 0.0,
             "sync_utilization": [min(1.0, st.sync_busy_ns[i] / span) for i in range(self.ndev)],
+            # where page reads and writes were served, per device; read requests' mean latency; the
+            # background I/O's device time per request; promotions whose copy was never read: moved
+            # down again before a read (wasted), or not read yet at the end (unread)
+            "read_pages": [st.read_pages[i] for i in range(self.ndev)],
+            "write_pages": [st.write_pages[i] for i in range(self.ndev)],
+            "read_latency_us": st.read_latency_ns / st.reads / 1e3 if st.reads else 0.0,
+            "background_busy_us": [st.background_busy_ns[i] / n / 1e3 if n else 0.0 for i in range(self.ndev)],
+            "promotions_wasted": st.promotions_wasted,
+            "promoted_unread": st.promoted_unread,
             "params": self.params,
             "requests_per_second": n / self.wall if self.wall > 0 else 0.0,
         }
