@@ -55,6 +55,8 @@ struct hbl_background_config {
     uint32_t backlog_pages;    /* queued pages per device at most; a full queue makes an eviction synchronous */
     double rate_bytes_per_ns;  /* per device; 0 = no limit beyond idle time */
     double idle_ns;            /* the device must have been idle this long before a background I/O starts */
+    uint32_t copy_partial_reads; /* 1: a page promoted after a read of part of it is copied whole (the rest
+                                  * read from its device); 0: only written, as if the read had covered it */
 };
 
 struct hbl_sim_config {

@@ -99,6 +99,12 @@ static void run_migrations(struct hbl_sim *s, double now)
     }
 }
 
+/* Whether request r spans the whole of page `page` (pages of ps bytes). */
+static inline int covers(const struct hbl_request *r, uint64_t page, uint32_t ps)
+{
+    return r->offset <= page * ps && r->offset + r->length >= (page + 1) * ps;
+}
+
 static int serve(struct hbl_sim *s, const struct hbl_request *r)
 {
     uint64_t first;
@@ -182,11 +188,15 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     }
 
     /* what placement wanted elsewhere is now a move: a read's page (just read, so only the
-     * write is left), a partly written page (copied), any request's page in live mode */
+     * write is left; with copy_partial_reads only if the read covered it whole, else the
+     * rest of it is read from where it is), a partly written page (copied), any request's
+     * page in live mode */
     for (uint32_t i = 0; i < n; i++) {
         int t = targets[i];
         if (t >= 0 && t < s->cfg.ndev && t != pt->dev[slots[i]])
-            hbl_migrate_page(s, slots[i], t, arrival, write && !s->live, 0);
+            hbl_migrate_page(s, slots[i], t, arrival,
+                             !s->live && (write || (s->cfg.bg.copy_partial_reads &&
+                                                          !covers(r, first + i, s->cfg.page_size))), 0);
     }
     for (int d = 0; d < s->cfg.ndev - 1; d++) hbl_make_room(s, d, arrival, 0);
     if (s->sync_done > done) {   /* evictions the queues could not take */

@@ -195,3 +195,31 @@ def test_a_partial_write_of_a_page_stored_elsewhere_is_served_where_it_is(length
     r = s.result()
     assert (r["p99_latency_us"] > 1000) == on_disk      # the rest of the page lives on the disk
     assert r["promotions"] == (1 if on_disk else 0)     # and comes along with a copy
+
+
+def small_reads(pages, gap_ns, page_size=1 << 20, at=8192):
+    """4 KiB reads inside pages of page_size bytes, gap_ns apart."""
+    a = record.empty(len(pages))
+    a["offset"] = np.asarray(pages, dtype=np.uint64) * page_size + at
+    a["length"] = 4096
+    a["op"] = record.READ
+    a["time_ns"] = np.arange(len(pages), dtype=np.uint64) * gap_ns
+    return a
+
+
+@pytest.mark.parametrize("copy_partial_reads", [False, True])
+def test_a_page_read_in_part_is_copied_whole_when_promoted_with_copy_partial_reads(copy_partial_reads):
+    # a 4 KiB read of a 1 MiB page on the HDD promotes the page: with copy_partial_reads the rest
+    # of it is read from the HDD (a background read there); a read of the whole page leaves only
+    # the write either way
+    def run(length, at):
+        s = Simulator(load_hss("cost"), "lru", [4, None], open_loop=True, page_size=1 << 20,
+                      copy_partial_reads=copy_partial_reads)
+        a = small_reads([0, 0], gap_ns=10 ** 9, at=at)
+        a["length"] = length
+        s.feed(a)
+        r = s.result()
+        assert r["promotions"] == 1 and r["background"].get("copy_partial_reads", False) == copy_partial_reads
+        return r["background_utilization"][1]
+    assert (run(4096, 8192) > 0) == copy_partial_reads
+    assert run(1 << 20, 0) == 0
