@@ -57,6 +57,8 @@ struct hbl_background_config {
     double idle_ns;            /* the device must have been idle this long before a background I/O starts */
     uint32_t copy_partial_reads; /* 1: a page promoted after a read of part of it is copied whole (the rest
                                   * read from its device); 0: only written, as if the read had covered it */
+    uint32_t serve_after_copy; /* 1: a moved page is served from where it was until its copy completes
+                                * (as a live device remaps after copying); 0: from its new device at once */
 };
 
 struct hbl_sim_config {

@@ -168,12 +168,14 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
                  r->offset + r->length < (first + i + 1) * s->cfg.page_size))
                 t = cur;
             if (write) pt->home_copy[x] = 0;
+            if (write && covers(r, first + i, s->cfg.page_size))
+                pt->copy_from[x] = HBL_UNPLACED;       /* a copy under way is overwritten */
             if (t != cur) hbl_set_device(s, x, t);
         }
         for (uint32_t i = 0; i < n;) {
-            int d = pt->dev[slots[i]];
+            int d = hbl_serve_dev(s, slots[i], arrival);
             uint32_t j = i + 1;
-            while (j < n && pt->dev[slots[j]] == d) j++;
+            while (j < n && hbl_serve_dev(s, slots[j], arrival) == d) j++;
             /* the bytes of the request that fall in these pages: a small request to a large
              * page (a 1 MiB extent) transfers only its own bytes */
             uint64_t lo = (first + i) * s->cfg.page_size, hi = (first + j) * s->cfg.page_size;

@@ -223,3 +223,20 @@ def test_a_page_read_in_part_is_copied_whole_when_promoted_with_copy_partial_rea
         return r["background_utilization"][1]
     assert (run(4096, 8192) > 0) == copy_partial_reads
     assert run(1 << 20, 0) == 0
+
+
+@pytest.mark.parametrize("serve_after_copy", [False, True])
+def test_a_moved_page_is_served_from_its_source_until_copied_with_serve_after_copy(serve_after_copy):
+    # page 0 is promoted by a read at 0; re-read at 0.1 ms its copy (the 1 MiB write to the fast
+    # device) is under way, at 1 s it is done: with serve_after_copy the second read goes to the HDD
+    s = Simulator(load_hss("cost"), "lru", [4, None], open_loop=True, page_size=1 << 20,
+                  serve_after_copy=serve_after_copy)
+    a = small_reads([0, 0, 0], gap_ns=0)
+    a["time_ns"] = [0, 10 ** 5, 10 ** 9]
+    s.feed(a)
+    r = s.result()
+    assert r["promotions"] == 1
+    assert r["served_requests"] == ([1, 2] if serve_after_copy else [2, 1])
+    assert r["read_hit_ratio"] == pytest.approx(1 / 3 if serve_after_copy else 2 / 3)
+    assert r["background"].get("serve_after_copy", False) == serve_after_copy
+

@@ -22,7 +22,7 @@ from hbl.trace import open_trace
 
 DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migrate_every=1000, migrate_max=64,
                 timeline_every=10_000, background_backlog=256, background_rate_mb_s=0.0, background_idle_ms=0.0,
-                copy_partial_reads=False)
+                copy_partial_reads=False, serve_after_copy=False)
 # Background I/O (promotions, evictions, write-backs) is served in each device's idle time.
 # backlog: pages queued per device at most (256 pages = 1 MiB, dm-cache's default
 #   migration_threshold of 2048 sectors, the migration I/O it lets be outstanding); when
@@ -36,7 +36,10 @@ DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migr
 #   is copied whole, the rest read from where it is; off, only the write is charged, as if the
 #   read had brought the whole page.  Not the default: the oracle promotes reads as if free, and
 #   with it on rnn-hss beats the oracle family on rocksdb (cost) by up to 12%.
-LIVE_COPY = ("copy_partial_reads",)
+# serve_after_copy: a moved page is served from the device it is copied from until its copy's
+#   background I/Os complete (the live device remaps an extent after copying it, dm-cache too);
+#   off, it is served from its new device as soon as the copy is queued.
+LIVE_COPY = ("copy_partial_reads", "serve_after_copy")
 
 
 # the oracle's variants (ctypes_core/policies/oracle.c): writes absorbed on the fast device, or placed by
