@@ -59,6 +59,8 @@ struct hbl_background_config {
                                   * read from its device); 0: only written, as if the read had covered it */
     uint32_t serve_after_copy; /* 1: a moved page is served from where it was until its copy completes
                                 * (as a live device remaps after copying); 0: from its new device at once */
+    uint32_t compete;          /* 1: background I/O takes its turn with foreground I/O, one at a time per device
+                                * (a copier beside the application, as hbl's live device copies); 0: idle time only */
 };
 
 struct hbl_sim_config {

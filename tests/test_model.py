@@ -240,3 +240,18 @@ def test_a_moved_page_is_served_from_its_source_until_copied_with_serve_after_co
     assert r["read_hit_ratio"] == pytest.approx(1 / 3 if serve_after_copy else 2 / 3)
     assert r["background"].get("serve_after_copy", False) == serve_after_copy
 
+
+
+def test_background_compete_copies_while_foreground_keeps_the_disk_busy():
+    # closed loop: every request misses to the HDD, which is never idle; the promotions' copies
+    # (the rest of each 1 MiB page read there) that wait for idle time never run (every later
+    # promotion refused), a copier taking its turn does
+    runs = {}
+    for compete in (False, True):
+        s = Simulator(load_hss("cost"), "lru", [2, None], page_size=1 << 20, background_backlog=1,
+                      copy_partial_reads=True, background_compete=compete)
+        s.feed(small_reads(np.arange(1, 101), gap_ns=0))
+        runs[compete] = s.result()
+    assert runs[False]["background_utilization"][1] == 0 and runs[False]["promotions"] <= 2
+    assert runs[True]["background_utilization"][1] > 0 and runs[True]["promotions"] > 10
+    assert runs[True]["background"]["background_compete"] is True

@@ -22,7 +22,8 @@ from hbl.trace import open_trace
 
 DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migrate_every=1000, migrate_max=64,
                 timeline_every=10_000, background_backlog=256, background_rate_mb_s=0.0, background_idle_ms=0.0,
-                copy_partial_reads=False, serve_after_copy=False)
+                copy_partial_reads=False, serve_after_copy=False,
+                background_compete=False)
 # Background I/O (promotions, evictions, write-backs) is served in each device's idle time.
 # backlog: pages queued per device at most (256 pages = 1 MiB, dm-cache's default
 #   migration_threshold of 2048 sectors, the migration I/O it lets be outstanding); when
@@ -39,7 +40,10 @@ DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migr
 # serve_after_copy: a moved page is served from the device it is copied from until its copy's
 #   background I/Os complete (the live device remaps an extent after copying it, dm-cache too);
 #   off, it is served from its new device as soon as the copy is queued.
-LIVE_COPY = ("copy_partial_reads", "serve_after_copy")
+# background_compete: background I/O takes its turn with foreground I/O, one at a time per device,
+#   each issued when the one before it completed (hbl's live copier runs beside the application,
+#   throttled but never waiting for idle time); off, it runs only in the device's idle time.
+LIVE_COPY = ("copy_partial_reads", "serve_after_copy", "background_compete")
 
 
 # the oracle's variants (ctypes_core/policies/oracle.c): writes absorbed on the fast device, or placed by
@@ -222,7 +226,7 @@ class Simulator:
         cfg.bg.idle_ns = float(opts["background_idle_ms"]) * 1e6
         self.background = {k: opts[k] for k in ("background_backlog", "background_rate_mb_s", "background_idle_ms")}
         for k in LIVE_COPY:                         # named in the result only when on
-            setattr(cfg.bg, k, int(bool(opts[k])))
+            setattr(cfg.bg, k.replace("background_", ""), int(bool(opts[k])))
             if opts[k]:
                 self.background[k] = True
         cfg.migrate_every = int(opts["migrate_every"])
