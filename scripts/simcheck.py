@@ -211,12 +211,17 @@ def check(guest_dir, policies):
         # the live device moved extents in this run (a diagnosis from the run's own figure, not a model).
         pace = (lv["promotions"] + lv["evictions"]) * guest["layout"]["extent_bytes"] / 1e6 / \
             (guest["warm_s"] + guest["measure_s"])
+        queue = int(lv.get("move_queue_capacity") or MAX_BATCH)
         diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure, **LIVE_MODEL),
                      "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096,
                                              **LIVE_MODEL),
                      "live_pace": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
                                                 background_backlog=MAX_BATCH, background_rate_mb_s=pace,
                                                 **LIVE_MODEL), rate_mb_s=pace),
+                     # the live device's queue: no more moves waiting than its queue held at the end of the
+                     # run (its capacity: what its batches carried in 2 s), where the simulator queues 256 pages
+                     "live_queue": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
+                                                 background_backlog=queue, **LIVE_MODEL), backlog=queue),
                      # the simulator as hbl compare runs it, and the live copy model less one of its parts
                      "compare_model": simulate(policy, hss_path, guest, seq, n_warm, n_measure),
                      **{"without_" + k: simulate(policy, hss_path, guest, seq, n_warm, n_measure,
@@ -365,6 +370,11 @@ def breakdown(k, r):
     out.append("hbl-%s: the live copy model less one part: %s" % (k, "; ".join(
         "%s off read hit %.3f mean %.0f us" % (o, d["without_" + o]["read_hit_ratio"], d["without_" + o]["mean_latency_us"])
         for o in LIVE_COPY if "without_" + o in d)))
+    q = d["live_queue"]
+    out.append("hbl-%s: counterfactual, the live device's queue (%d pages per device at most, its capacity at the "
+               "end of the run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, moves "
+               "refused %d" % (k, q["backlog"], q["read_hit_ratio"], q["warm_read_hit_ratio"],
+                               q["measure_read_hit_ratio"], q["mean_latency_us"], q["promotions"], q["moves_refused"]))
     b = d["live_pace"]
     out.append("hbl-%s: counterfactual, copies at the live device's pace (queues of %d pages, %.1f MB/s, the "
                "live moves of this run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, "
