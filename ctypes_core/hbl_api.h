@@ -55,6 +55,12 @@ struct hbl_background_config {
     uint32_t backlog_pages;    /* queued pages per device at most; a full queue makes an eviction synchronous */
     double rate_bytes_per_ns;  /* per device; 0 = no limit beyond idle time */
     double idle_ns;            /* the device must have been idle this long before a background I/O starts */
+    uint32_t copy_partial_reads; /* 1: a page promoted after a read of part of it is copied whole (the rest
+                                  * read from its device); 0: only written, as if the read had covered it */
+    uint32_t serve_after_copy; /* 1: a moved page is served from where it was until its copy completes
+                                * (as a live device remaps after copying); 0: from its new device at once */
+    uint32_t compete;          /* 1: background I/O takes its turn with foreground I/O, one at a time per device
+                                * (a copier beside the application, as hbl's live device copies); 0: idle time only */
 };
 
 struct hbl_sim_config {

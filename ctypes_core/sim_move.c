@@ -46,6 +46,30 @@ static void live_queue(struct hbl_sim *s, uint32_t x)
     s->mq[s->nmq++] = s->pt.page[x];
 }
 
+/* serve_after_copy: page x's copy from `from` to `to` is queued (`ios` background I/Os); until
+ * they complete the page is served from where its data is.  Moved back there before that,
+ * it is in force there at once. */
+static void copy_begin(struct hbl_sim *s, uint32_t x, int from, int to, int ios)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    if (!s->cfg.bg.serve_after_copy) return;
+    if (pt->copy_from[x] == HBL_UNPLACED) { pt->copy_from[x] = (int8_t)from; pt->copy_done[x] = 0; }
+    if (pt->copy_from[x] == to) pt->copy_from[x] = HBL_UNPLACED;
+    pt->copy_ios[x] += (uint16_t)ios;
+}
+
+void hbl_copy_started(struct hbl_sim *s, const struct hbl_bgop *op, double done)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    if (!s->cfg.bg.serve_after_copy) return;
+    for (uint32_t i = 0; i < op->npages; i++) {
+        uint32_t x = hbl_pt_find(pt, op->page + i);
+        if (x == HBL_NONE || !pt->copy_ios[x]) continue;
+        pt->copy_ios[x]--;
+        if (done > pt->copy_done[x]) pt->copy_done[x] = done;
+    }
+}
+
 /* Move one stored page with a copy (read source, write destination), queued
  * as background I/O.  Data promoted from the slowest device leaves its copy
  * there (as dm-cache and bcache do); until the page is written, evicting it
@@ -76,6 +100,7 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
     if (to < from) { s->st.promotions++; promoted(s, x); } else s->st.evictions++;
     if (clean) {
         s->st.clean_evictions++;
+        s->pt.copy_from[x] = HBL_UNPLACED;     /* the slowest device holds its data */
     } else {
         s->st.migrated_bytes += s->cfg.page_size;
         if (!hbl_bg_room(s, to, 1) || (read_needed && !hbl_bg_room(s, from, 1))) {
@@ -85,8 +110,10 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
             if (t > s->sync_done) s->sync_done = t;
             s->st.sync_evictions++;
         }
-        if (read_needed) hbl_bg_push(s, from, 0, page, 1, now);
-        hbl_bg_push(s, to, 1, page, 1, now);
+        int ios = 0;
+        if (read_needed) ios += hbl_bg_push(s, from, 0, page, 1, now);
+        ios += hbl_bg_push(s, to, 1, page, 1, now);
+        copy_begin(s, x, from, to, ios);
     }
     if (from == hbl_slowest(s)) s->pt.home_copy[x] = 1;
     hbl_set_device(s, x, to);
