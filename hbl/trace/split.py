@@ -13,7 +13,7 @@ different sides). A mix (`workload:A+B`) is evaluation if any tenant is.
 
 The MSR slices and eleven of the applications are for evaluation. Three real applications are on
 the training side (redis-aof, an fsync-per-write log; file-server, a metadata-heavy source tree;
-lmdb-kv, a memory-mapped key-value store read by popularity, skewed re-reads of data 5x the cache):
+lmdb-kv, a memory-mapped key-value store read by popularity, skewed re-reads of data 11x the cache):
 real traces to pretrain and tune on, of kinds unlike the evaluation's databases and servers. The shipped agents were pretrained before they were captured, on five synthetic families
 disjoint from the four of the evaluation (results/pretrain/ chose the recipe on these families'
 seed-2 traces).
