@@ -838,7 +838,8 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     ends at its limit otherwise."""
     import types
     from hbl.live import controller as ctl
-    from hbl.live.batch import SETTLE_S, Batch
+    from hbl.live.batch import Batch
+    from hbl.live.settle import SETTLE_S
     MiB = 1 << 20
     copies, flushed, in_flight = [], [], [2, 1, 0]
     c = types.SimpleNamespace(dm_dev=99, unsorted=[], clock_offset=0)
