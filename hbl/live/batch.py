@@ -164,11 +164,14 @@ class Batch(Settle):
             return False
         return True
 
-    def copy_pass(self, limit=True):
+    def copy_pass(self, limit=True, wait_ms=0):
         """The old slots' writes read since the last pass (self.mark) copied again, after reading
-        every record there is, I/O flowing; bytes copied.  limit: at the copy rate."""
+        the records up to the pass's start (the first poll waiting wait_ms), I/O flowing; bytes
+        copied.  limit: at the copy rate.  (Reading until the ring was found empty twice in a
+        row, as after a suspend, went on as long as records kept arriving between polls; a
+        write whose record is read later is copied by the next pass or the hold's recopy.)"""
         c, ext = self.c, self.m.extent_bytes
-        c.drain()
+        c.drain_until(time.monotonic_ns() + c.clock_offset, wait_ms=wait_ms)
         done = 0
         for mv in self.plan:
             if not mv["copy"] and c.meta.written[mv["extent"]]:

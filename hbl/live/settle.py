@@ -31,16 +31,19 @@ class Settle:
         self.t["settle"] = t0
         deadline = t0 + int(SETTLE_S * 1e9)
         self.settle_timed_out = False
+        wait_ms = 0
         try:
             while True:
                 t_pass = time.monotonic_ns()
                 t = t_pass + c.clock_offset
-                done = self.copy_pass(limit=False)
-                if done:
+                done = self.copy_pass(limit=False, wait_ms=wait_ms)
+                wait_ms = n = 0
+                if done:        # another pass follows anyway: the requests in flight are sorted out then
                     c.copier.flush([mv["dst"] for mv in self.plan if mv["copy"]])
-                c.track()
-                n = c.in_flight.count(t, self.moving, self.t["prepared"] + c.clock_offset)
-                self.settle_inflight = max(self.settle_inflight, n)
+                else:
+                    c.track()
+                    n = c.in_flight.count(t, self.moving, self.t["prepared"] + c.clock_offset)
+                    self.settle_inflight = max(self.settle_inflight, n)
                 if time.monotonic_ns() >= deadline:
                     self.t["look"] = t_pass      # (the records were last all read in this pass)
                     self.settle_timed_out = True
@@ -51,7 +54,7 @@ class Settle:
                     if not self.last_look():
                         break
                 elif not done:
-                    c.pump(2)              # a completion, or 2 ms
+                    wait_ms = 2            # a completion, or 2 ms: the next pass's first poll waits
         except OSError as exc:
             self.copy_failed(exc)
             return False
