@@ -55,6 +55,12 @@ struct hbl_background_config {
     uint32_t backlog_pages;    /* queued pages per device at most; a full queue makes an eviction synchronous */
     double rate_bytes_per_ns;  /* per device; 0 = no limit beyond idle time */
     double idle_ns;            /* the device must have been idle this long before a background I/O starts */
+    uint32_t copy_partial_reads; /* 1: a page promoted after a read of part of it is copied whole (the rest
+                                  * read from its device); 0: only written, as if the read had covered it */
+    uint32_t serve_after_copy; /* 1: a moved page is served from where it was until its copy completes
+                                * (as a live device remaps after copying); 0: from its new device at once */
+    uint32_t compete;          /* 1: background I/O takes its turn with foreground I/O, one at a time per device
+                                * (a copier beside the application, as hbl's live device copies); 0: idle time only */
 };
 
 struct hbl_sim_config {
@@ -110,6 +116,15 @@ struct hbl_sim_stats {
     double served_latency_ns[4];
     double sync_wait_ns;
     double sync_busy_ns[4];    /* per device, time spent on queued background I/O drained synchronously */
+    /* Where a gap in latency comes from (scripts/behind.py): page reads and writes served by
+     * each device (device 0's are fast_read_hits and fast_page_writes), the part of
+     * latency_sum_ns that read requests took, and promotions whose copy was never read: a
+     * promoted page moved to a slower device again before its next read (wasted), or still
+     * where it was promoted to and not read since (unread, now). */
+    uint64_t read_pages[4], write_pages[4];
+    double read_latency_ns;
+    uint64_t promotions_wasted;
+    uint64_t promoted_unread;
 };
 
 struct hbl_timeline_row {

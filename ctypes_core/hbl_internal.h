@@ -43,6 +43,10 @@ struct hbl_pagetable {
     uint64_t *aux64;     /* scratch owned by the active policy */
     uint32_t *aux32;
     uint32_t *decision;  /* the placement agent's decision awaiting this page's next access (index + 1), 0 = none */
+    uint8_t *unread;     /* promotions of this page since its last read (<= devices - 1: a move down clears it) */
+    int8_t *copy_from;   /* serve_after_copy: the device a moved page's data is still read from, -1 = none */
+    uint16_t *copy_ios;  /* ... its copy's background I/Os not yet started */
+    double *copy_done;   /* ... when the started ones complete (ns) */
 };
 
 int hbl_pt_init(struct hbl_pagetable *pt, uint32_t cap);

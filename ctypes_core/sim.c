@@ -99,6 +99,12 @@ static void run_migrations(struct hbl_sim *s, double now)
     }
 }
 
+/* Whether request r spans the whole of page `page` (pages of ps bytes). */
+static inline int covers(const struct hbl_request *r, uint64_t page, uint32_t ps)
+{
+    return r->offset <= page * ps && r->offset + r->length >= (page + 1) * ps;
+}
+
 static int serve(struct hbl_sim *s, const struct hbl_request *r)
 {
     uint64_t first;
@@ -148,6 +154,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             uint32_t x = slots[i];
             if (pt->dev[x] < 0) hbl_set_device(s, x, s->initial_dev);
             if (pt->dev[x] == 0) hits++;
+            (write ? s->st.write_pages : s->st.read_pages)[pt->dev[x]]++;
         }
         done = arrival + (double)r->latency_ns;
     } else {
@@ -162,12 +169,14 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
                  r->offset + r->length < (first + i + 1) * s->cfg.page_size))
                 t = cur;
             if (write) pt->home_copy[x] = 0;
+            if (write && covers(r, first + i, s->cfg.page_size))
+                pt->copy_from[x] = HBL_UNPLACED;       /* a copy under way is overwritten */
             if (t != cur) hbl_set_device(s, x, t);
         }
         for (uint32_t i = 0; i < n;) {
-            int d = pt->dev[slots[i]];
+            int d = hbl_serve_dev(s, slots[i], arrival);
             uint32_t j = i + 1;
-            while (j < n && pt->dev[slots[j]] == d) j++;
+            while (j < n && hbl_serve_dev(s, slots[j], arrival) == d) j++;
             /* the bytes of the request that fall in these pages: a small request to a large
              * page (a 1 MiB extent) transfers only its own bytes */
             uint64_t lo = (first + i) * s->cfg.page_size, hi = (first + j) * s->cfg.page_size;
@@ -177,16 +186,27 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             if (end > done) done = end;
             if (d == 0) hits += j - i;
             if (d > slowest) slowest = d;
+            (write ? s->st.write_pages : s->st.read_pages)[d] += j - i;
             i = j;
         }
     }
+    if (!write)   /* a promotion read: before this request's own moves, so a promotion it makes stays unread */
+        for (uint32_t i = 0; i < n; i++)
+            if (pt->unread[slots[i]]) {
+                s->st.promoted_unread -= pt->unread[slots[i]];
+                pt->unread[slots[i]] = 0;
+            }
 
     /* what placement wanted elsewhere is now a move: a read's page (just read, so only the
-     * write is left), a partly written page (copied), any request's page in live mode */
+     * write is left; with copy_partial_reads only if the read covered it whole, else the
+     * rest of it is read from where it is), a partly written page (copied), any request's
+     * page in live mode */
     for (uint32_t i = 0; i < n; i++) {
         int t = targets[i];
         if (t >= 0 && t < s->cfg.ndev && t != pt->dev[slots[i]])
-            hbl_migrate_page(s, slots[i], t, arrival, write && !s->live, 0);
+            hbl_migrate_page(s, slots[i], t, arrival,
+                             !s->live && (write || (s->cfg.bg.copy_partial_reads &&
+                                                          !covers(r, first + i, s->cfg.page_size))), 0);
     }
     for (int d = 0; d < s->cfg.ndev - 1; d++) hbl_make_room(s, d, arrival, 0);
     if (s->sync_done > done) {   /* evictions the queues could not take */
@@ -204,7 +224,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     double lat = done - arrival;
     s->st.requests++;
     if (write) { s->st.writes++; s->st.write_bytes += r->length; }
-    else { s->st.reads++; s->st.read_bytes += r->length; }
+    else { s->st.reads++; s->st.read_bytes += r->length; s->st.read_latency_ns += lat; }
     s->st.page_accesses += n;
     if (write) { s->st.write_page_accesses += n; s->st.fast_page_writes += hits; }
     else { s->st.read_page_accesses += n; s->st.fast_read_hits += hits; }

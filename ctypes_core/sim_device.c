@@ -3,7 +3,8 @@
  * long it takes (an SSD a pipeline with its QD1 latency and IOPS ceiling, an
  * HDD one I/O at a time with seeks, rotation and read-ahead streams), and the
  * per-device queues of background I/O (promotions, evictions, write-backs)
- * served in the devices' idle time.  Knows nothing of pages or policies.
+ * served in the devices' idle time.  Knows nothing of pages or policies (it
+ * tells sim_move.c when a queued copy I/O starts: hbl_copy_started).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -81,14 +82,14 @@ double hbl_dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t n
 
 /* Queue a background I/O; one that continues the last queued I/O of the same
  * kind is merged with it (runs evicted together are written back as one I/O). */
-void hbl_bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now)
+int hbl_bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now)
 {
     s->bgpages[d] += npages;
     if (s->nbg[d]) {
         struct hbl_bgop *t = &s->bgq[d][s->nbg[d] - 1];
         if (t->write == write && t->npages + npages <= HBL_BG_MAX_RUN) {
-            if (t->page + t->npages == page) { t->npages += npages; return; }
-            if (page + npages == t->page) { t->page = page; t->npages += npages; return; }
+            if (t->page + t->npages == page) { t->npages += npages; return 1; }
+            if (page + npages == t->page) { t->page = page; t->npages += npages; return 1; }
         }
     }
     if (s->nbg[d] == s->bgcap[d]) {
@@ -97,12 +98,13 @@ void hbl_bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t np
         if (!q) {               /* no memory for the queue: do it now instead */
             s->bgpages[d] -= npages;
             dev_io(s, d, write, page, npages, (double)npages * s->cfg.page_size, now);
-            return;
+            return 0;
         }
         s->bgq[d] = q; s->bgcap[d] = cap;
     }
     if (!s->nbg[d] && s->bg_next[d] < now) s->bg_next[d] = now;   /* nothing was waiting: ready from now */
     s->bgq[d][s->nbg[d]++] = (struct hbl_bgop){ page, npages, (uint8_t)write };
+    return 1;
 }
 
 /* Take the queued I/O to serve next: on an HDD the first at or after the
@@ -129,17 +131,36 @@ static struct hbl_bgop bg_take(struct hbl_sim *s, int d)
 
 /* Serve device d's background queue in its idle time before `now`: an I/O
  * starts only when no foreground I/O is in service (and, with idle_ns, has
- * not been for that long), under the rate limit. */
+ * not been for that long), under the rate limit.  With compete, it takes its
+ * turn among the foreground I/O instead. */
 static void bg_advance(struct hbl_sim *s, int d, double now)
 {
     const struct hbl_background_config *b = &s->cfg.bg;
+    if (b->compete) {
+        /* one background I/O at a time, each issued when the one before it completed, queued
+         * behind the foreground I/O the device has already started (first come, first served) */
+        while (s->nbg[d] && s->bg_next[d] <= now) {
+            double start = s->free_at[d] > s->bg_next[d] ? s->free_at[d] : s->bg_next[d];
+            struct hbl_bgop op = bg_take(s, d);
+            double bytes = (double)op.npages * s->cfg.page_size;
+            double t = dev_start(s, d, op.write, op.page, op.npages, bytes, start, 1);
+            hbl_copy_started(s, &op, t);
+            s->bg_last[d] = 1;
+            s->st.background_ios++;
+            s->bg_next[d] = t;
+            if (b->rate_bytes_per_ns > 0 && start + bytes / b->rate_bytes_per_ns > t)
+                s->bg_next[d] = start + bytes / b->rate_bytes_per_ns;
+        }
+        return;
+    }
     while (s->nbg[d]) {
         double start = s->free_at[d];
         if (s->fg_done[d] + b->idle_ns > start) start = s->fg_done[d] + b->idle_ns;
         if (s->bg_next[d] > start) start = s->bg_next[d];
         if (start >= now) return;
         struct hbl_bgop op = bg_take(s, d);
-        dev_start(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, start, 1);
+        double t = dev_start(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, start, 1);
+        hbl_copy_started(s, &op, t);
         s->bg_last[d] = 1;
         s->st.background_ios++;
         if (b->rate_bytes_per_ns > 0)
@@ -161,6 +182,7 @@ double hbl_bg_drain(struct hbl_sim *s, int d, uint32_t npages, double now)
         struct hbl_bgop op = bg_take(s, d);
         double busy = s->st.busy_ns[d];
         double t = dev_io(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, now);
+        hbl_copy_started(s, &op, t);
         s->st.sync_busy_ns[d] += s->st.busy_ns[d] - busy;
         if (t > done) done = t;
     }

@@ -18,8 +18,9 @@ static inline int hbl_bg_room(const struct hbl_sim *s, int d, uint32_t npages)
 {
     return s->bgpages[d] + npages <= s->cfg.bg.backlog_pages;
 }
-/* Queue a background I/O on d (merged with the last one it continues). */
-void hbl_bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now);
+/* Queue a background I/O on d (merged with the last one it continues); 0 when it had to be
+ * done at once instead (no memory for the queue). */
+int hbl_bg_push(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double now);
 /* Serve every device's background queue in its idle time before `now`. */
 void hbl_bg_advance(struct hbl_sim *s, double now);
 /* Make room in d's full queue for npages by serving it now; returns when that completes. */
@@ -62,6 +63,20 @@ void hbl_set_device(struct hbl_sim *s, uint32_t x, int to);
 int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed, int required);
 /* Until d has `room` free pages, its victim goes to the next slower device (or where evict_to says). */
 void hbl_make_room(struct hbl_sim *s, int d, double now, int64_t room);
+/* A queued background I/O (a copy's read or write) started; it completes at `done`. */
+void hbl_copy_started(struct hbl_sim *s, const struct hbl_bgop *op, double done);
+
+/* The device page x is served from at `now`: with serve_after_copy, the one its data is
+ * copied from until the copy completes; otherwise (and after) its own. */
+static inline int hbl_serve_dev(struct hbl_sim *s, uint32_t x, double now)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    int f = pt->copy_from[x];
+    if (f == HBL_UNPLACED) return pt->dev[x];
+    if (pt->copy_ios[x] || pt->copy_done[x] > now) return f;
+    pt->copy_from[x] = HBL_UNPLACED;
+    return pt->dev[x];
+}
 
 /* ---- construction (sim.c) ---- */
 

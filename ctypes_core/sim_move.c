@@ -8,11 +8,25 @@
 #include <stdlib.h>
 #include "sim_internal.h"
 
+/* A promotion's copy not read yet (scripts/behind.py's wasted promotions): counted
+ * here when made, cleared by the page's next read (sim.c), wasted when the page
+ * moves down first (hbl_set_device: an eviction, or a write placed lower). */
+static void promoted(struct hbl_sim *s, uint32_t x)
+{
+    s->pt.unread[x]++;
+    s->st.promoted_unread++;
+}
+
 /* Bookkeeping of a device change; the caller charges any I/O. */
 void hbl_set_device(struct hbl_sim *s, uint32_t x, int to)
 {
     int from = s->pt.dev[x];
     if (from == to) return;
+    if (from >= 0 && to > from && s->pt.unread[x]) {
+        s->st.promotions_wasted += s->pt.unread[x];
+        s->st.promoted_unread -= s->pt.unread[x];
+        s->pt.unread[x] = 0;
+    }
     if (from >= 0) { hbl_lru_unlink(s, x); s->used[from]--; }
     s->pt.dev[x] = (int8_t)to;
     s->used[to]++;
@@ -32,6 +46,30 @@ static void live_queue(struct hbl_sim *s, uint32_t x)
     s->mq[s->nmq++] = s->pt.page[x];
 }
 
+/* serve_after_copy: page x's copy from `from` to `to` is queued (`ios` background I/Os); until
+ * they complete the page is served from where its data is.  Moved back there before that,
+ * it is in force there at once. */
+static void copy_begin(struct hbl_sim *s, uint32_t x, int from, int to, int ios)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    if (!s->cfg.bg.serve_after_copy) return;
+    if (pt->copy_from[x] == HBL_UNPLACED) { pt->copy_from[x] = (int8_t)from; pt->copy_done[x] = 0; }
+    if (pt->copy_from[x] == to) pt->copy_from[x] = HBL_UNPLACED;
+    pt->copy_ios[x] += (uint16_t)ios;
+}
+
+void hbl_copy_started(struct hbl_sim *s, const struct hbl_bgop *op, double done)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    if (!s->cfg.bg.serve_after_copy) return;
+    for (uint32_t i = 0; i < op->npages; i++) {
+        uint32_t x = hbl_pt_find(pt, op->page + i);
+        if (x == HBL_NONE || !pt->copy_ios[x]) continue;
+        pt->copy_ios[x]--;
+        if (done > pt->copy_done[x]) pt->copy_done[x] = done;
+    }
+}
+
 /* Move one stored page with a copy (read source, write destination), queued
  * as background I/O.  Data promoted from the slowest device leaves its copy
  * there (as dm-cache and bcache do); until the page is written, evicting it
@@ -45,7 +83,7 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
     if (s->live) {                 /* the controller copies; nothing is kept twice */
         hbl_make_room(s, to, now, 1);
         s->pt.last_mig[x] = s->nreq;
-        if (to < from) s->st.promotions++; else s->st.evictions++;
+        if (to < from) { s->st.promotions++; promoted(s, x); } else s->st.evictions++;
         s->st.migrated_bytes += s->cfg.page_size;
         live_queue(s, x);
         hbl_set_device(s, x, to);
@@ -59,9 +97,10 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
     hbl_make_room(s, to, now, 1);
     uint64_t page = s->pt.page[x];
     s->pt.last_mig[x] = s->nreq;
-    if (to < from) s->st.promotions++; else s->st.evictions++;
+    if (to < from) { s->st.promotions++; promoted(s, x); } else s->st.evictions++;
     if (clean) {
         s->st.clean_evictions++;
+        s->pt.copy_from[x] = HBL_UNPLACED;     /* the slowest device holds its data */
     } else {
         s->st.migrated_bytes += s->cfg.page_size;
         if (!hbl_bg_room(s, to, 1) || (read_needed && !hbl_bg_room(s, from, 1))) {
@@ -71,8 +110,10 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
             if (t > s->sync_done) s->sync_done = t;
             s->st.sync_evictions++;
         }
-        if (read_needed) hbl_bg_push(s, from, 0, page, 1, now);
-        hbl_bg_push(s, to, 1, page, 1, now);
+        int ios = 0;
+        if (read_needed) ios += hbl_bg_push(s, from, 0, page, 1, now);
+        ios += hbl_bg_push(s, to, 1, page, 1, now);
+        copy_begin(s, x, from, to, ios);
     }
     if (from == hbl_slowest(s)) s->pt.home_copy[x] = 1;
     hbl_set_device(s, x, to);

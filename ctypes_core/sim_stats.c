@@ -70,6 +70,13 @@ int32_t hbl_sim_check(const struct hbl_sim *s, char *err, int32_t errlen)
             return -1;
         }
     }
+    uint64_t unread = 0;
+    for (uint32_t x = 0; x < pt->n; x++) unread += pt->unread[x];
+    if (unread != s->st.promoted_unread) {
+        snprintf(err, errlen, "promoted pages not read since: %llu in the page table, %llu counted",
+                 (unsigned long long)unread, (unsigned long long)s->st.promoted_unread);
+        return -1;
+    }
     if (s->st.migrated_bytes !=
         (s->st.promotions + s->st.evictions - s->st.clean_evictions) * (uint64_t)s->cfg.page_size) {
         snprintf(err, errlen, "migrated bytes %llu != (promotions + evictions - clean evictions) x page size",

@@ -43,7 +43,8 @@ done
 # and the capture test runs its recipe
 wl=(sqlite3)
 ((WORKLOADS)) && wl+=(postgresql mariadb-server sysbench rocksdb-tools linux-source xz-utils make bc flex bison
-                     libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git squid beanstalkd)
+                     libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git squid beanstalkd
+                     python3-lmdb)
 for p in "${wl[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done

@@ -111,19 +111,11 @@ def row(hss, label, name, r, base):
 def write_parts(out):
     os.makedirs(out, exist_ok=True)
     for name in CAPTURES:
-        reader = tracemod.open_trace("workload:" + name)
-        writers = {p: tracemod.writer(os.path.join(out, "%s-%s.hbltrace" % (name, p)), "native",
-                                      source="workload:" + name) for p, _, _ in PARTS}
-        n = 0
-        for chunk in reader:
-            for p, lo, hi in PARTS:
-                a, b = max(lo - n, 0), min(hi - n, len(chunk))
-                if b > a:
-                    writers[p].write(chunk[a:b])
-            n += len(chunk)
-        for p, w in writers.items():
-            w.close()
-            print("%s: %d requests" % (os.path.join(out, "%s-%s.hbltrace" % (name, p)), w.count))
+        paths = [os.path.join(out, "%s-%s.hbltrace" % (name, p)) for p, _, _ in PARTS]
+        counts = tracemod.write_parts("workload:" + name, [(path, lo, hi) for path, (_, lo, hi) in zip(paths, PARTS)],
+                                      source="workload:" + name)
+        for path, count in zip(paths, counts):
+            print("%s: %d requests" % (path, count))
 
 
 HELDOUT = ("harmonia", "harmonia-placement-only", "candidate")

@@ -30,12 +30,16 @@ sys.path.insert(0, ROOT)
 
 from hbl.devices import load_hss  # noqa: E402
 from hbl.errors import HblError  # noqa: E402
-from hbl.sim import Simulator  # noqa: E402
+from hbl.sim import LIVE_COPY, Simulator  # noqa: E402
 from hbl.trace import native  # noqa: E402
 
 HIT_TARGET, LATENCY_TARGET = 0.05, 0.25
 QUEUE_DEPTH = 4                       # fio's iodepth in bench_live.py
 MAX_BATCH = 8                         # hbl up's --max-batch: extents moved by one batch at most
+# The simulator's copies as the live device makes them (hbl.sim.LIVE_COPY): a page read in part is
+# copied whole, served from where it was until its copy completes, by a copier that takes its turn
+# with the application's I/O.  The simulator as `hbl compare` runs it (none of them) is shown beside.
+LIVE_MODEL = {k: True for k in LIVE_COPY}
 
 
 def host_load():
@@ -124,6 +128,7 @@ def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None, **
             "fast_write_share": t["fast_page_writes"] / max(1, t["write_page_accesses"]),
             "mean_latency_us": (t["latency_sum_ns"] - w["latency_sum_ns"]) / max(1, m_req) / 1e3,
             "measure_served": served(t, w), "moves_refused": t["moves_refused"],
+            "live_copy": [k for k in LIVE_COPY if background.get(k)],
             "measure_background_wait_us": (t["foreground_wait_ns"] - w["foreground_wait_ns"]) / max(1, m_req) / 1e3,
             "measure_sync_wait_us": (t["sync_wait_ns"] - w["sync_wait_ns"]) / max(1, m_req) / 1e3,
             "warm_mean_latency_us": w["latency_sum_ns"] / max(1, w["requests"]) / 1e3,
@@ -195,7 +200,7 @@ def check(guest_dir, policies):
             raise HblError("%s/simcheck-guest.json predates the live device's read hit ratio (it has only "
                            "fast_hit_ratio, reads and writes together): run the guest again" % guest_dir)
         n_warm, n_measure = lv["warm_ios"], lv["ios"]
-        sim = simulate(policy, hss_path, guest, seq, n_warm, n_measure)
+        sim = simulate(policy, hss_path, guest, seq, n_warm, n_measure, **LIVE_MODEL)
         # Counterfactuals that locate a miss (not fits: no constant changes): writes replayed as
         # reads, so a page reaches the fast device only by a copy, as on the live device; and
         # 4 KiB pages over the same fast bytes, so a request moves its own 4 KiB, not a page.
@@ -206,11 +211,21 @@ def check(guest_dir, policies):
         # the live device moved extents in this run (a diagnosis from the run's own figure, not a model).
         pace = (lv["promotions"] + lv["evictions"]) * guest["layout"]["extent_bytes"] / 1e6 / \
             (guest["warm_s"] + guest["measure_s"])
-        diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure),
-                     "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096),
+        queue = int(lv.get("move_queue_capacity") or MAX_BATCH)
+        diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure, **LIVE_MODEL),
+                     "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096,
+                                             **LIVE_MODEL),
                      "live_pace": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
-                                                background_backlog=MAX_BATCH, background_rate_mb_s=pace),
-                                       rate_mb_s=pace)}
+                                                background_backlog=MAX_BATCH, background_rate_mb_s=pace,
+                                                **LIVE_MODEL), rate_mb_s=pace),
+                     # the live device's queue: no more moves waiting than its queue held at the end of the
+                     # run (its capacity: what its batches carried in 2 s), where the simulator queues 256 pages
+                     "live_queue": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
+                                                 background_backlog=queue, **LIVE_MODEL), backlog=queue),
+                     # the simulator as hbl compare runs it, and the live copy model less one of its parts
+                     "compare_model": simulate(policy, hss_path, guest, seq, n_warm, n_measure),
+                     **{"without_" + k: simulate(policy, hss_path, guest, seq, n_warm, n_measure,
+                                                 **dict(LIVE_MODEL, **{k: False})) for k in LIVE_COPY}}
         fio = {ph: fio_latency(guest_dir, "hbl-%s%s" % (policy, sfx)) for ph, sfx in (("warm", "-warm"), ("measure", ""))}
         live_mean = live_total_latency(fio["measure"]) if fio["measure"] else lv["mean_latency_us"]
         hit_diff = sim["read_hit_ratio"] - lv["read_hit_ratio"]
@@ -226,7 +241,10 @@ def check(guest_dir, policies):
                      "stall_ms": lv["stall_ms"], "decision_to_remap_ms": lv["decision_to_remap_ms"],
                      "copy_bandwidth_mib_s": lv["copy_bandwidth_mib_s"],
                      "fio": fio,
-                     **{k: lv[k] for k in ("hold_ms", "held_io_ms", "batches", "stale_moves", "controller_cpu")
+                     **{k: lv[k] for k in ("hold_ms", "held_io_ms", "batches", "stale_moves", "controller_cpu",
+                                           "controller_cpu_measured", "asked_moves", "moves_done", "refused_moves",
+                                           "stale_share", "refused_share", "move_queue_capacity",
+                                           "carried_moves_per_s", "batch_steps_ms_p50")
                         if k in lv}},
             "sim": sim, "diagnosis": diagnosis,
             "read_hit_ratio_diff": hit_diff, "mean_latency_diff": lat_diff,
@@ -240,7 +258,8 @@ def check(guest_dir, policies):
     return {"date": datetime.date.today().isoformat(), "warm_s": guest["warm_s"], "measure_s": guest["measure_s"],
             "host": host, "hbl_up_args": [x for x in guest.get("hbl_up_args", []) if x],
             "targets": {"read_hit_ratio_abs": HIT_TARGET, "mean_latency_rel": LATENCY_TARGET},
-            "replay": {"mode": "closed", "queue_depth": QUEUE_DEPTH, "page_size": guest["layout"]["extent_bytes"]},
+            "replay": {"mode": "closed", "queue_depth": QUEUE_DEPTH, "page_size": guest["layout"]["extent_bytes"],
+                       "live_model": sorted(LIVE_MODEL)},
             "layout": guest["layout"], "hss": spec,
             "measured": {k: {"modelled_as": v["modelled_as"], "fio": v["fio"]} for k, v in guest["profiles"].items()},
             "capture": {ph: {k: v for k, v in c.items() if k != "trace"} | {"records": len(traces[ph])}
@@ -254,9 +273,10 @@ def format_table(s):
     lines = ["# fio randrw 70%% reads, 4 KiB, zipf:1.2 over 800 MiB, qd 4; %d s warm-up + %d s measured "
              "(the latency: submission to completion, fio's lat, as the simulator charges it); read hit ratio (page reads "
              "served by the NVMe) over both phases" % (s["warm_s"], s["measure_s"]),
-             "# simulator: closed loop at depth %d, page = extent = %d KiB, fast capacity %d extents, profiles "
-             "measured in the same boot:" % (s["replay"]["queue_depth"], s["replay"]["page_size"] >> 10,
-                                             s["layout"]["fast_extents"]),
+             "# simulator: closed loop at depth %d, page = extent = %d KiB, fast capacity %d extents, the live "
+             "device's copies (%s), profiles measured in the same boot:" % (
+                 s["replay"]["queue_depth"], s["replay"]["page_size"] >> 10, s["layout"]["fast_extents"],
+                 ", ".join(s["replay"].get("live_model", []))),
              "#   NVMe: " + p(s["hss"]["devices"][0]["profile"]),
              "#   HDD:  " + p(s["hss"]["devices"][1]["profile"]),
              "%-8s %9s %9s %7s  %10s %10s %7s  %s" % ("policy", "live rhit", "sim rhit", "diff", "live mean",
@@ -333,7 +353,29 @@ def breakdown(k, r):
                        k, lv.get("batches", 0), lv.get("stale_moves", 0), lv["hold_ms"].get("p50") or 0,
                        lv["hold_ms"].get("p99") or 0, hw.get("count") or 0, hw.get("p99") or 0,
                        100 * lv.get("controller_cpu", 0)))
-    b = r["diagnosis"]["live_pace"]
+    if lv.get("asked_moves") is not None:
+        out.append("hbl-%s: live moves %d asked, %d done, %d given back stale (%.1f%%), %d refused (%.1f%%); queue "
+                   "capacity %s, %.1f moves/s carried by full batches" % (
+                       k, lv["asked_moves"], lv.get("moves_done") or 0, lv.get("stale_moves", 0),
+                       100 * (lv.get("stale_share") or 0), lv.get("refused_moves") or 0,
+                       100 * (lv.get("refused_share") or 0), lv.get("move_queue_capacity") or "-",
+                       lv.get("carried_moves_per_s") or 0))
+    d = r["diagnosis"]
+    c = d["compare_model"]
+    out.append("hbl-%s: the simulator as hbl compare runs it (copies in idle time only, a page served from its new "
+               "device once its copy is queued, a page read in part not read): read hit %.3f (warm-up %.3f, "
+               "measured %.3f), mean %.0f us, moved %.0f MiB" % (
+                   k, c["read_hit_ratio"], c["warm_read_hit_ratio"], c["measure_read_hit_ratio"],
+                   c["mean_latency_us"], c["migrated_mib"]))
+    out.append("hbl-%s: the live copy model less one part: %s" % (k, "; ".join(
+        "%s off read hit %.3f mean %.0f us" % (o, d["without_" + o]["read_hit_ratio"], d["without_" + o]["mean_latency_us"])
+        for o in LIVE_COPY if "without_" + o in d)))
+    q = d["live_queue"]
+    out.append("hbl-%s: counterfactual, the live device's queue (%d pages per device at most, its capacity at the "
+               "end of the run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, moves "
+               "refused %d" % (k, q["backlog"], q["read_hit_ratio"], q["warm_read_hit_ratio"],
+                               q["measure_read_hit_ratio"], q["mean_latency_us"], q["promotions"], q["moves_refused"]))
+    b = d["live_pace"]
     out.append("hbl-%s: counterfactual, copies at the live device's pace (queues of %d pages, %.1f MB/s, the "
                "live moves of this run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, "
                "moves refused %d" % (k, MAX_BATCH, b["rate_mb_s"], b["read_hit_ratio"], b["warm_read_hit_ratio"],

@@ -43,6 +43,17 @@ def test_a_queue_feature_that_contradicts_the_file_is_an_error_naming_it(wide, t
         simulate(TRACE, hss="cost", policy="harmonia", load_agents=str(junk))
 
 
+def test_a_shipped_file_that_cannot_be_read_is_an_error_not_an_untrained_run(tmp_path, monkeypatch):
+    # a run that did not name agents starts untrained when asked for another queue_feature than the
+    # shipped file's (test_agent.py), but a shipped file it cannot read is a broken install: reported
+    from hbl.sim import agent_files
+    junk = tmp_path / "harmonia-cost.agent"
+    junk.write_bytes(b"not agents" * 20)
+    monkeypatch.setattr(agent_files, "shipped", lambda policy, hss, seed=None: junk)
+    with pytest.raises(HblError, match="harmonia-cost.agent: not an hbl agent file"):
+        simulate(TRACE, hss="cost", policy="harmonia")
+
+
 def test_seven_feature_files_run_as_before(tmp_path):
     for hss in ("tri", "quad"):   # the shipped 7-feature agents
         r = simulate(TRACE, hss=hss, policy="harmonia")

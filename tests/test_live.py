@@ -1031,18 +1031,18 @@ def test_moves_past_the_queue_capacity_are_refused_at_once_the_oldest_first():
     assert count["asked_moves"] == 21 and len(q) == 20 and 30 not in q
     free = [list(range(100, 140)), []]
     back = []
-    out = q.take(dev, free, {}, 4, s + 20 * 1000, back.extend, capacity=10)
+    out = q.take(dev, free, {}, 4, 0.8, s + 20 * 1000, back.extend)   # capacity 4 / 0.8 s * STALE_S = 10
     assert [mv[0] for mv in out] == [19, 18, 17, 16]
     assert [mv[3] for mv in out] == [100, 101, 102, 103]          # a free slot each
     assert sorted(back) == list(range(10))                        # the 10 oldest past the capacity
     assert count["refused_moves"] == 10 and count["stale_moves"] == 0
     assert sorted(q.moves) == list(range(10, 16))                 # the rest wait for the next batch
-    # with no capacity given nothing is refused
+    # under its capacity nothing is refused
     q2 = MoveQueue(_queue_counts())
     for e in range(20):
         q2.ask(e, 0, s + e, at=1)
     back2 = []
-    assert len(q2.take(dev, [list(range(40)), []], {}, 4, s + 20, back2.extend)) == 4
+    assert len(q2.take(dev, [list(range(40)), []], {}, 4, 0.1, s + 20, back2.extend)) == 4   # capacity 80
     assert back2 == [] and len(q2) == 16
 
 
@@ -1056,7 +1056,7 @@ def test_moves_not_started_within_stale_s_are_given_back_stale():
     q.ask(2, 0, t + int(STALE_S * 1e9) + 1, at=1)
     q.ask(3, 0, 0, at=1)                       # a remap the controller asked: never stale, first
     back = []
-    out = q.take(dev, [list(range(10)), []], {}, 8, t + int(STALE_S * 1e9) + 5, back.extend, capacity=10)
+    out = q.take(dev, [list(range(10)), []], {}, 8, 1.6, t + int(STALE_S * 1e9) + 5, back.extend)  # capacity 10
     assert [mv[0] for mv in out] == [3, 2] and back == [1] and count["stale_moves"] == 1
 
 

@@ -195,3 +195,63 @@ def test_a_partial_write_of_a_page_stored_elsewhere_is_served_where_it_is(length
     r = s.result()
     assert (r["p99_latency_us"] > 1000) == on_disk      # the rest of the page lives on the disk
     assert r["promotions"] == (1 if on_disk else 0)     # and comes along with a copy
+
+
+def small_reads(pages, gap_ns, page_size=1 << 20, at=8192):
+    """4 KiB reads inside pages of page_size bytes, gap_ns apart."""
+    a = record.empty(len(pages))
+    a["offset"] = np.asarray(pages, dtype=np.uint64) * page_size + at
+    a["length"] = 4096
+    a["op"] = record.READ
+    a["time_ns"] = np.arange(len(pages), dtype=np.uint64) * gap_ns
+    return a
+
+
+@pytest.mark.parametrize("copy_partial_reads", [False, True])
+def test_a_page_read_in_part_is_copied_whole_when_promoted_with_copy_partial_reads(copy_partial_reads):
+    # a 4 KiB read of a 1 MiB page on the HDD promotes the page: with copy_partial_reads the rest
+    # of it is read from the HDD (a background read there); a read of the whole page leaves only
+    # the write either way
+    def run(length, at):
+        s = Simulator(load_hss("cost"), "lru", [4, None], open_loop=True, page_size=1 << 20,
+                      copy_partial_reads=copy_partial_reads)
+        a = small_reads([0, 0], gap_ns=10 ** 9, at=at)
+        a["length"] = length
+        s.feed(a)
+        r = s.result()
+        assert r["promotions"] == 1 and r["background"].get("copy_partial_reads", False) == copy_partial_reads
+        return r["background_utilization"][1]
+    assert (run(4096, 8192) > 0) == copy_partial_reads
+    assert run(1 << 20, 0) == 0
+
+
+@pytest.mark.parametrize("serve_after_copy", [False, True])
+def test_a_moved_page_is_served_from_its_source_until_copied_with_serve_after_copy(serve_after_copy):
+    # page 0 is promoted by a read at 0; re-read at 0.1 ms its copy (the 1 MiB write to the fast
+    # device) is under way, at 1 s it is done: with serve_after_copy the second read goes to the HDD
+    s = Simulator(load_hss("cost"), "lru", [4, None], open_loop=True, page_size=1 << 20,
+                  serve_after_copy=serve_after_copy)
+    a = small_reads([0, 0, 0], gap_ns=0)
+    a["time_ns"] = [0, 10 ** 5, 10 ** 9]
+    s.feed(a)
+    r = s.result()
+    assert r["promotions"] == 1
+    assert r["served_requests"] == ([1, 2] if serve_after_copy else [2, 1])
+    assert r["read_hit_ratio"] == pytest.approx(1 / 3 if serve_after_copy else 2 / 3)
+    assert r["background"].get("serve_after_copy", False) == serve_after_copy
+
+
+
+def test_background_compete_copies_while_foreground_keeps_the_disk_busy():
+    # closed loop: every request misses to the HDD, which is never idle; the promotions' copies
+    # (the rest of each 1 MiB page read there) that wait for idle time never run (every later
+    # promotion refused), a copier taking its turn does
+    runs = {}
+    for compete in (False, True):
+        s = Simulator(load_hss("cost"), "lru", [2, None], page_size=1 << 20, background_backlog=1,
+                      copy_partial_reads=True, background_compete=compete)
+        s.feed(small_reads(np.arange(1, 101), gap_ns=0))
+        runs[compete] = s.result()
+    assert runs[False]["background_utilization"][1] == 0 and runs[False]["promotions"] <= 2
+    assert runs[True]["background_utilization"][1] > 0 and runs[True]["promotions"] > 10
+    assert runs[True]["background"]["background_compete"] is True

@@ -168,3 +168,40 @@ def test_lru_agrees_with_libcachesim():
     r = simulate("synth:zipf:requests=100000,pages=20000,alpha=0.9,read=1,seed=4", hss="perf", policy="lru")
     _, hit = libcachesim_lru(d, r["capacity_pages"][0])
     assert abs(r["read_hit_ratio"] - hit) < 1e-6
+
+
+def test_wasted_promotions_and_pages_per_device():
+    # lru, 2 fast pages: reads of pages 0, 1, 2 promote each (the read that misses does not count as
+    # the copy's read); page 0 leaves unread when 2 comes in; page 1 is read again; then a write
+    # placed on fast pushes out page 2, never read since its promotion
+    config = load_hss("perf")
+    sim = Simulator(config, "lru", [2, None])
+    sim.feed(reqs([0, 4096, 8192, 4096]))
+    r = sim.result()
+    assert (r["promotions"], r["promotions_wasted"], r["promoted_unread"]) == (3, 1, 1)
+    assert r["read_pages"] == [1, 3] and r["write_pages"] == [0, 0]
+    sim.feed(reqs([5 * 4096], op=record.WRITE))
+    sim.check()   # the page table's unread marks add up to promoted_unread
+    r = sim.result()
+    assert (r["promotions"], r["promotions_wasted"], r["promoted_unread"]) == (3, 2, 0)
+    assert r["write_pages"] == [1, 0]
+    # the read part of the latency: every request but the write
+    assert r["read_latency_us"] * r["reads"] < r["avg_latency_us"] * r["requests"]
+
+
+class ReadsUpWritesDown(Policy):
+    def place(self, view, request, slots):
+        return 1 if request["op"] == record.WRITE else 0
+
+
+def test_promotion_counted_wasted_when_a_write_moves_it_down():
+    # a promoted page written over on the slow device before a read: its copy was never read
+    config = load_hss("perf")
+    for placement, wasted, unread in ((PyLRU(), 0, 1), (ReadsUpWritesDown(), 1, 0)):
+        sim = Simulator(config, "lru", [2, None], plugin=placement)
+        sim.feed(reqs([0]))
+        assert sim.result()["promoted_unread"] == 1
+        sim.feed(reqs([0], op=record.WRITE))   # lru keeps it on fast; the other sends it down
+        sim.check()
+        r = sim.result()
+        assert (r["promotions"], r["promotions_wasted"], r["promoted_unread"]) == (1, wasted, unread), placement

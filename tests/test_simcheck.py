@@ -96,3 +96,19 @@ def test_simcheck_splits_the_live_hit_ratio_by_phase(tmp_path):
     guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.5, "timeline": timeline})
     ph = simcheck().check(str(tmp_path), ["lru"])["results"]["lru"]["live"]["phase_read_hit_ratio"]
     assert ph["warm"] == pytest.approx((600 * 0.1 + 400 * 0.2) / 1000) and ph["measure"] == pytest.approx(0.8)
+
+
+def test_simcheck_simulates_the_live_devices_copies_and_shows_the_compare_model_beside(tmp_path):
+    """The row compared runs the simulator with the live device's copies (hbl.sim.LIVE_COPY); the
+    simulator as hbl compare runs it, and the live model less each part, are kept as diagnoses."""
+    from hbl.sim import LIVE_COPY
+    guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.5})
+    sc = simcheck()
+    s = sc.check(str(tmp_path), ["lru"])
+    r = s["results"]["lru"]
+    assert r["sim"]["live_copy"] == list(LIVE_COPY) and s["replay"]["live_model"] == sorted(LIVE_COPY)
+    assert r["diagnosis"]["compare_model"]["live_copy"] == []
+    for k in LIVE_COPY:
+        assert k not in r["diagnosis"]["without_" + k]["live_copy"]
+    text = sc.format_table(s)
+    assert "as hbl compare runs it" in text and "less one part" in text

@@ -37,6 +37,7 @@ def test_a_family_stands_for_all_its_traces():
     assert split.side("apps:pgbench") == split.side("workload:pgbench") == "evaluation"
     assert split.side("workload:pgbench+sqlite") == "evaluation"
     assert split.side("synth:uniform") is None and split.side("/data/my.csv") is None
+    assert split.side("workload:lmdb-kv") == split.side("workload:file-server") == "training"
 
 
 def test_the_evaluation_suite_is_evaluation_only():

@@ -254,8 +254,7 @@ class Controller(Observer, MemberFaults):
         return [{"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want, "dst_slot": slot,
                  "copy": bool(m.written[e]) or self.unsure, "seen_ns": t_seen}
                 for e, src, want, slot, t_seen in self.queue.take(m.dev, self.free, self.failed, o.max_batch,
-                                                                  self.newest_ts, stay,
-                                                                  self.queue.capacity(o.max_batch, o.interval))]
+                                                                  o.interval, self.newest_ts, stay)]
 
     def execute(self, plan):
         b = Batch(self, plan)

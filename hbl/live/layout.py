@@ -117,7 +117,7 @@ def table(meta, paths=None, gone=()):
     data_start = np.array([m["data_start"] // SECTOR for m in meta.members], np.int64)
     d = dev[starts].astype(np.int64)
     runs = LinearRuns((ends - starts) * ext, d, data_start[d] + slot[starts].astype(np.int64) * ext, paths)
-    if not set(gone) & set(d.tolist()):
+    if not gone or not set(gone) & set(d.tolist()):
         return runs
     return Table([Error(n) if dd in gone else Linear(n, paths[dd], o)
                   for n, dd, o in zip(runs.n.tolist(), runs.dev.tolist(), runs.offset.tolist())])

@@ -66,14 +66,16 @@ class MoveQueue:
             r = max_batch / interval
         return max(max_batch, int(r * self.stale_s))
 
-    def take(self, dev, free, failed, max_batch, newest_ns, stay, capacity=None):
+    def take(self, dev, free, failed, max_batch, interval, newest_ns, stay):
         """Up to max_batch moves, newest decisions first (remaps asked by the controller, which
         cost no copy, before all), each as (extent, from, to, slot on `to`, seen ns) with its
         slot popped from free[to].  On the way, moves already done or undone are dropped, and
-        stale ones, those touching a failed member, those past `capacity` (the moves taken
-        now and those left waiting together; None: no limit) and evictions with no slot below
-        are given back: stay(extents) tells the decider those stay where they are.  A promotion
-        with no free slot waits (the fast device has spares)."""
+        stale ones, those touching a failed member, those past the queue's capacity (the moves
+        taken now and those left waiting together; a batch every `interval` s before a full one
+        was measured) and evictions with no slot below are given back: stay(extents) tells the
+        decider those stay where they are.  A promotion with no free slot waits (the fast device
+        has spares)."""
+        capacity = self.capacity(max_batch, interval)
         q = self.moves
         out, back = [], []
         held = 0
@@ -97,7 +99,7 @@ class MoveQueue:
                 del q[e]
                 continue
             held += 1
-            if capacity is not None and held > capacity:
+            if held > capacity:
                 # more than can be carried out before it goes stale: refused now, the decider
                 # decides again from what it sees next
                 back.append(e)

@@ -3,6 +3,8 @@ which a run starts from.  Below both the simulator (a run of a learning policy s
 shipped agents, hbl/sim/__init__.py) and the pretraining that makes them (hbl/sim/pretrained.py)."""
 from pathlib import Path
 
+from hbl.errors import HblError
+
 AGENTS_DIR = Path(__file__).resolve().parent.parent / "data" / "agents"
 #: The HSS presets the shipped agents are trained for.
 HSS = ("perf", "cost", "tri", "quad")
@@ -31,7 +33,6 @@ def in_directory(directory, policy, hss, seed):
     `hbl pretrain --out` wrote, as it would from the shipped ones: the chosen POLICY-HSS.agent (made
     by --select) for every seed, else pretraining seed `seed`'s own POLICY-HSS-sSEED.agent.  False
     for a policy that has no shipped agents to stand in for; an error if it has and DIR has neither."""
-    from hbl.errors import HblError
     for path in (selected_file(policy, hss, directory), agent_file(policy, hss, seed, directory)):
         if path.is_file():
             return path
@@ -48,13 +49,17 @@ QUEUE_FEATURE_POLICIES = ("harmonia", "harmonia-placement-only")
 QUEUE_FEATURES = 8
 
 
+class ContradictingParams(HblError):
+    """A parameter asked for explicitly that the agent file cannot run with (run_params)."""
+
+
 def run_params(path, policy, params):
     """The parameters (a dict, as hbl.sim.parse_params gives) a run of `policy` needs to load the
     agents in `path`: an agent file carries its placement agent's width, so one of 8 features runs
     with queue_feature=1 and one of 7 without, whatever the caller passed; an explicit queue_feature
-    that contradicts the file is an error naming it.  Other policies' parameters are returned as given."""
+    that contradicts the file is an error naming it (ContradictingParams; a file it cannot read, an
+    HblError).  Other policies' parameters are returned as given."""
     from hbl.core import ffi, lib
-    from hbl.errors import HblError
     params = dict(params or {})
     if policy not in QUEUE_FEATURE_POLICIES:
         return params
@@ -65,8 +70,9 @@ def run_params(path, policy, params):
     wants = 1 if n == QUEUE_FEATURES else 0
     given = params.get("queue_feature")
     if given is not None and bool(given) != bool(wants):
-        raise HblError("%s: its placement agent has %d state features, so it runs with queue_feature=%d, "
-                       "not the queue_feature=%g asked for" % (path, n, wants, given))
+        raise ContradictingParams("%s: its placement agent has %d state features, so it runs with "
+                                  "queue_feature=%d, not the queue_feature=%g asked for"
+                                  % (path, n, wants, given))
     if wants:
         params["queue_feature"] = 1.0
     return params

@@ -96,18 +96,9 @@ def _capture_part(spec, start, end, path):
     from hbl import trace as tracemod
     split.check_training([spec], "validation set")
     if not path.exists():
-        w = tracemod.writer(str(path) + ".part", "native", source="%s@%d-%d" % (spec, start, end))
-        seen = 0
-        for chunk in tracemod.open_trace(spec):
-            lo, hi = max(start - seen, 0), min(end - seen, len(chunk))
-            if lo < hi:
-                w.write(chunk[lo:hi])
-            seen += len(chunk)
-            if seen >= end:
-                break
-        w.close()
-        if w.count < end - start:
-            raise HblError("%s has %d requests: no part %d-%d" % (spec, seen, start, end))
+        [count] = tracemod.write_parts(spec, [(str(path) + ".part", start, end)])
+        if count < end - start:
+            raise HblError("%s has fewer than %d requests: no part %d-%d" % (spec, end, start, end))
         os.replace(str(path) + ".part", path)
     return str(path)
 

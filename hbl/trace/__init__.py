@@ -56,6 +56,28 @@ def open_trace(name, fmt=None, lenient=False, chunk=1 << 16, **options):
     return open_file(resolve(name), fmt=fmt, lenient=lenient, chunk=chunk, **options)
 
 
+def write_parts(name, parts, source=None):
+    """Requests start..end (from 0, end excluded) of trace `name` for each (path, start, end) of
+    parts, written in one pass over it as native traces whose header names `source` (by default
+    NAME@START-END).  Returns the requests each part got, in parts' order: fewer than end - start
+    if the trace is shorter."""
+    writers = [(writer(path, "native", source=source or "%s@%d-%d" % (name, start, end)), start, end)
+               for path, start, end in parts]
+    last = max((end for _, _, end in parts), default=0)
+    seen = 0
+    for chunk in open_trace(name):
+        for w, start, end in writers:
+            lo, hi = max(start - seen, 0), min(end - seen, len(chunk))
+            if lo < hi:
+                w.write(chunk[lo:hi])
+        seen += len(chunk)
+        if seen >= last:
+            break
+    for w, _, _ in writers:
+        w.close()
+    return [w.count for w, _, _ in writers]
+
+
 def load(name, **kw):
     """The whole trace in memory (small traces, Oracle's future knowledge)."""
     reader = open_trace(name, **kw)

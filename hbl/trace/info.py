@@ -53,12 +53,8 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1, source=None, skip
             last_t = int(times[-1])
             gap_sum += int(d.sum())
             gap_n += len(d)
-            if len(d):   # reservoir-ish bounded sample for percentiles
-                keep_n = min(len(d), sample)
-                pick = d if keep_n == len(d) else rng.choice(d, keep_n, replace=False)
-                gaps = np.concatenate((gaps, pick.astype(np.float64)))
-                if len(gaps) > sample:
-                    gaps = rng.choice(gaps, sample, replace=False)
+            if len(d):
+                gaps = _sampled(gaps, d, sample, rng)
         bins = ffi.new("uint64_t[]", REUSE_BINS)
         cold = ffi.new("uint64_t *")
         lib.hbl_tstats_reuse(t, bins, REUSE_BINS, cold)
@@ -67,14 +63,6 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1, source=None, skip
         lib.hbl_tstats_free(t)
     reuse = [int(bins[i]) for i in range(REUSE_BINS)]
     reused = sum(reuse)
-    reuse_median = None
-    if reused:
-        acc = 0
-        for i, c in enumerate(reuse):
-            acc += c
-            if acc * 2 >= reused:
-                reuse_median = "%d-%d" % (2 ** i - 1, 2 ** (i + 1) - 2)
-                break
     # "requests" counts reads and writes, as `hbl simulate` does; discards and flushes
     # are not simulated and are counted apart.
     return {
@@ -91,11 +79,32 @@ def trace_info(reader, page_size=4096, sample=100_000, seed=1, source=None, skip
             "p99": float(np.percentile(gaps, 99)) / 1e3 if len(gaps) else 0.0,
         },
         "reuse_distance": {
-            "first_accesses": int(cold[0]), "reuses": reused, "median_pages": reuse_median,
+            "first_accesses": int(cold[0]), "reuses": reused, "median_pages": _median_bin(reuse),
             "histogram": {"%d-%d" % (2 ** i - 1, 2 ** (i + 1) - 2): c for i, c in enumerate(reuse) if c},
         },
         "bad_lines_skipped": getattr(reader, "skipped", 0) if skipped is None else skipped(),
     }
+
+
+def _sampled(gaps, d, sample, rng):
+    """gaps with the new inter-arrival gaps d, kept to at most `sample` (reservoir-ish, bounded,
+    for the percentiles)."""
+    keep_n = min(len(d), sample)
+    pick = d if keep_n == len(d) else rng.choice(d, keep_n, replace=False)
+    gaps = np.concatenate((gaps, pick.astype(np.float64)))
+    if len(gaps) > sample:
+        gaps = rng.choice(gaps, sample, replace=False)
+    return gaps
+
+
+def _median_bin(reuse):
+    """The reuse-distance bin ("LO-HI" pages) that holds the median reuse, None with no reuse."""
+    reused, acc = sum(reuse), 0
+    for i, c in enumerate(reuse):
+        acc += c
+        if reused and acc * 2 >= reused:
+            return "%d-%d" % (2 ** i - 1, 2 ** (i + 1) - 2)
+    return None
 
 
 def format_info(info):

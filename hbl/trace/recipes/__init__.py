@@ -4,6 +4,7 @@ from hbl.trace.recipes.build_linux import LinuxBuild
 from hbl.trace.recipes.file_server import FileServer
 from hbl.trace.recipes.fio_zipf import FioZipf
 from hbl.trace.recipes.git_checkout import GitCheckout
+from hbl.trace.recipes.lmdb_kv import LmdbKv
 from hbl.trace.recipes.nginx_static import NginxStatic
 from hbl.trace.recipes.pg_analytics import PgAnalytics
 from hbl.trace.recipes.pgbench import Pgbench
@@ -15,4 +16,4 @@ from hbl.trace.recipes.sysbench_mariadb import SysbenchMariadb
 
 RECIPES = {r.name: r for r in (Pgbench(), SysbenchMariadb(), RocksdbBench(), SqliteMix(), LinuxBuild(), FioZipf(),
                                RedisAof(), NginxStatic(), FileServer(), PgAnalytics(), GitCheckout(),
-                               SquidCache(), BeanstalkdQueue())}
+                               SquidCache(), BeanstalkdQueue(), LmdbKv())}

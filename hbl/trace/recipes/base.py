@@ -1,7 +1,7 @@
 """What a workload recipe is: the steps it captures, what it needs, how it prepares and stops.
 
-hbl/trace/workloads.py runs a recipe (scratch file system, memory cgroup, capture); a recipe only
-says what to run there."""
+hbl/trace/workloads.py runs a recipe and captures it, on hbl/trace/scratch.py's scratch file system
+in its memory cgroup; a recipe only says what to run there."""
 import dataclasses
 import glob
 import subprocess
