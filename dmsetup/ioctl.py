@@ -45,12 +45,13 @@ def decode_dev(dev):
     return major, minor
 
 
-def pack(starts, sectors, types, params):
+def pack(starts, sectors, types, params, longest=None):
     """dm_target_spec records, each followed by its parameters: one record size for all
     (the longest parameters, NUL-padded to a multiple of 8), so that the whole payload is
     one numpy array (the kernel finds each record by its `next`, relative to the record).
-    `types`: one per target, or one for all."""
-    width = _align8(max(len(p) for p in params) + 1)
+    `types`: one per target, or one for all.  `params`: bytes each, or an "S" array of them
+    with `longest`, the longest one's length."""
+    width = _align8((max(len(p) for p in params) if longest is None else longest) + 1)
     rec = np.zeros(len(params), dtype=[("start", "<u8"), ("length", "<u8"), ("status", "<i4"), ("next", "<u4"),
                                        ("type", "S%d" % DM_MAX_TYPE_NAME), ("params", "S%d" % width)])
     assert rec.itemsize == SPEC.size + width
@@ -129,7 +130,7 @@ class Control:
     def prepare(self, table):
         """The TABLE_LOAD payload of `table`, built ahead (to keep a suspend short)."""
         if hasattr(table, "params"):          # a LinearRuns: its arrays as they are
-            return Prepared(pack(table.starts(), table.n, b"linear", table.params()), len(table))
+            return Prepared(pack(table.starts(), table.n, b"linear", *table.params_array()), len(table))
         seg = list(table.segments())
         return Prepared(pack([a for a, _ in seg], [t.sectors for _, t in seg], [t.type.encode() for _, t in seg],
                              [t.args().encode() for _, t in seg]), len(seg))

@@ -99,6 +99,27 @@ def test_ioctl_payload_holds_the_table_as_the_kernel_reads_it():
     assert runs.sectors == 10240 and len(runs) == 3 and runs == Table(runs.targets)
 
 
+def test_linear_runs_params_made_with_numpy_are_the_formatted_ones():
+    """params_array() gives each target's "PATH OFFSET" byte for byte as params() formats it,
+    offsets of every number of digits (0, 9, 10, 10**17) and paths of every length, some unused;
+    the payload packed from it is the same bytes."""
+    import numpy as np
+    from dmsetup import LinearRuns
+    ctl = ioctl.Control.__new__(ioctl.Control)
+    rng = np.random.default_rng(7)
+    paths = ["259:0", "/dev/vda", "/dev/mapper/a-rather-long-member-name", "8:16"]
+    for n in (1, 3, 900):
+        dev = rng.integers(0, 3, n)                    # the last path unused
+        off = rng.integers(0, 10 ** rng.integers(1, 16, n))
+        off[:min(n, 3)] = [0, 9, 10 ** 17][:min(n, 3)]
+        runs = LinearRuns(rng.integers(1, 100, n) * 8, dev, off, paths)
+        arr, longest = runs.params_array()
+        assert arr.tolist() == runs.params() and longest == max(len(p) for p in runs.params())
+        assert ioctl.pack(runs.starts(), runs.n, b"linear", arr, longest) == \
+            ioctl.pack(runs.starts(), runs.n, b"linear", runs.params())
+        assert _walk(ctl.prepare(runs).payload, n) == runs.text()
+
+
 @pytest.mark.parametrize("n,d,o,msg", [
     ([8, 0], [0, 0], [0, 8], "line 2 \\(linear at sector 8\\): length must be a positive"),
     ([8, 8], [0, 0], [0, -8], "line 2 .*offset must be >= 0"),

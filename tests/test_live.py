@@ -627,7 +627,8 @@ def test_each_pass_copies_the_writes_read_since_the_pass_before_and_no_others():
     c.meta = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": 0}, {"data_start": 4096}],
                                    written=np.ones(10, np.uint8))
     c.copier = types.SimpleNamespace(copy=lambda *a, **k: copies.append(a))
-    c.drain = lambda: None
+    c.drain_until = lambda wall_ns, max_polls=1000, wait_ms=0: True
+    c.clock_offset = 0
     b = Batch.__new__(Batch)
     b.c, b.m = c, c.meta
     b.plan = [{"extent": 2, "src": 1, "src_slot": 5, "dst": 0, "dst_slot": 1, "copy": True}]
@@ -838,7 +839,8 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     ends at its limit otherwise."""
     import types
     from hbl.live import controller as ctl
-    from hbl.live.batch import SETTLE_S, Batch
+    from hbl.live.batch import Batch
+    from hbl.live.settle import SETTLE_S
     MiB = 1 << 20
     copies, flushed, in_flight = [], [], [2, 1, 0]
     c = types.SimpleNamespace(dm_dev=99, unsorted=[], clock_offset=0)
@@ -846,7 +848,8 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     c.meta = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": 0}, {"data_start": 4096}],
                                    written=np.array([0, 0, 0, 1], np.uint8))
     c.copier = types.SimpleNamespace(copy=lambda *a, **k: copies.append((a, k)), flush=flushed.append)
-    c.drain = c.track = lambda: None
+    c.drain_until = lambda wall_ns, max_polls=1000, wait_ms=0: True
+    c.track = lambda: None
     c.pump = lambda timeout_ms=0: None
     c.in_flight = types.SimpleNamespace(count=lambda *a: in_flight.pop(0) if in_flight else 0)
     c.recopy = lambda plan, writes, limit=False: ctl.Controller.recopy(c, plan, writes, limit)

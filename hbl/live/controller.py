@@ -23,6 +23,7 @@ import numpy as np
 
 from dmsetup import backend
 from dmsetup.device import DmError
+from hbl import record
 from hbl.errors import HblError
 from hbl.live import layout
 from hbl.live.batch import CRASH_POINTS, Batch
@@ -261,9 +262,11 @@ class Controller(Observer, MemberFaults):
             b.commit()
 
     def release_held(self):
+        """The records read while extents were held noted, as one (a note's cost is mostly per call)."""
         held, self.held = self.held or [], None
-        for b in held:
-            self.note(b)
+        held = [b for b in held if len(b)]
+        if held:
+            self.note(held[0] if len(held) == 1 else record.concat(held))
 
     def recopy(self, plan, writes, limit=False):
         """Copy again, for each move, the span of its old slot that member `writes` ([member,
