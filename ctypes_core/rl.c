@@ -329,6 +329,7 @@ int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, 
     struct hbl_agent_config c;
     hbl_agent_config_init(&c, &ma->feat, HBL_F_QUEUE, s->cfg.ndev, p, "m_", 1, s->live, s->cfg.seed + 1);
     ma->follow = setting(p, S_m_demo_follow, s) != 0;
+    ma->fill = setting(p, S_m_fill, s) != 0;
     ma->demo = c.demo > 0 || ma->follow;
     if (ma->demo && ma->page_reward == 2) {
         snprintf(err, errlen, "m_demo and m_demo_follow need m_reward=0 or 1");
@@ -437,6 +438,7 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
         }
     }
     int m = 0, limit = max < ma->max_moves ? max : ma->max_moves;
+    int64_t filled = 0;     /* m_fill: free pages of the fastest device promised this round */
     uint32_t horizon = ma->horizon ? ma->horizon : characteristic_time(s);
     ma->npend = 0;
     ma->round++;
@@ -448,6 +450,10 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
         hbl_agent_tick(ma->ag);
         int label = ma->demo ? hbl_demos_move_label(ma->demos, s, x) : HBL_NO_LABEL;
         if (ma->follow && label != HBL_NO_LABEL) a = label;
+        if (ma->fill) {   /* free space is free: fill it, do not empty it */
+            if (i < nhot && hbl_free_pages(s, 0) > filled) { a = 0; filled++; }
+            else if (i >= nhot && hbl_free_pages(s, pt->dev[x]) > 0) a = pt->dev[x];
+        }
         if (ma->page_reward == 2) {   /* every candidate is judged, moved or not */
             hbl_evalq_push(&ma->evalq, s, x, st, HBL_JUDGE_MOVE, i >= nhot, horizon);
             if (a != pt->dev[x] && m < limit) { slots[m] = x; targets[m] = (int8_t)a; m++; }

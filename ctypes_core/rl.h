@@ -122,7 +122,10 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
     X(m_horizon, 0, 0, "ours", "m_reward=2: requests after a decision over which it is credited; 0: the " \
       "fastest device's characteristic time (the age of its least recently used page), at most 32768") \
     X(m_demo_follow, 0, 0, "ours, after DQfD's pretraining on demonstrations", "1: move as the oracle's " \
-      "label says (m_reward=0 only)")
+      "label says (m_reward=0 only)") \
+    X(m_fill, 0, 0, "ours", "1: free space is free: while the fastest device has free pages, a hot candidate " \
+      "below it is promoted into them and a cold one is not demoted from a device with free pages, " \
+      "whatever the agent's values (learned from as its own moves)")
 
 #define HBL_FEATURE_SETTINGS(X) \
     X(octave_interval, 3, 3, "ours", "bins per doubling of the access interval (63 bins reach 2^21 requests)") \
@@ -215,6 +218,7 @@ struct hbl_migration_agent {
     double unit, space[8];   /* [4 + d]: how many cold pages of d the mean of space[d] is over */
     const struct hbl_demos *demos;   /* as the placement agent's */
     int follow, demo;
+    int fill;               /* m_fill */
 };
 
 int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, const struct hbl_params *p,

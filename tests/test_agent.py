@@ -319,3 +319,14 @@ def test_memory_and_inference_figures():
     assert 0 < f["placement_decision_ns"] and 0 < f["placement_inference_ns"]
     assert 0 < f["placement_inference_fp32_ns"] and 0 < f["placement_linear_fp32_ns"]
     assert expected <= 206 * 1024
+
+
+def test_m_fill_promotes_into_free_space_and_never_empties_it():
+    # reads only, zipf over 2,000 pages, the fast device half the footprint: 20 rounds of at most 10
+    # moves never fill it, so with m_fill every move is a promotion and none an eviction
+    trace = "synth:zipf:read=1.0,requests=20000,pages=2000,seed=5"
+    fill = simulate(trace, hss="perf", policy="harmonia", fast_capacity="50%", params={"m_fill": 1}, seed=1)
+    agent = simulate(trace, hss="perf", policy="harmonia", fast_capacity="50%", params={"m_fill": 0}, seed=1)
+    assert fill["evictions"] == 0
+    assert fill["promotions"] >= 150
+    assert fill["promotions"] > agent["promotions"]
