@@ -126,10 +126,10 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
         arrival = r->time_ns > s->t0_ns ? (double)(r->time_ns - s->t0_ns) / s->cfg.speed : 0.0;
     }
     if (s->st.requests == 0) s->st.first_arrival_ns = arrival;
-    if (!s->live && s->cfg.bg.batch_moves)
-        hbl_batch_advance(s, arrival);
     if (!s->live)
         hbl_bg_advance(s, arrival);
+    if (!s->live && s->cfg.bg.batch_moves)
+        hbl_batch_advance(s, arrival);
     s->sync_done = arrival;
 
     struct hbl_pagetable *pt = &s->pt;

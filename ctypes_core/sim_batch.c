@@ -128,7 +128,8 @@ int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done)
     return 1;
 }
 
-/* Before a request at `now`: the batches due by then, each when the controller would take it. */
+/* Before a request at `now` (after the background I/O due by then): the batches due by then, each
+ * when the controller would take it, their copies started as the device model allows. */
 void hbl_batch_advance(struct hbl_sim *s, double now)
 {
     const struct hbl_background_config *b = &s->cfg.bg;
@@ -154,6 +155,6 @@ void hbl_batch_advance(struct hbl_sim *s, double now)
             return;
         }
         take(s, at);
-        if (!s->batch_ios) return;
+        hbl_bg_advance(s, now);                         /* its copies, as far as they start by now */
     }
 }
