@@ -61,6 +61,13 @@ struct hbl_background_config {
                                 * (as a live device remaps after copying); 0: from its new device at once */
     uint32_t compete;          /* 1: background I/O takes its turn with foreground I/O, one at a time per device
                                 * (a copier beside the application, as hbl's live device copies); 0: idle time only */
+    uint32_t batch_moves;      /* > 0 (<= 64): optional moves carried as hbl's live controller carries them
+                                * (hbl/live/moves.py MoveQueue.take, controller.py plan/execute): queued,
+                                * taken newest first, batch_moves a batch, one batch at a time; refused and
+                                * undone past the queue's capacity or stale_ns old; a batch's pages served
+                                * from where they were until its last copy completes (sim_batch.c); 0: off */
+    double batch_interval_ns;  /* batch_moves: a batch starts at most this often (hbl up's interval) */
+    double stale_ns;           /* batch_moves: a move not taken this long after it was asked is refused */
 };
 
 struct hbl_sim_config {

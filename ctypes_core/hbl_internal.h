@@ -129,6 +129,11 @@ const struct hbl_policy_ops *hbl_policy_at(int32_t i);
 struct hbl_bgop { uint64_t page; uint32_t npages; uint8_t write; };
 #define HBL_BG_MAX_RUN 256   /* pages one merged background I/O may cover */
 
+/* batch_moves (sim_batch.c): a move the policy asked for, waiting for a batch */
+struct hbl_qmove { uint64_t page; double seen; int8_t from; uint8_t read; };
+#define HBL_BATCH_MAX 64      /* batch_moves at most */
+#define HBL_CARRIED_KEPT 16   /* full batches the rate is measured over (hbl/live/moves.py CARRIED_KEPT) */
+
 struct hbl_sim {
     struct hbl_sim_config cfg;
     struct hbl_pagetable pt;
@@ -168,6 +173,12 @@ struct hbl_sim {
      * are queued for the controller to carry out instead of being charged here */
     int live;
     uint64_t *mq; uint64_t nmq, mqcap;   /* queued moves: page numbers */
+    /* batch_moves: the live controller's migration queue and its batch in flight (sim_batch.c) */
+    struct hbl_qmove *bq; uint32_t nbq, bqcap;
+    uint64_t batch[HBL_BATCH_MAX]; uint8_t batch_left[HBL_BATCH_MAX];
+    uint32_t nbatch, batch_ios;          /* the batch's pages; its copy I/Os not yet started */
+    double batch_start, batch_end;       /* batch_start < 0: no batch yet */
+    double carried_moves[HBL_CARRIED_KEPT], carried_ns[HBL_CARRIED_KEPT]; uint32_t ncarried;
     struct hbl_trainer *trainer;         /* background training thread, or NULL */
 };
 

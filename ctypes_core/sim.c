@@ -128,6 +128,8 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     if (s->st.requests == 0) s->st.first_arrival_ns = arrival;
     if (!s->live)
         hbl_bg_advance(s, arrival);
+    if (!s->live && s->cfg.bg.batch_moves)
+        hbl_batch_advance(s, arrival);
     s->sync_done = arrival;
 
     struct hbl_pagetable *pt = &s->pt;
@@ -272,6 +274,11 @@ struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *pol
             return NULL;
         }
     }
+    if (cfg->bg.batch_moves > HBL_BATCH_MAX ||
+        (cfg->bg.batch_moves && !(cfg->bg.batch_interval_ns > 0 && cfg->bg.stale_ns > 0))) {
+        snprintf(err, errlen, "batch moves must be <= %d, with a batch interval and stale time > 0", HBL_BATCH_MAX);
+        return NULL;
+    }
     if (!(cfg->bg.rate_bytes_per_ns >= 0 && cfg->bg.idle_ns >= 0)) {
         snprintf(err, errlen, "background rate and idle time must be >= 0");
         return NULL;
@@ -294,6 +301,7 @@ struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *pol
     s->plugin = plugin;
     s->live = live;
     s->initial_dev = cfg->ndev - 1;
+    s->batch_start = -1;
     for (int d = 0; d < HBL_MAX_DEVICES; d++) {
         s->lru_head[d] = s->lru_tail[d] = HBL_NONE;
         s->head[d] = HBL_NEVER;
@@ -331,7 +339,7 @@ void hbl_sim_free(struct hbl_sim *s)
     if (s->ops && s->ops->free) s->ops->free(s->pstate);
     hbl_pt_free(&s->pt);
     free(s->slots); free(s->targets); free(s->mslots); free(s->mtargets);
-    free(s->inflight); free(s->tl); free(s->mq);
+    free(s->inflight); free(s->tl); free(s->mq); free(s->bq);
     for (int d = 0; d < HBL_MAX_DEVICES; d++) free(s->bgq[d]);
     free(s);
 }

@@ -66,6 +66,18 @@ void hbl_make_room(struct hbl_sim *s, int d, double now, int64_t room);
 /* A queued background I/O (a copy's read or write) started; it completes at `done`. */
 void hbl_copy_started(struct hbl_sim *s, const struct hbl_bgop *op, double done);
 
+/* The same counts for a move carried out now (promotions, evictions). */
+void hbl_count_move(struct hbl_sim *s, uint32_t x, int from, int to);
+
+/* ---- batch_moves: the live controller's migration queue and batches (sim_batch.c) ---- */
+
+/* The policy wants page x on `to` (an optional move): queued for a batch. */
+void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed);
+/* Before a request at `now`: take the batches due by then. */
+void hbl_batch_advance(struct hbl_sim *s, double now);
+/* A copy I/O of page x started, completing at `done`: 1 when x is in the batch in flight. */
+int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done);
+
 /* The device page x is served from at `now`: with serve_after_copy, the one its data is
  * copied from until the copy completes; otherwise (and after) its own. */
 static inline int hbl_serve_dev(struct hbl_sim *s, uint32_t x, double now)

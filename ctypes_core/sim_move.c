@@ -17,6 +17,11 @@ static void promoted(struct hbl_sim *s, uint32_t x)
     s->st.promoted_unread++;
 }
 
+void hbl_count_move(struct hbl_sim *s, uint32_t x, int from, int to)
+{
+    if (to < from) { s->st.promotions++; promoted(s, x); } else s->st.evictions++;
+}
+
 /* Bookkeeping of a device change; the caller charges any I/O. */
 void hbl_set_device(struct hbl_sim *s, uint32_t x, int to)
 {
@@ -61,11 +66,12 @@ static void copy_begin(struct hbl_sim *s, uint32_t x, int from, int to, int ios)
 void hbl_copy_started(struct hbl_sim *s, const struct hbl_bgop *op, double done)
 {
     struct hbl_pagetable *pt = &s->pt;
-    if (!s->cfg.bg.serve_after_copy) return;
+    if (!s->cfg.bg.serve_after_copy && !s->cfg.bg.batch_moves) return;
     for (uint32_t i = 0; i < op->npages; i++) {
         uint32_t x = hbl_pt_find(pt, op->page + i);
         if (x == HBL_NONE || !pt->copy_ios[x]) continue;
         pt->copy_ios[x]--;
+        if (s->cfg.bg.batch_moves && hbl_batch_copy_started(s, x, done)) continue;
         if (done > pt->copy_done[x]) pt->copy_done[x] = done;
     }
 }
@@ -87,6 +93,11 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
         s->st.migrated_bytes += s->cfg.page_size;
         live_queue(s, x);
         hbl_set_device(s, x, to);
+        return 1;
+    }
+    if (s->cfg.bg.batch_moves && (!required || s->pt.copy_from[x] == to)) {
+        /* queued for a batch (sim_batch.c); a queued page evicted back to where its data is, undone */
+        hbl_batch_ask(s, x, to, now, read_needed);
         return 1;
     }
     int clean = to == hbl_slowest(s) && s->pt.home_copy[x];

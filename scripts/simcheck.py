@@ -30,7 +30,7 @@ sys.path.insert(0, ROOT)
 
 from hbl.devices import load_hss  # noqa: E402
 from hbl.errors import HblError  # noqa: E402
-from hbl.sim import LIVE_COPY, Simulator  # noqa: E402
+from hbl.sim import LIVE_BATCH, LIVE_COPY, LIVE_INTERVAL_S, LIVE_STALE_S, Simulator  # noqa: E402
 from hbl.trace import native  # noqa: E402
 
 HIT_TARGET, LATENCY_TARGET = 0.05, 0.25
@@ -222,6 +222,10 @@ def check(guest_dir, policies):
                      # run (its capacity: what its batches carried in 2 s), where the simulator queues 256 pages
                      "live_queue": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
                                                  background_backlog=queue, **LIVE_MODEL), backlog=queue),
+                     # the live controller's discipline (hbl.sim live_batches): newest first, batches of its
+                     # max_batch remapped when the whole batch is copied, the oldest past its capacity refused
+                     "live_batches": simulate(policy, hss_path, guest, seq, n_warm, n_measure, live_batches=True,
+                                              **LIVE_MODEL),
                      # the simulator as hbl compare runs it, and the live copy model less one of its parts
                      "compare_model": simulate(policy, hss_path, guest, seq, n_warm, n_measure),
                      **{"without_" + k: simulate(policy, hss_path, guest, seq, n_warm, n_measure,
@@ -375,6 +379,15 @@ def breakdown(k, r):
                "end of the run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, moves "
                "refused %d" % (k, q["backlog"], q["read_hit_ratio"], q["warm_read_hit_ratio"],
                                q["measure_read_hit_ratio"], q["mean_latency_us"], q["promotions"], q["moves_refused"]))
+    if "live_batches" in d:
+        q = d["live_batches"]
+        out.append("hbl-%s: counterfactual, the live controller's batches (newest first, %d a batch in force when "
+                   "all are copied, one every %.2f s at most, the oldest refused past what batches carry in %.0f s): "
+                   "read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, moves refused %d, "
+                   "moved %.0f MiB, waits behind copies %.0f us per request" % (
+                       k, LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S, q["read_hit_ratio"], q["warm_read_hit_ratio"],
+                       q["measure_read_hit_ratio"], q["mean_latency_us"], q["promotions"], q["moves_refused"],
+                       q["migrated_mib"], q["measure_background_wait_us"]))
     b = d["live_pace"]
     out.append("hbl-%s: counterfactual, copies at the live device's pace (queues of %d pages, %.1f MB/s, the "
                "live moves of this run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, "

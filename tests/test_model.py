@@ -6,7 +6,7 @@ import pytest
 from hbl import record
 from hbl.devices import PROFILES, load_hss
 from hbl.errors import HblError
-from hbl.sim import Simulator, simulate
+from hbl.sim import LIVE_COPY, Simulator, simulate
 
 
 def reqs(pages, op=record.READ, npages=1, gap_ns=0):
@@ -255,3 +255,31 @@ def test_background_compete_copies_while_foreground_keeps_the_disk_busy():
     assert runs[False]["background_utilization"][1] == 0 and runs[False]["promotions"] <= 2
     assert runs[True]["background_utilization"][1] > 0 and runs[True]["promotions"] > 10
     assert runs[True]["background"]["background_compete"] is True
+
+
+@pytest.mark.parametrize("live_batches", [False, True])
+def test_live_batches_carry_the_newest_moves_and_refuse_the_oldest(live_batches):
+    # 100 pages promoted by reads 10 us apart, far more than the copier carries; read again at 10 s.
+    # Queued at once (a backlog of 33 pages), the first asked are copied and the newest refused.  With
+    # the live controller's discipline (hbl/live/moves.py MoveQueue.take) the newest go first, 8 a
+    # batch, and the oldest past the queue's capacity, or left 2 s, are refused and undone.
+    def hits(last):
+        s = Simulator(load_hss("cost"), "lru", [200, None], open_loop=True, page_size=1 << 20,
+                      background_backlog=33, live_batches=live_batches,
+                      **{k: True for k in LIVE_COPY})
+        a = small_reads(list(range(100)) + [last], gap_ns=10 ** 4)
+        a["time_ns"][-1] = 10 ** 10
+        s.feed(a)
+        r = s.result()
+        assert r["background"].get("live_batches", False) == live_batches
+        assert r["moves_refused"] > 0
+        return round(r["read_hit_ratio"] * 101)
+    assert hits(99) == (1 if live_batches else 0)        # the newest asked
+    assert hits(1) == (0 if live_batches else 1)         # among the oldest
+
+
+def test_live_batches_take_the_live_controllers_defaults():
+    from hbl.live.moves import STALE_S
+    from hbl.live.options import Options
+    from hbl.sim import LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S
+    assert (LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S) == (Options.max_batch, Options.interval, STALE_S)

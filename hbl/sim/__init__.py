@@ -23,7 +23,7 @@ from hbl.trace import open_trace
 DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migrate_every=1000, migrate_max=64,
                 timeline_every=10_000, background_backlog=256, background_rate_mb_s=0.0, background_idle_ms=0.0,
                 copy_partial_reads=False, serve_after_copy=False,
-                background_compete=False)
+                background_compete=False, live_batches=False)
 # Background I/O (promotions, evictions, write-backs) is served in each device's idle time.
 # backlog: pages queued per device at most (256 pages = 1 MiB, dm-cache's default
 #   migration_threshold of 2048 sectors, the migration I/O it lets be outstanding); when
@@ -44,6 +44,14 @@ DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migr
 #   each issued when the one before it completed (hbl's live copier runs beside the application,
 #   throttled but never waiting for idle time); off, it runs only in the device's idle time.
 LIVE_COPY = ("copy_partial_reads", "serve_after_copy", "background_compete")
+# live_batches: optional moves are carried as hbl's live controller carries them (ctypes_core/sim_batch.c):
+#   queued, taken newest first in batches of LIVE_BATCH moves at most, one batch at a time and at most
+#   one every LIVE_INTERVAL_S, the oldest past the queue's capacity (what recent full batches carried in
+#   LIVE_STALE_S) or LIVE_STALE_S old refused and undone in the policy, a batch's pages served from
+#   where they were until its last copy completes; the background queues' backlog does not apply to them.
+#   The live controller's defaults (hbl/live/options.py max_batch, interval; hbl/live/moves.py STALE_S;
+#   tests/test_model.py checks they agree).  Off: every move queued at once, the newest refused when full.
+LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S = 8, 0.25, 2.0
 
 
 # the oracle's variants (ctypes_core/policies/oracle.c): writes absorbed on the fast device, or placed by
@@ -229,6 +237,9 @@ class Simulator:
             setattr(cfg.bg, k.replace("background_", ""), int(bool(opts[k])))
             if opts[k]:
                 self.background[k] = True
+        if opts["live_batches"]:
+            cfg.bg.batch_moves, cfg.bg.batch_interval_ns, cfg.bg.stale_ns = LIVE_BATCH, LIVE_INTERVAL_S * 1e9, LIVE_STALE_S * 1e9
+            self.background["live_batches"] = True
         cfg.migrate_every = int(opts["migrate_every"])
         cfg.migrate_max = int(opts["migrate_max"])
         cfg.timeline_every = int(opts["timeline_every"])
