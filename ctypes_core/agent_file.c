@@ -81,23 +81,33 @@ int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *
     return 0;
 }
 
-int32_t hbl_agents_file_features(const char *path, char *err, int32_t errlen)
+/* The header's magic and version (both readers check these first, with the same words); *count is
+ * the number of agents it says the file holds. */
+static int check_header(const uint8_t *head, const char *path, uint32_t *count, char *err, int32_t errlen)
 {
-    uint8_t head[48];
-    struct shape s;
-    uint32_t version, count;
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "%s: cannot open", path); return -1; }
-    int got = fread(head, 1, sizeof(head), f) == sizeof(head) && fread(&s, 1, sizeof(s), f) == sizeof(s);
-    fclose(f);
-    if (!got || memcmp(head, AGENT_MAGIC, 8)) { snprintf(err, errlen, "%s: not an hbl agent file", path); return -1; }
+    uint32_t version;
+    if (memcmp(head, AGENT_MAGIC, 8)) { snprintf(err, errlen, "%s: not an hbl agent file", path); return -1; }
     memcpy(&version, head + 8, 4);
-    memcpy(&count, head + 44, 4);
+    memcpy(count, head + 44, 4);
     if (version != AGENT_VERSION && version != 1) {
         snprintf(err, errlen, "%s: agent file version %u, this hbl reads versions 1 and %u", path, version,
                  AGENT_VERSION);
         return -1;
     }
+    return 0;
+}
+
+int32_t hbl_agents_file_features(const char *path, char *err, int32_t errlen)
+{
+    uint8_t head[48];
+    struct shape s;
+    uint32_t count;
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: cannot open", path); return -1; }
+    int got = fread(head, 1, sizeof(head), f) == sizeof(head) && fread(&s, 1, sizeof(s), f) == sizeof(s);
+    fclose(f);
+    if (!got) { snprintf(err, errlen, "%s: not an hbl agent file", path); return -1; }
+    if (check_header(head, path, &count, err, errlen)) return -1;
     if (count < 1 || s.nfeatures < 1) { snprintf(err, errlen, "%s: holds no agent", path); return -1; }
     return s.nfeatures;
 }
@@ -128,15 +138,9 @@ int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *
     memcpy(&want, buf + size - 8, 8);
     h = fnv(0xcbf29ce484222325ULL, buf, (size_t)size - 8);
     memcpy(&version, buf + 8, 4);
-    memcpy(&count, buf + 44, 4);
     char name[33] = {0};
     memcpy(name, buf + 12, 32);
-    if (memcmp(buf, AGENT_MAGIC, 8)) { snprintf(err, errlen, "%s: not an hbl agent file", path); goto out; }
-    if (version != AGENT_VERSION && version != 1) {
-        snprintf(err, errlen, "%s: agent file version %u, this hbl reads versions 1 and %u", path, version,
-                 AGENT_VERSION);
-        goto out;
-    }
+    if (check_header(buf, path, &count, err, errlen)) goto out;
     if (h != want) { snprintf(err, errlen, "%s: checksum mismatch: the file is corrupt", path); goto out; }
     if (strcmp(name, policy)) {
         snprintf(err, errlen, "%s: holds agents of policy '%s', not '%s'", path, name, policy);

@@ -166,9 +166,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             if (t < 0 || t >= s->cfg.ndev || !write) t = cur >= 0 ? cur : s->initial_dev;
             /* a write over part of a page that holds data elsewhere is served where the page
              * is: the rest of the page would have to come along, so a move there is a copy */
-            if (write && cur >= 0 && t != cur &&
-                (r->offset > (first + i) * s->cfg.page_size ||
-                 r->offset + r->length < (first + i + 1) * s->cfg.page_size))
+            if (write && cur >= 0 && t != cur && !covers(r, first + i, s->cfg.page_size))
                 t = cur;
             if (write) pt->home_copy[x] = 0;
             if (write && covers(r, first + i, s->cfg.page_size))

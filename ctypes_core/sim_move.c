@@ -89,7 +89,7 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
     if (s->live) {                 /* the controller copies; nothing is kept twice */
         hbl_make_room(s, to, now, 1);
         s->pt.last_mig[x] = s->nreq;
-        if (to < from) { s->st.promotions++; promoted(s, x); } else s->st.evictions++;
+        hbl_count_move(s, x, from, to);
         s->st.migrated_bytes += s->cfg.page_size;
         live_queue(s, x);
         hbl_set_device(s, x, to);
@@ -108,7 +108,7 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
     hbl_make_room(s, to, now, 1);
     uint64_t page = s->pt.page[x];
     s->pt.last_mig[x] = s->nreq;
-    if (to < from) { s->st.promotions++; promoted(s, x); } else s->st.evictions++;
+    hbl_count_move(s, x, from, to);
     if (clean) {
         s->st.clean_evictions++;
         s->pt.copy_from[x] = HBL_UNPLACED;     /* the slowest device holds its data */
