@@ -104,6 +104,10 @@ def soak(images, seed, faults, kinds=KINDS, out_dir=None, disks=None, timeout=36
     t0, spent = time.time(), host["host_seconds"]
     host["sessions"] += 1
 
+    def save_host():
+        host["host_seconds"] = round(spent + time.time() - t0, 1)
+        write_json_atomic(host_path, host)
+
     def note_cut():
         host["power_cuts"].append(open(marker).read().strip())
         os.unlink(marker)
@@ -115,13 +119,11 @@ def soak(images, seed, faults, kinds=KINDS, out_dir=None, disks=None, timeout=36
         note_cut()
     while True:
         host["boots"] += 1
-        host["host_seconds"] = round(spent + time.time() - t0, 1)
-        write_json_atomic(host_path, host)
+        save_host()
         try:
             r = vmrun.run(cmd, images, disks=disks, disk_dir=disk_dir, out_dir=out_dir, timeout=timeout, cut=cut)
         except HblError as exc:
-            host["host_seconds"] = round(spent + time.time() - t0, 1)
-            write_json_atomic(host_path, host)
+            save_host()
             raise HblError("%s; the soak can go on: hbl vm soak --resume %s" % (exc, out_dir)) from None
         progress()
         host["boot_seconds"].append(r.boot_seconds)
@@ -129,8 +131,7 @@ def soak(images, seed, faults, kinds=KINDS, out_dir=None, disks=None, timeout=36
             break
         note_cut()
         cmd = resume_cmd
-    host["host_seconds"] = round(spent + time.time() - t0, 1)
-    write_json_atomic(host_path, host)
+    save_host()
     path = os.path.join(soak_dir, "summary.json")
     if not os.path.exists(path):
         raise HblError("the soak's guest ended (exit status %s) without a summary: %s; its output is in %s" % (

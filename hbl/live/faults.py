@@ -36,9 +36,13 @@ class MemberFaults:
         gone: every table from now on maps their extents to an error target.  True if one was new."""
         new = layout.gone_members(self.meta.members) - self.stack.gone
         for d in sorted(new):
-            self.stack.gone.add(d)
-            self.member_failed(d, "removed (its device can no longer be opened)")
+            self.member_gone(d, "removed (its device can no longer be opened)")
         return bool(new)
+
+    def member_gone(self, d, why):
+        """Member d removed: failed, and gone from every table from now on."""
+        self.stack.gone.add(d)
+        self.member_failed(d, why)
 
     def watch_members(self):
         """Kernel uevents for the members (pyudev): a member removed is a failed member."""
@@ -62,8 +66,7 @@ class MemberFaults:
                 break
             d = self.member_rdev.get(ev.device_number)
             if d is not None and ev.action == "remove":
-                self.stack.gone.add(d)
-                self.member_failed(d, "removed (kernel uevent)")
+                self.member_gone(d, "removed (kernel uevent)")
         now = time.monotonic()
         if now - self.last_probe < PROBE_S:
             return
