@@ -78,11 +78,20 @@ void hbl_batch_advance(struct hbl_sim *s, double now);
 /* A copy I/O of page x started, completing at `done`: 1 when x is in the batch in flight. */
 int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done);
 
+/* Whether a page's data can be elsewhere than its device while a copy is under way
+ * (serve_after_copy, batch_moves): without either, pt.copy_from stays HBL_UNPLACED and the
+ * request path need not read or write it. */
+static inline int hbl_tracks_copies(const struct hbl_sim *s)
+{
+    return s->cfg.bg.serve_after_copy || s->cfg.bg.batch_moves;
+}
+
 /* The device page x is served from at `now`: with serve_after_copy, the one its data is
  * copied from until the copy completes; otherwise (and after) its own. */
 static inline int hbl_serve_dev(struct hbl_sim *s, uint32_t x, double now)
 {
     struct hbl_pagetable *pt = &s->pt;
+    if (!hbl_tracks_copies(s)) return pt->dev[x];
     int f = pt->copy_from[x];
     if (f == HBL_UNPLACED) return pt->dev[x];
     if (pt->copy_ios[x] || pt->copy_done[x] > now) return f;

@@ -66,7 +66,7 @@ static void copy_begin(struct hbl_sim *s, uint32_t x, int from, int to, int ios)
 void hbl_copy_started(struct hbl_sim *s, const struct hbl_bgop *op, double done)
 {
     struct hbl_pagetable *pt = &s->pt;
-    if (!s->cfg.bg.serve_after_copy && !s->cfg.bg.batch_moves) return;
+    if (!hbl_tracks_copies(s)) return;
     for (uint32_t i = 0; i < op->npages; i++) {
         uint32_t x = hbl_pt_find(pt, op->page + i);
         if (x == HBL_NONE || !pt->copy_ios[x]) continue;
