@@ -330,3 +330,19 @@ def test_m_fill_promotes_into_free_space_and_never_empties_it():
     assert fill["evictions"] == 0
     assert fill["promotions"] >= 150
     assert fill["promotions"] > agent["promotions"]
+
+
+def test_read_admit_promotes_read_misses_and_its_frequency_rule_admits_fewer():
+    # reads only, zipf over 2,000 pages, the fast device a tenth of the footprint: with the agents
+    # alone reads stay where they are, so promotions are the migration agent's 10 a round at most
+    trace = "synth:zipf:read=1.0,requests=20000,pages=2000,seed=5"
+    runs = {k: simulate(trace, hss="perf", policy="harmonia", fast_capacity="10%", params={"read_admit": k}, seed=1)
+            for k in (0, 1, 2)}
+    assert runs[0]["promotions"] <= 20 * 10
+    # every read miss promotes: far more than the rounds can, and a better read hit ratio
+    assert runs[1]["promotions"] > 10 * runs[0]["promotions"] + 1000
+    assert runs[1]["read_hit_ratio"] > runs[0]["read_hit_ratio"]
+    # the frequency rule turns away pages less accessed than the victim once the device is full
+    assert runs[0]["promotions"] < runs[2]["promotions"] < runs[1]["promotions"]
+    with pytest.raises(HblError, match="read_admit must be 0, 1 or 2"):
+        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 3}, seed=1)

@@ -16,6 +16,7 @@
 
 struct state {
     int use_placement, use_migration;
+    int read_admit;             /* reads' placement by a rule (0: the placement agent's, or none) */
     struct hbl_placement_agent pa;
     struct hbl_migration_agent ma;
     struct hbl_demos demos;     /* the oracle's labels, when the simulation hands over the future */
@@ -27,6 +28,10 @@ static const struct hbl_param_doc params[] = {
     HBL_FEATURE_SETTINGS(HBL_SETTING_DOC)
     {"queue_feature", "1: the placement agent also sees how full the background queues of its evictions are "
                       "(an 8th feature; agents trained without it do not load) [ours, an experiment]"},
+    {"read_admit", "reads the placement agent does not place: 0 stay where they are; 1 a read promotes its pages "
+                   "to the fastest device (promote on miss); 2 as 1, but while that device is full only a page "
+                   "accessed at least as often as its least recently used page [ours, an experiment, "
+                   "results/pretrain/admit.txt]"},
     {NULL, NULL}};
 
 /* Harmonia's placement agent, where it differs from Sibyl's:
@@ -75,6 +80,12 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     if (!st) return -1;
     st->use_placement = placement;
     st->use_migration = migration;
+    double admit = hbl_param(p, "read_admit", 0);
+    if (admit != 0 && admit != 1 && admit != 2) {
+        snprintf(err, errlen, "read_admit must be 0, 1 or 2");
+        goto fail;
+    }
+    st->read_admit = (int)admit;
     int nfeatures = hbl_param(p, "queue_feature", 0) ? HBL_NFEATURES : HBL_F_QUEUE;
     if (placement && hbl_placement_agent_init(&st->pa, s, p, nfeatures, migration ? &with_migration : &alone,
                                               err, errlen))
@@ -104,6 +115,21 @@ static int set_future(void *v, struct hbl_sim *s, const struct hbl_request *reqs
     return hbl_demos_set_future(&st->demos, s, reqs, n);
 }
 
+/* read_admit: a read's pages below the fastest device, not placed by the agent, promoted; at 2,
+ * while the fastest device is full, only those accessed at least as often as its eviction victim. */
+static void admit(int rule, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
+{
+    const struct hbl_pagetable *pt = &s->pt;
+    uint32_t victim = s->lru_tail[0];
+    int full = hbl_free_pages(s, 0) < n && victim != HBL_NONE;
+    for (int i = 0; i < n; i++) {
+        uint32_t x = slots[i];
+        if (targets[i] >= 0 || pt->dev[x] <= 0) continue;
+        if (rule == 2 && full && pt->count[x] < pt->count[victim]) continue;
+        targets[i] = 0;
+    }
+}
+
 static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
                   const uint32_t *slots, int n, int8_t *targets)
 {
@@ -113,6 +139,7 @@ static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
     } else if (r->op == HBL_OP_WRITE) {
         for (int i = 0; i < n; i++) targets[i] = 0;
     }
+    if (st->read_admit && r->op != HBL_OP_WRITE) admit(st->read_admit, s, slots, n, targets);
 }
 
 static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
