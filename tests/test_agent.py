@@ -344,5 +344,5 @@ def test_read_admit_promotes_read_misses_and_its_frequency_rule_admits_fewer():
     assert runs[1]["read_hit_ratio"] > runs[0]["read_hit_ratio"]
     # the frequency rule turns away pages less accessed than the victim once the device is full
     assert runs[0]["promotions"] < runs[2]["promotions"] < runs[1]["promotions"]
-    with pytest.raises(HblError, match="read_admit must be 0, 1 or 2"):
+    with pytest.raises(HblError, match="read_admit must be 0, 1, 2 or 3"):
         simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 3}, seed=1)
