@@ -13,10 +13,11 @@
  *     (writes go to the fastest device, reads move nothing). */
 #include <stdlib.h>
 #include "../rl.h"
+#include "../admit.h"
 
 struct state {
     int use_placement, use_migration;
-    int read_admit;             /* reads' placement by a rule (0: the placement agent's, or none) */
+    struct hbl_admit admit;     /* reads the placement agent leaves (read_admit) */
     struct hbl_placement_agent pa;
     struct hbl_migration_agent ma;
     struct hbl_demos demos;     /* the oracle's labels, when the simulation hands over the future */
@@ -30,7 +31,8 @@ static const struct hbl_param_doc params[] = {
                       "(an 8th feature; agents trained without it do not load) [ours, an experiment]"},
     {"read_admit", "reads the placement agent does not place: 0 stay where they are; 1 a read promotes its pages "
                    "to the fastest device (promote on miss); 2 as 1, but while that device is full only a page "
-                   "accessed at least as often as its least recently used page [ours, an experiment, "
+                   "accessed at least as often as its least recently used page; 3 promote or stay as learned "
+                   "online by regret minimisation, after LeCaR (ctypes_core/admit.c) [ours, an experiment, "
                    "results/pretrain/admit.txt]"},
     {NULL, NULL}};
 
@@ -70,6 +72,7 @@ static void destroy(void *v)
     hbl_placement_agent_free(&st->pa);
     hbl_migration_agent_free(&st->ma);
     hbl_demos_free(&st->demos);
+    hbl_admit_free(&st->admit);
     free(st);
 }
 
@@ -81,11 +84,7 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     st->use_placement = placement;
     st->use_migration = migration;
     double admit = hbl_param(p, "read_admit", 0);
-    if (admit != 0 && admit != 1 && admit != 2) {
-        snprintf(err, errlen, "read_admit must be 0, 1 or 2");
-        goto fail;
-    }
-    st->read_admit = (int)admit;
+    if (hbl_admit_init(&st->admit, s, admit == (int)admit ? (int)admit : -1, err, errlen)) goto fail;
     int nfeatures = hbl_param(p, "queue_feature", 0) ? HBL_NFEATURES : HBL_F_QUEUE;
     if (placement && hbl_placement_agent_init(&st->pa, s, p, nfeatures, migration ? &with_migration : &alone,
                                               err, errlen))
@@ -115,31 +114,17 @@ static int set_future(void *v, struct hbl_sim *s, const struct hbl_request *reqs
     return hbl_demos_set_future(&st->demos, s, reqs, n);
 }
 
-/* read_admit: a read's pages below the fastest device, not placed by the agent, promoted; at 2,
- * while the fastest device is full, only those accessed at least as often as its eviction victim. */
-static void admit(int rule, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
-{
-    const struct hbl_pagetable *pt = &s->pt;
-    uint32_t victim = s->lru_tail[0];
-    int full = hbl_free_pages(s, 0) < n && victim != HBL_NONE;
-    for (int i = 0; i < n; i++) {
-        uint32_t x = slots[i];
-        if (targets[i] >= 0 || pt->dev[x] <= 0) continue;
-        if (rule == 2 && full && pt->count[x] < pt->count[victim]) continue;
-        targets[i] = 0;
-    }
-}
-
 static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
                   const uint32_t *slots, int n, int8_t *targets)
 {
     struct state *st = v;
+    hbl_admit_observe(&st->admit, s, slots, n);
     if (st->use_placement) {
         hbl_placement_agent_place(&st->pa, s, r, slots, n, targets);
     } else if (r->op == HBL_OP_WRITE) {
         for (int i = 0; i < n; i++) targets[i] = 0;
     }
-    if (st->read_admit && r->op != HBL_OP_WRITE) admit(st->read_admit, s, slots, n, targets);
+    if (st->admit.rule && r->op != HBL_OP_WRITE) hbl_admit_read(&st->admit, s, slots, n, targets);
 }
 
 static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
