@@ -344,8 +344,8 @@ def test_read_admit_promotes_read_misses_and_its_frequency_rule_admits_fewer():
     assert runs[1]["read_hit_ratio"] > runs[0]["read_hit_ratio"]
     # the frequency rule turns away pages less accessed than the victim once the device is full
     assert runs[0]["promotions"] < runs[2]["promotions"] < runs[1]["promotions"]
-    with pytest.raises(HblError, match="read_admit must be 0, 1, 2 or 3"):
-        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 4}, seed=1)
+    with pytest.raises(HblError, match="read_admit must be 0, 1, 2, 3 or 4"):
+        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 5}, seed=1)
 
 
 def _scan_and_hot(path, hot=100, scan=20000, seed=1):
