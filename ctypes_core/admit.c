@@ -9,7 +9,15 @@
  * as many entries as the fastest device has pages (LeCaR's history of the cache's size); a regret
  * found t requests after its decision multiplies the guilty expert's weight by
  * exp(-lambda d^t), lambda = 0.45, d = 0.005^(1/N) for a fastest device of N pages (LeCaR's
- * learning and discount rates), then the weights are normalised.  No constant of ours. */
+ * learning and discount rates), then the weights are normalised.  No constant of ours.
+ *
+ * Rule 4 is rule 3 with regrets in device time, in the unit and with the copy charge of the agents'
+ * hindsight credit (hindsight.c): a promotion is regretted at once by its copy and the copy down of
+ * the page it evicts, each a background copy's device time times the share of background time
+ * that delayed requests, over the unit (a page read on the slowest device less one on the
+ * fastest); a stay or an eviction is regretted by the next read of the page it left below (its
+ * device's read time less the fastest's, over the unit).  Writes regret neither: the placement
+ * agent places a write wherever its page was. */
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>

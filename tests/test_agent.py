@@ -382,3 +382,9 @@ def test_read_admit_3_learns_per_workload_whether_promoting_pays(tmp_path):
     assert learned["avg_latency_us"] < always["avg_latency_us"]
     again = run(trace, 3, "1%")                     # reproducible: its draws follow the run's seed
     assert (again["promotions"], again["avg_latency_us"]) == (learned["promotions"], learned["avg_latency_us"])
+    # rule 4 charges a promotion its copies (device time, as the HDD is busy with them here): fewer
+    # promotions than rule 3's where they cost; no copies are charged while the devices idle (zipf)
+    charged = run(trace, 4, "1%")
+    assert charged["promotions"] < 0.5 * learned["promotions"]
+    assert charged["avg_latency_us"] < always["avg_latency_us"]
+    assert run(zipf, 4, "10%")["promotions"] > 10 * stay["promotions"] + 1000
