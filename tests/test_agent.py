@@ -344,8 +344,8 @@ def test_read_admit_promotes_read_misses_and_its_frequency_rule_admits_fewer():
     assert runs[1]["read_hit_ratio"] > runs[0]["read_hit_ratio"]
     # the frequency rule turns away pages less accessed than the victim once the device is full
     assert runs[0]["promotions"] < runs[2]["promotions"] < runs[1]["promotions"]
-    with pytest.raises(HblError, match="read_admit must be 0, 1, 2 or 3"):
-        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 4}, seed=1)
+    with pytest.raises(HblError, match="read_admit must be 0, 1, 2, 3 or 4"):
+        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 5}, seed=1)
 
 
 def _scan_and_hot(path, hot=100, scan=20000, seed=1):
@@ -382,3 +382,9 @@ def test_read_admit_3_learns_per_workload_whether_promoting_pays(tmp_path):
     assert learned["avg_latency_us"] < always["avg_latency_us"]
     again = run(trace, 3, "1%")                     # reproducible: its draws follow the run's seed
     assert (again["promotions"], again["avg_latency_us"]) == (learned["promotions"], learned["avg_latency_us"])
+    # rule 4 charges a promotion its copies (device time, as the HDD is busy with them here): fewer
+    # promotions than rule 3's where they cost; no copies are charged while the devices idle (zipf)
+    charged = run(trace, 4, "1%")
+    assert charged["promotions"] < 0.5 * learned["promotions"]
+    assert charged["avg_latency_us"] < always["avg_latency_us"]
+    assert run(zipf, 4, "10%")["promotions"] > 10 * stay["promotions"] + 1000

@@ -32,7 +32,8 @@ static const struct hbl_param_doc params[] = {
     {"read_admit", "reads the placement agent does not place: 0 stay where they are; 1 a read promotes its pages "
                    "to the fastest device (promote on miss); 2 as 1, but while that device is full only a page "
                    "accessed at least as often as its least recently used page; 3 promote or stay as learned "
-                   "online by regret minimisation, after LeCaR (ctypes_core/admit.c) [ours, an experiment, "
+                   "online by regret minimisation, after LeCaR; 4 as 3 with regrets in device time (ctypes_core/admit.c) "
+                   "[ours, an experiment, "
                    "results/pretrain/admit.txt]"},
     {NULL, NULL}};
 
@@ -118,7 +119,7 @@ static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
                   const uint32_t *slots, int n, int8_t *targets)
 {
     struct state *st = v;
-    hbl_admit_observe(&st->admit, s, slots, n);
+    hbl_admit_observe(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
     if (st->use_placement) {
         hbl_placement_agent_place(&st->pa, s, r, slots, n, targets);
     } else if (r->op == HBL_OP_WRITE) {
