@@ -26,21 +26,30 @@ static int in_batch(const struct hbl_sim *s, uint64_t page)
     return -1;
 }
 
+/* The queue's entry for `page`, nbq if none. */
+static uint32_t find(const struct hbl_sim *s, uint64_t page)
+{
+    uint32_t k = 0;
+    while (k < s->nbq && s->bq[k].page != page) k++;
+    return k;
+}
+
 /* The policy wants page x on `to`: queued; the page keeps being served from where its data is. */
 void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed)
 {
     struct hbl_pagetable *pt = &s->pt;
     int phys = hbl_serve_dev(s, x, now);    /* where its data is */
     uint64_t page = pt->page[x];
-    uint32_t k = 0;
-    while (k < s->nbq && s->bq[k].page != page) k++;
     if (to == phys) {                       /* undone by the policy before it was carried out */
+        uint32_t k = find(s, page);
         if (k < s->nbq) s->bq[k] = s->bq[--s->nbq];
         pt->copy_from[x] = HBL_UNPLACED;
         hbl_set_device(s, x, to);
         return;
     }
+    /* the room first: it may undo a queued move (the queue changes), so the page's entry after */
     hbl_make_room(s, to, now, 1);
+    uint32_t k = find(s, page);
     pt->last_mig[x] = s->nreq;
     pt->copy_from[x] = (int8_t)phys;
     pt->copy_done[x] = NOT_YET;

@@ -278,6 +278,21 @@ def test_live_batches_carry_the_newest_moves_and_refuse_the_oldest(live_batches)
     assert hits(1) == (0 if live_batches else 1)         # among the oldest
 
 
+def test_live_batches_queue_a_promotion_whose_room_undid_another():
+    # one fast page; a read of two pages asks for both: the room for the second is made by undoing
+    # the first (queued, its data still on the HDD), and the second stays queued, carried by the
+    # batch taken at 1 s, so that the read at 2 s is a hit (the queue's entry looked up before the
+    # room was made was gone: the page was left on the fast device in the policy's view, never copied)
+    s = Simulator(load_hss("cost"), "lru", [1, None], open_loop=True, page_size=1 << 20, live_batches=True,
+                  **{k: True for k in LIVE_COPY})
+    a = small_reads([0, 1, 1], gap_ns=10 ** 9, at=0)
+    a["length"][0] = 2 << 20
+    s.feed(a)
+    r = s.result()
+    assert r["promotions"] == 1
+    assert r["read_hit_ratio"] == pytest.approx(1 / 4)
+
+
 def test_live_batches_take_the_live_controllers_defaults():
     from hbl.live.moves import STALE_S
     from hbl.live.options import Options
