@@ -175,7 +175,8 @@ struct hbl_sim {
     uint64_t *mq; uint64_t nmq, mqcap;   /* queued moves: page numbers */
     /* batch_moves: the live controller's migration queue and its batch in flight (sim_batch.c) */
     struct hbl_qmove *bq; uint32_t nbq, bqcap;
-    uint64_t batch[HBL_BATCH_MAX]; uint8_t batch_left[HBL_BATCH_MAX];
+    uint64_t batch[HBL_BATCH_MAX]; uint8_t batch_left[HBL_BATCH_MAX]; int8_t batch_to[HBL_BATCH_MAX];
+    struct hbl_qmove *later; uint32_t nlater, latercap;   /* moves asked for the batch's pages while it runs */
     uint32_t nbatch, batch_ios;          /* the batch's pages; its copy I/Os not yet started */
     double batch_start, batch_end;       /* batch_start < 0: no batch yet */
     double carried_moves[HBL_CARRIED_KEPT], carried_ns[HBL_CARRIED_KEPT]; uint32_t ncarried;

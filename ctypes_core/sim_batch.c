@@ -10,9 +10,14 @@
  *   batch_moves every interval before one was measured), are refused and undone: the page
  *   goes back where its data is and the policy is told (MoveQueue.take, capacity, rate);
  * - a batch's copies run as background I/O and its pages are served from their new device
- *   only when its last copy completes (batch.py: the remap is one table reload at commit).
+ *   only when its last copy completes (batch.py: the remap is one table reload at commit);
+ * - an eviction that makes room is a move like any other: queued, taken, refused and counted
+ *   in the batch as the promotion it makes room for (the decider's make_room asks for both;
+ *   controller.py plan gives the queue every move it asked for);
+ * - a move needs a free slot on its device: a device holds its capacity and its spare slots
+ *   (hbl/live/layout.py), and the slots of a batch's moves out of it are free only once the batch
+ *   is done (batch.py finish); a promotion with no free slot waits, an eviction is undone.
  * The controller's own CPU time (prepare, settle, reload) is not modelled.
- * Evictions that make room (required moves) bypass the queue, as before.
  */
 #include <stdlib.h>
 #include "sim_internal.h"
@@ -34,12 +39,39 @@ static uint32_t find(const struct hbl_sim *s, uint64_t page)
     return k;
 }
 
-/* The policy wants page x on `to`: queued; the page keeps being served from where its data is. */
+/* Room for one more move in a queue of n (*q, *cap grown); 0 when there is no memory. */
+static int grow(struct hbl_qmove **q, uint32_t n, uint32_t *cap)
+{
+    if (n < *cap) return 1;
+    uint32_t c = *cap ? 2 * *cap : 256;
+    struct hbl_qmove *p = realloc(*q, c * sizeof(*p));
+    if (!p) return 0;
+    *q = p; *cap = c;
+    return 1;
+}
+
+/* Where page x is in the batch under way (its copies not all done by `now`), -1 if it is not. */
+static int in_flight(const struct hbl_sim *s, uint32_t x, double now)
+{
+    return s->batch_ios || s->batch_end > now ? in_batch(s, s->pt.page[x]) : -1;
+}
+
+/* The policy wants page x on `to`: queued; the page keeps being served from where its data is.
+ * A page of the batch under way is asked for once the batch is done, from where the batch put it
+ * (the controller plans the next batch after this one, from the mapping it committed). */
 void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed)
 {
     struct hbl_pagetable *pt = &s->pt;
-    int phys = hbl_serve_dev(s, x, now);    /* where its data is */
     uint64_t page = pt->page[x];
+    int i = in_flight(s, x, now);
+    if (i >= 0) {
+        hbl_make_room(s, to, now, 1);
+        if (!grow(&s->later, s->nlater, &s->latercap)) { s->st.moves_refused++; return; }
+        s->later[s->nlater++] = (struct hbl_qmove){ page, now, s->batch_to[i], (uint8_t)(read_needed != 0) };
+        hbl_set_device(s, x, to);
+        return;
+    }
+    int phys = hbl_serve_dev(s, x, now);    /* where its data is */
     if (to == phys) {                       /* undone by the policy before it was carried out */
         uint32_t k = find(s, page);
         if (k < s->nbq) s->bq[k] = s->bq[--s->nbq];
@@ -55,23 +87,62 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     pt->copy_done[x] = NOT_YET;
     hbl_set_device(s, x, to);
     if (k == s->nbq) {
-        if (s->nbq == s->bqcap) {
-            uint32_t cap = s->bqcap ? 2 * s->bqcap : 256;
-            struct hbl_qmove *q = realloc(s->bq, cap * sizeof(*q));
-            if (!q) { hbl_set_device(s, x, phys); pt->copy_from[x] = HBL_UNPLACED; s->st.moves_refused++; return; }
-            s->bq = q; s->bqcap = cap;
+        if (!grow(&s->bq, s->nbq, &s->bqcap)) {
+            hbl_set_device(s, x, phys); pt->copy_from[x] = HBL_UNPLACED; s->st.moves_refused++; return;
         }
         s->nbq++;
     }
     s->bq[k] = (struct hbl_qmove){ page, now, (int8_t)phys, (uint8_t)(read_needed != 0) };
 }
 
-/* A queued move not carried out: the page back where its data is, the policy told (on_move). */
-static void refuse(struct hbl_sim *s, uint32_t x, int from)
+/* The batch is done: the moves asked for its pages while it ran are queued, from where it put them
+ * (none for a page the policy wants there again). */
+static void ask_later(struct hbl_sim *s)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    for (uint32_t i = 0; i < s->nlater; i++) {
+        struct hbl_qmove m = s->later[i];
+        uint32_t x = hbl_pt_find(pt, m.page);
+        if (x == HBL_NONE || pt->dev[x] == m.from || find(s, m.page) < s->nbq) continue;
+        if (!grow(&s->bq, s->nbq, &s->bqcap)) { hbl_set_device(s, x, m.from); s->st.moves_refused++; continue; }
+        pt->copy_from[x] = m.from;
+        pt->copy_done[x] = NOT_YET;
+        s->bq[s->nbq++] = m;
+    }
+    s->nlater = 0;
+}
+
+/* A queued move not carried out: the page back where its data is, the policy told (on_move);
+ * `counted` as refused (past the queue's capacity or stale), not an eviction with no slot. */
+static void refuse(struct hbl_sim *s, uint32_t x, int from, int counted)
 {
     s->pt.copy_from[x] = HBL_UNPLACED;
     hbl_set_device(s, x, from);
-    s->st.moves_refused++;
+    s->st.moves_refused += (uint64_t)counted;
+}
+
+/* The page a queued move is of, HBL_NONE once it was done or undone. */
+static uint32_t queued(const struct hbl_sim *s, const struct hbl_qmove *m)
+{
+    const struct hbl_pagetable *pt = &s->pt;
+    uint32_t x = hbl_pt_find(pt, m->page);
+    return x == HBL_NONE || pt->copy_from[x] != m->from || pt->dev[x] == m->from ? HBL_NONE : x;
+}
+
+/* Free slots of each device before a batch (layout.free_slots): its capacity and spares less the
+ * pages whose data is there; a queued page's is still where it is moved from. */
+static void free_slots(const struct hbl_sim *s, int64_t *free)
+{
+    for (int d = 0; d < s->cfg.ndev; d++) {
+        int64_t c = s->cfg.dev[d].capacity_pages;
+        free[d] = c < 0 ? INT64_MAX / 2 : c + (int64_t)s->cfg.bg.spare_pages[d] - s->used[d];
+    }
+    for (uint32_t i = 0; i < s->nbq; i++) {
+        uint32_t x = queued(s, &s->bq[i]);
+        if (x == HBL_NONE) continue;
+        free[s->pt.dev[x]]++;
+        free[s->bq[i].from]--;
+    }
 }
 
 static int newest_first(const void *a, const void *b)
@@ -98,16 +169,23 @@ static void take(struct hbl_sim *s, double at)
     struct hbl_pagetable *pt = &s->pt;
     double cap = capacity(s);
     uint32_t held = 0, kept = 0;
+    int64_t free[4];
+    free_slots(s, free);
     qsort(s->bq, s->nbq, sizeof(*s->bq), newest_first);
     s->nbatch = s->batch_ios = 0;
     s->batch_start = s->batch_end = at;
     for (uint32_t i = 0; i < s->nbq; i++) {
         struct hbl_qmove m = s->bq[i];
-        uint32_t x = hbl_pt_find(pt, m.page);
-        if (x == HBL_NONE || pt->copy_from[x] != m.from || pt->dev[x] == m.from) continue;  /* done or undone */
-        if (at - m.seen > s->cfg.bg.stale_ns || ++held > cap) { refuse(s, x, m.from); continue; }
+        uint32_t x = queued(s, &m);
+        if (x == HBL_NONE) continue;                                                      /* done or undone */
+        if (at - m.seen > s->cfg.bg.stale_ns || ++held > cap) { refuse(s, x, m.from, 1); continue; }
         if (s->nbatch >= s->cfg.bg.batch_moves) { s->bq[kept++] = m; continue; }
         int to = pt->dev[x], ios = 0;
+        if (free[to] <= 0) {                /* no free slot: an eviction undone, a promotion waits */
+            if (to > m.from) refuse(s, x, m.from, 0); else s->bq[kept++] = m;
+            continue;
+        }
+        free[to]--;
         if (m.read) ios += hbl_bg_push(s, m.from, 0, m.page, 1, at);
         ios += hbl_bg_push(s, to, 1, m.page, 1, at);
         pt->copy_ios[x] = (uint16_t)ios;
@@ -115,10 +193,12 @@ static void take(struct hbl_sim *s, double at)
         if (m.from == hbl_slowest(s)) pt->home_copy[x] = 1;
         s->st.migrated_bytes += s->cfg.page_size;
         s->batch_left[s->nbatch] = (uint8_t)ios;
+        s->batch_to[s->nbatch] = (int8_t)to;
         s->batch[s->nbatch++] = m.page;
         s->batch_ios += (uint32_t)ios;
     }
     s->nbq = kept;
+    s->st.batches += s->nbatch > 0;
 }
 
 /* The batch's copy I/O for page x started, completing at `done`; its pages are served from their
@@ -144,6 +224,7 @@ void hbl_batch_advance(struct hbl_sim *s, double now)
     const struct hbl_background_config *b = &s->cfg.bg;
     for (;;) {
         if (s->batch_ios) return;                       /* the batch in flight is still copying */
+        if (s->nlater && s->batch_end <= now) ask_later(s);
         double at = now;
         if (s->batch_start >= 0) {
             at = s->batch_start + b->batch_interval_ns;

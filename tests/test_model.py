@@ -293,8 +293,33 @@ def test_live_batches_queue_a_promotion_whose_room_undid_another():
     assert r["read_hit_ratio"] == pytest.approx(1 / 4)
 
 
+@pytest.mark.parametrize("policy", ["lru", "smq"])
+@pytest.mark.parametrize("hss, pages", [("perf", "zipf"), ("cost", "distinct")])
+def test_live_batches_carry_the_evictions_that_make_room(policy, hss, pages):
+    # reads only, far more moves asked than the batches carry.  The evictions that make room are moves
+    # of the batches like the promotions (the live controller's queue takes both): no batch carries more
+    # than LIVE_BATCH moves.  And the fast device gains a page only by a promotion and loses one only
+    # by an eviction, each into a free slot (its capacity and the live device's spares, less the pages
+    # whose data is there): it never holds more.  Evictions outside the batches carried 10-15 moves a
+    # batch; a page evicted while its promotion's batch ran was undone, its copy made and the eviction
+    # never counted; a promotion taken with its eviction refused overfilled the device
+    from hbl.sim import LIVE_BATCH, live_spares
+    rng = np.random.default_rng(1)
+    cap = 16
+    s = Simulator(load_hss(hss), policy, [cap, None], open_loop=True, page_size=1 << 20, live_batches=True,
+                  **{k: True for k in LIVE_COPY})
+    s.feed(small_reads(rng.zipf(1.2, 4000) % 200 if pages == "zipf" else np.arange(1000), gap_ns=10 ** 7))
+    r = s.result()
+    assert r["evictions"] > 100
+    assert r["promotions"] + r["evictions"] <= LIVE_BATCH * r["batches"]
+    assert r["promotions"] - r["evictions"] <= cap + live_spares(cap)
+
+
 def test_live_batches_take_the_live_controllers_defaults():
+    from hbl.live.layout import default_spares
     from hbl.live.moves import STALE_S
     from hbl.live.options import Options
-    from hbl.sim import LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S
+    from hbl.sim import LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S, live_spares
     assert (LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S) == (Options.max_batch, Options.interval, STALE_S)
+    for slots in (6, 399, 400, 511, 1023, 6463, 6464, 10 ** 6):
+        assert live_spares(slots - default_spares(slots)) == default_spares(slots)

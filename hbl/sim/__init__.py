@@ -49,9 +49,19 @@ LIVE_COPY = ("copy_partial_reads", "serve_after_copy", "background_compete")
 #   one every LIVE_INTERVAL_S, the oldest past the queue's capacity (what recent full batches carried in
 #   LIVE_STALE_S) or LIVE_STALE_S old refused and undone in the policy, a batch's pages served from
 #   where they were until its last copy completes; the background queues' backlog does not apply to them.
+#   Evictions that make room are moves like the others, and a move needs a free slot on its device: the
+#   device's capacity and the live device's spare slots (live_spares), less the pages whose data is there.
 #   The live controller's defaults (hbl/live/options.py max_batch, interval; hbl/live/moves.py STALE_S;
-#   tests/test_model.py checks they agree).  Off: every move queued at once, the newest refused when full.
+#   hbl/live/layout.py default_spares; tests/test_model.py checks they agree).  Off: every move queued at
+#   once, the newest refused when full.
 LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S = 8, 0.25, 2.0
+LIVE_SPARES = (100, 4, 64)     # a live member's spare slots: one per 100 slots, at least 4, at most 64
+
+
+def live_spares(capacity):
+    """The spare slots of a live member that holds `capacity` extents (its slots less its spares)."""
+    per, least, most = LIVE_SPARES
+    return next(sp for sp in range(least, most + 1) if min(most, max(least, (capacity + sp) // per)) == sp)
 
 
 # the oracle's variants (ctypes_core/policies/oracle.c): writes absorbed on the fast device, or placed by
@@ -239,6 +249,8 @@ class Simulator:
                 self.background[k] = True
         if opts["live_batches"]:
             cfg.bg.batch_moves, cfg.bg.batch_interval_ns, cfg.bg.stale_ns = LIVE_BATCH, LIVE_INTERVAL_S * 1e9, LIVE_STALE_S * 1e9
+            for i, cap in enumerate(capacities_pages):
+                cfg.bg.spare_pages[i] = live_spares(cap) if cap is not None and cap >= 0 else 0
             self.background["live_batches"] = True
         cfg.migrate_every = int(opts["migrate_every"])
         cfg.migrate_max = int(opts["migrate_max"])
@@ -403,6 +415,8 @@ class Simulator:
             "params": self.params,
             "requests_per_second": n / self.wall if self.wall > 0 else 0.0,
         }
+        if self.background.get("live_batches"):
+            out["batches"] = st.batches
         agents = self.agents()
         if agents:
             out["agents"] = [a.stats() for a in agents]
