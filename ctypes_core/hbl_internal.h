@@ -40,6 +40,7 @@ struct hbl_pagetable {
     uint64_t *last_mig;  /* request index of the last migration, HBL_NEVER if none */
     uint32_t *prev, *next; /* per-device LRU list links */
     uint8_t *home_copy;  /* 1: the slowest device still holds a valid copy (promoted, not rewritten) */
+    uint8_t *written;    /* 1: written at least once (batch_moves moves a page never written with no copy) */
     uint64_t *aux64;     /* scratch owned by the active policy */
     uint32_t *aux32;
     uint32_t *decision;  /* the placement agent's decision awaiting this page's next access (index + 1), 0 = none */

@@ -168,7 +168,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
              * is: the rest of the page would have to come along, so a move there is a copy */
             if (write && cur >= 0 && t != cur && !covers(r, first + i, s->cfg.page_size))
                 t = cur;
-            if (write) pt->home_copy[x] = 0;
+            if (write) { pt->home_copy[x] = 0; pt->written[x] = 1; }
             if (write && hbl_tracks_copies(s) && covers(r, first + i, s->cfg.page_size))
                 pt->copy_from[x] = HBL_UNPLACED;       /* a copy under way is overwritten */
             if (t != cur) hbl_set_device(s, x, t);

@@ -16,7 +16,9 @@
  *   controller.py plan gives the queue every move it asked for);
  * - a move needs a free slot on its device: a device holds its capacity and its spare slots
  *   (hbl/live/layout.py), and the slots of a batch's moves out of it are free only once the batch
- *   is done (batch.py finish); a promotion with no free slot waits, an eviction is undone.
+ *   is done (batch.py finish); a promotion with no free slot waits, an eviction is undone;
+ * - a page never written holds no data: its move is a remap with no copy (controller.py plan:
+ *   copy is meta.written; batch.py counts migrated_bytes for the copies alone).
  * The controller's own CPU time (prepare, settle, reload) is not modelled.
  */
 #include <stdlib.h>
@@ -163,6 +165,15 @@ static double capacity(const struct hbl_sim *s)
     return c > b->batch_moves ? c : b->batch_moves;
 }
 
+/* The batch's copies have all started: its pages are served from their new devices from batch_end. */
+static void batch_done(struct hbl_sim *s)
+{
+    for (uint32_t k = 0; k < s->nbatch; k++) {
+        uint32_t y = hbl_pt_find(&s->pt, s->batch[k]);
+        if (y != HBL_NONE && s->pt.copy_done[y] == NOT_YET) s->pt.copy_done[y] = s->batch_end;
+    }
+}
+
 /* Take the next batch at `at` from the queue and queue its copies. */
 static void take(struct hbl_sim *s, double at)
 {
@@ -186,12 +197,14 @@ static void take(struct hbl_sim *s, double at)
             continue;
         }
         free[to]--;
-        if (m.read) ios += hbl_bg_push(s, m.from, 0, m.page, 1, at);
-        ios += hbl_bg_push(s, to, 1, m.page, 1, at);
+        if (pt->written[x]) {               /* never written, no data: a remap with no copy (controller.py plan) */
+            if (m.read) ios += hbl_bg_push(s, m.from, 0, m.page, 1, at);
+            ios += hbl_bg_push(s, to, 1, m.page, 1, at);
+            s->st.migrated_bytes += s->cfg.page_size;
+        }
         pt->copy_ios[x] = (uint16_t)ios;
         hbl_count_move(s, x, m.from, to);
         if (m.from == hbl_slowest(s)) pt->home_copy[x] = 1;
-        s->st.migrated_bytes += s->cfg.page_size;
         s->batch_left[s->nbatch] = (uint8_t)ios;
         s->batch_to[s->nbatch] = (int8_t)to;
         s->batch[s->nbatch++] = m.page;
@@ -199,6 +212,7 @@ static void take(struct hbl_sim *s, double at)
     }
     s->nbq = kept;
     s->st.batches += s->nbatch > 0;
+    if (s->nbatch && !s->batch_ios) batch_done(s);     /* remaps alone */
 }
 
 /* The batch's copy I/O for page x started, completing at `done`; its pages are served from their
@@ -209,11 +223,7 @@ int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done)
     if (i < 0 || !s->batch_left[i]) return 0;
     s->batch_left[i]--;
     if (done > s->batch_end) s->batch_end = done;
-    if (--s->batch_ios) return 1;
-    for (uint32_t k = 0; k < s->nbatch; k++) {
-        uint32_t y = hbl_pt_find(&s->pt, s->batch[k]);
-        if (y != HBL_NONE && s->pt.copy_done[y] == NOT_YET) s->pt.copy_done[y] = s->batch_end;
-    }
+    if (!--s->batch_ios) batch_done(s);
     return 1;
 }
 
