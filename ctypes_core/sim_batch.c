@@ -5,10 +5,12 @@
  *   is served from where its data is meanwhile (hbl/live/moves.py MoveQueue.ask);
  * - a batch is taken at most every batch_interval_ns and never while the one before it is
  *   copying (controller.py run -> tick -> plan, execute: one thread);
- * - it takes the newest decisions first, up to batch_moves; moves older than stale_ns, and
- *   the oldest past the queue's capacity (what the recent full batches carried in stale_ns,
- *   batch_moves every interval before one was measured), are refused and undone: the page
- *   goes back where its data is and the policy is told (MoveQueue.take, capacity, rate);
+ * - it takes the newest decisions first, up to batch_moves, those asked since the last batch as new
+ *   as each other (plan stamps them with the newest request read) and the first asked of them first
+ *   (take sorts stably); moves older than stale_ns, and the oldest past the queue's capacity
+ *   (what the recent full batches carried in stale_ns, batch_moves every interval before one was
+ *   measured), are refused and undone: the page goes back where its data is and the policy is
+ *   told (MoveQueue.take, capacity, rate);
  * - a batch's copies run as background I/O and its pages are served from their new device
  *   only when its last copy completes (batch.py: the remap is one table reload at commit);
  * - an eviction that makes room is a move like any other: queued, taken, refused and counted
@@ -69,7 +71,7 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     if (i >= 0) {
         hbl_make_room(s, to, now, 1);
         if (!grow(&s->later, s->nlater, &s->latercap)) { s->st.moves_refused++; return; }
-        s->later[s->nlater++] = (struct hbl_qmove){ page, now, s->batch_to[i], (uint8_t)(read_needed != 0) };
+        s->later[s->nlater++] = (struct hbl_qmove){ page, now, 0, s->batch_to[i], (uint8_t)(read_needed != 0), 1 };
         hbl_set_device(s, x, to);
         return;
     }
@@ -88,13 +90,17 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     pt->copy_from[x] = (int8_t)phys;
     pt->copy_done[x] = NOT_YET;
     hbl_set_device(s, x, to);
+    uint64_t seq = s->asks;
     if (k == s->nbq) {
         if (!grow(&s->bq, s->nbq, &s->bqcap)) {
             hbl_set_device(s, x, phys); pt->copy_from[x] = HBL_UNPLACED; s->st.moves_refused++; return;
         }
         s->nbq++;
+        s->asks++;
+    } else {
+        seq = s->bq[k].seq;
     }
-    s->bq[k] = (struct hbl_qmove){ page, now, (int8_t)phys, (uint8_t)(read_needed != 0) };
+    s->bq[k] = (struct hbl_qmove){ page, now, seq, (int8_t)phys, (uint8_t)(read_needed != 0), 1 };
 }
 
 /* The batch is done: the moves asked for its pages while it ran are queued, from where it put them
@@ -109,6 +115,7 @@ static void ask_later(struct hbl_sim *s)
         if (!grow(&s->bq, s->nbq, &s->bqcap)) { hbl_set_device(s, x, m.from); s->st.moves_refused++; continue; }
         pt->copy_from[x] = m.from;
         pt->copy_done[x] = NOT_YET;
+        m.seq = s->asks++;
         s->bq[s->nbq++] = m;
     }
     s->nlater = 0;
@@ -147,10 +154,13 @@ static void free_slots(const struct hbl_sim *s, int64_t *free)
     }
 }
 
+/* The newest decisions first, and of those seen at the same time the first asked (MoveQueue.take
+ * sorts by the time alone, stably: in the order the moves were asked). */
 static int newest_first(const void *a, const void *b)
 {
-    double u = ((const struct hbl_qmove *)a)->seen, v = ((const struct hbl_qmove *)b)->seen;
-    return u < v ? 1 : u > v ? -1 : 0;
+    const struct hbl_qmove *p = a, *q = b;
+    if (p->seen != q->seen) return p->seen < q->seen ? 1 : -1;
+    return p->seq > q->seq ? 1 : p->seq < q->seq ? -1 : 0;
 }
 
 /* Moves the queue holds at most (MoveQueue.capacity): the recent full batches' rate times stale_ns. */
@@ -182,6 +192,10 @@ static void take(struct hbl_sim *s, double at)
     uint32_t held = 0, kept = 0;
     int64_t free[4];
     free_slots(s, free);
+    /* the controller gives the moves asked since its last batch the time of the newest request it
+     * has read (controller.py plan: seen_ns is newest_ts, one for all): as new as each other */
+    for (uint32_t i = 0; i < s->nbq; i++)
+        if (s->bq[i].fresh) { s->bq[i].seen = at; s->bq[i].fresh = 0; }
     qsort(s->bq, s->nbq, sizeof(*s->bq), newest_first);
     s->nbatch = s->batch_ios = 0;
     s->batch_start = s->batch_end = at;

@@ -259,23 +259,29 @@ def test_background_compete_copies_while_foreground_keeps_the_disk_busy():
 
 @pytest.mark.parametrize("live_batches", [False, True])
 def test_live_batches_carry_the_newest_moves_and_refuse_the_oldest(live_batches):
-    # 100 pages promoted by reads 10 us apart, far more than the copier carries; read again at 10 s.
-    # Queued at once (a backlog of 33 pages), the first asked are copied and the newest refused.  With
-    # the live controller's discipline (hbl/live/moves.py MoveQueue.take) the newest go first, 8 a
-    # batch, and the oldest past the queue's capacity, or left 2 s, are refused and undone.
+    # 60 pages promoted by reads 10 us apart, 60 more 0.3 s later, far more than the copier carries;
+    # one read again at 10 s.  Queued at once (a backlog of 33 pages), the first asked are copied and
+    # the newest refused.  With the live controller's discipline (hbl/live/moves.py MoveQueue.take,
+    # controller.py plan) the moves asked since the last batch share its time (the newest request
+    # read), the newest of those times go first and, among them, the first asked; 8 a batch, and the
+    # oldest past the queue's capacity, or left 2 s, are refused and undone
     def hits(last):
         s = Simulator(load_hss("cost"), "lru", [200, None], open_loop=True, page_size=1 << 20,
                       background_backlog=33, live_batches=live_batches,
                       **{k: True for k in LIVE_COPY})
-        a = small_reads(list(range(100)) + [last], gap_ns=10 ** 4)
+        a = small_reads(list(range(1, 121)) + [last], gap_ns=10 ** 4)
+        a["time_ns"][60:120] += 3 * 10 ** 8
         a["time_ns"][-1] = 10 ** 10
         s.feed(a)
         r = s.result()
         assert r["background"].get("live_batches", False) == live_batches
         assert r["moves_refused"] > 0
-        return round(r["read_hit_ratio"] * 101)
-    assert hits(99) == (1 if live_batches else 0)        # the newest asked
-    assert hits(1) == (0 if live_batches else 1)         # among the oldest
+        return round(r["read_hit_ratio"] * 121)
+    assert hits(120) == (1 if live_batches else 0)       # the newest asked
+    assert hits(30) == (0 if live_batches else 1)        # among the oldest, left waiting
+    assert hits(2) == 1                                  # the first asked: the batch at 0.3 s
+    if live_batches:
+        assert hits(60) == 0                             # the last asked before 0.3 s: not that batch
 
 
 def test_live_batches_queue_a_promotion_whose_room_undid_another():

@@ -45,9 +45,10 @@ DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migr
 #   each issued when the one before it completed (hbl's live copier runs beside the application,
 #   throttled but never waiting for idle time); off, it runs only in the device's idle time.
 LIVE_COPY = ("copy_partial_reads", "serve_after_copy", "background_compete")
-# live_batches: optional moves are carried as hbl's live controller carries them (ctypes_core/sim_batch.c):
-#   queued, taken newest first in batches of LIVE_BATCH moves at most, one batch at a time and at most
-#   one every LIVE_INTERVAL_S, the oldest past the queue's capacity (what recent full batches carried in
+# live_batches: moves are carried as hbl's live controller carries them (ctypes_core/sim_batch.c):
+#   queued, taken newest first (those asked since the last batch as new as each other, the first asked
+#   first, as the controller stamps a tick's decisions) in batches of LIVE_BATCH moves at most, one
+#   batch at a time and at most one every LIVE_INTERVAL_S, the oldest past the queue's capacity (what recent full batches carried in
 #   LIVE_STALE_S) or LIVE_STALE_S old refused and undone in the policy, a batch's pages served from
 #   where they were until its last copy completes; the background queues' backlog does not apply to them.
 #   Evictions that make room are moves like the others, and a move needs a free slot on its device: the
