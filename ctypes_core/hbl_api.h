@@ -71,6 +71,8 @@ struct hbl_background_config {
     uint32_t spare_pages[4];   /* batch_moves: slots each device has beyond its capacity_pages (the live
                                 * device's spares): a move to it waits for a free slot (a promotion) or is
                                 * undone (an eviction), as the live controller's are */
+    uint32_t frontier;         /* batch_moves: after a first write to a page, up to this many next pages never
+                                * written are remapped where the policy put it (hbl up's --frontier) */
 };
 
 struct hbl_sim_config {

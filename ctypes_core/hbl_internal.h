@@ -136,6 +136,7 @@ struct hbl_qmove {
     uint64_t seq;         /* the order asked, kept while queued (a second ask keeps its place) */
     int8_t from; uint8_t read;
     uint8_t fresh;        /* asked since the last batch was taken: seen is that batch's time */
+    uint8_t own;          /* a remap the controller asks itself (the write frontier): first, never stale */
 };
 #define HBL_BATCH_MAX 64      /* batch_moves at most */
 #define HBL_CARRIED_KEPT 16   /* full batches the rate is measured over (hbl/live/moves.py CARRIED_KEPT) */

@@ -20,7 +20,9 @@
  *   (hbl/live/layout.py), and the slots of a batch's moves out of it are free only once the batch
  *   is done (batch.py finish); a promotion with no free slot waits, an eviction is undone;
  * - a page never written holds no data: its move is a remap with no copy (controller.py plan:
- *   copy is meta.written; batch.py counts migrated_bytes for the copies alone).
+ *   copy is meta.written; batch.py counts migrated_bytes for the copies alone);
+ * - after a first write, the next pages never written are remapped where the policy put the
+ *   written one, first in a batch (the write frontier: observe.py decide, hbl up --frontier).
  * The controller's own CPU time (prepare, settle, reload) is not modelled.
  */
 #include <stdlib.h>
@@ -71,7 +73,7 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     if (i >= 0) {
         hbl_make_room(s, to, now, 1);
         if (!grow(&s->later, s->nlater, &s->latercap)) { s->st.moves_refused++; return; }
-        s->later[s->nlater++] = (struct hbl_qmove){ page, now, 0, s->batch_to[i], (uint8_t)(read_needed != 0), 1 };
+        s->later[s->nlater++] = (struct hbl_qmove){ page, now, 0, s->batch_to[i], (uint8_t)(read_needed != 0), 1, 0 };
         hbl_set_device(s, x, to);
         return;
     }
@@ -100,7 +102,29 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     } else {
         seq = s->bq[k].seq;
     }
-    s->bq[k] = (struct hbl_qmove){ page, now, seq, (int8_t)phys, (uint8_t)(read_needed != 0), 1 };
+    s->bq[k] = (struct hbl_qmove){ page, now, seq, (int8_t)phys, (uint8_t)(read_needed != 0), 1, 0 };
+}
+
+/* The write frontier (hbl up --frontier; observe.py decide): after a first write to page e, the
+ * next pages never written go where the policy put e, with no room made (the decider is only told),
+ * as remaps the controller asks itself, first in a batch and never stale; up to a written one. */
+void hbl_batch_frontier(struct hbl_sim *s, uint64_t e, double now)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    uint32_t xe = hbl_pt_find(pt, e);
+    if (xe == HBL_NONE) return;
+    int want = pt->dev[xe];
+    for (uint64_t p = e + 1; p <= e + s->cfg.bg.frontier; p++) {
+        uint32_t x = hbl_pt_find(pt, p);
+        if (x == HBL_NONE || pt->written[x]) return;
+        if (in_flight(s, x, now) >= 0 || find(s, p) < s->nbq) continue;
+        int phys = hbl_serve_dev(s, x, now);
+        if (phys == want || !grow(&s->bq, s->nbq, &s->bqcap)) continue;
+        pt->copy_from[x] = (int8_t)phys;
+        pt->copy_done[x] = NOT_YET;
+        hbl_set_device(s, x, want);
+        s->bq[s->nbq++] = (struct hbl_qmove){ p, now, s->asks++, (int8_t)phys, 0, 0, 1 };
+    }
 }
 
 /* The batch is done: the moves asked for its pages while it ran are queued, from where it put them
@@ -159,6 +183,7 @@ static void free_slots(const struct hbl_sim *s, int64_t *free)
 static int newest_first(const void *a, const void *b)
 {
     const struct hbl_qmove *p = a, *q = b;
+    if (p->own != q->own) return p->own ? -1 : 1;
     if (p->seen != q->seen) return p->seen < q->seen ? 1 : -1;
     return p->seq > q->seq ? 1 : p->seq < q->seq ? -1 : 0;
 }
@@ -203,7 +228,7 @@ static void take(struct hbl_sim *s, double at)
         struct hbl_qmove m = s->bq[i];
         uint32_t x = queued(s, &m);
         if (x == HBL_NONE) continue;                                                      /* done or undone */
-        if (at - m.seen > s->cfg.bg.stale_ns || ++held > cap) { refuse(s, x, m.from, 1); continue; }
+        if ((!m.own && at - m.seen > s->cfg.bg.stale_ns) || ++held > cap) { refuse(s, x, m.from, 1); continue; }
         if (s->nbatch >= s->cfg.bg.batch_moves) { s->bq[kept++] = m; continue; }
         int to = pt->dev[x], ios = 0;
         if (free[to] <= 0) {                /* no free slot: an eviction undone, a promotion waits */

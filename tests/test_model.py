@@ -339,11 +339,29 @@ def test_live_batches_move_a_page_never_written_without_a_copy():
     assert w["evictions"] >= 2 and w["migrated_bytes"] == w["evictions"] << 20 and w["background_ios"] > 0
 
 
+def test_live_batches_remap_the_write_frontier():
+    # pages 0-20 on the HDD, never written.  A first write to page 5 (promoted by lru, with a copy):
+    # the live controller remaps the next LIVE_FRONTIER pages never written where the policy put it,
+    # with no copy, first in the next batch (observe.py decide, hbl up --frontier).  The read at 1 s
+    # takes that batch; at 3 s page 7 is on the NVMe, page 10 (past the frontier) is not
+    s = Simulator(load_hss("cost"), "lru", [16, None], open_loop=True, page_size=1 << 20, live_batches=True,
+                  **{k: True for k in LIVE_COPY})
+    s.set_devices(np.arange(21), np.ones(21, np.int8))
+    a = small_reads([5, 0, 7, 10], gap_ns=10 ** 9)
+    a["op"][0] = record.WRITE
+    a["time_ns"][2:] = [3 * 10 ** 9, 3 * 10 ** 9 + 1000]
+    s.feed(a)
+    r = s.result()
+    assert r["read_pages"] == [1, 2]
+    assert r["migrated_bytes"] == 1 << 20          # page 5's copy; the frontier's remaps copy nothing
+
+
 def test_live_batches_take_the_live_controllers_defaults():
     from hbl.live.layout import default_spares
     from hbl.live.moves import STALE_S
     from hbl.live.options import Options
-    from hbl.sim import LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S, live_spares
+    from hbl.sim import LIVE_BATCH, LIVE_FRONTIER, LIVE_INTERVAL_S, LIVE_STALE_S, live_spares
     assert (LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S) == (Options.max_batch, Options.interval, STALE_S)
+    assert LIVE_FRONTIER == Options.frontier
     for slots in (6, 399, 400, 511, 1023, 6463, 6464, 10 ** 6):
         assert live_spares(slots - default_spares(slots)) == default_spares(slots)

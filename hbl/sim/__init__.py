@@ -48,15 +48,19 @@ LIVE_COPY = ("copy_partial_reads", "serve_after_copy", "background_compete")
 # live_batches: moves are carried as hbl's live controller carries them (ctypes_core/sim_batch.c):
 #   queued, taken newest first (those asked since the last batch as new as each other, the first asked
 #   first, as the controller stamps a tick's decisions) in batches of LIVE_BATCH moves at most, one
-#   batch at a time and at most one every LIVE_INTERVAL_S, the oldest past the queue's capacity (what recent full batches carried in
-#   LIVE_STALE_S) or LIVE_STALE_S old refused and undone in the policy, a batch's pages served from
-#   where they were until its last copy completes; the background queues' backlog does not apply to them.
-#   Evictions that make room are moves like the others, and a move needs a free slot on its device: the
-#   device's capacity and the live device's spare slots (live_spares), less the pages whose data is there.
-#   The live controller's defaults (hbl/live/options.py max_batch, interval; hbl/live/moves.py STALE_S;
-#   hbl/live/layout.py default_spares; tests/test_model.py checks they agree).  Off: every move queued at
-#   once, the newest refused when full.
+#   batch at a time and at most one every LIVE_INTERVAL_S, the oldest past the queue's capacity (what
+#   recent full batches carried in LIVE_STALE_S) or LIVE_STALE_S old refused and undone in the policy,
+#   a batch's pages served from where they were until its last copy completes; the background queues'
+#   backlog does not apply to them.  Evictions that make room are moves like the others, and a move
+#   needs a free slot on its device: the device's capacity and the live device's spare slots
+#   (live_spares), less the pages whose data is there.  A page never written moves with no copy, and
+#   after a first write the next LIVE_FRONTIER pages never written are remapped where the policy put
+#   it, first in a batch (the live write frontier).  The live controller's defaults
+#   (hbl/live/options.py max_batch, interval, frontier; hbl/live/moves.py STALE_S; hbl/live/layout.py
+#   default_spares; tests/test_model.py checks they agree).  Off: every move queued at once, the
+#   newest refused when full.
 LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S = 8, 0.25, 2.0
+LIVE_FRONTIER = 4              # the write frontier: pages never written after a first write, remapped with it
 LIVE_SPARES = (100, 4, 64)     # a live member's spare slots: one per 100 slots, at least 4, at most 64
 
 
@@ -253,6 +257,7 @@ class Simulator:
             cfg.bg.batch_moves, cfg.bg.batch_interval_ns, cfg.bg.stale_ns = LIVE_BATCH, LIVE_INTERVAL_S * 1e9, LIVE_STALE_S * 1e9
             for i, cap in enumerate(capacities_pages):
                 cfg.bg.spare_pages[i] = live_spares(cap) if cap is not None and cap >= 0 else 0
+            cfg.bg.frontier = LIVE_FRONTIER
             self.background["live_batches"] = True
         cfg.migrate_every = int(opts["migrate_every"])
         cfg.migrate_max = int(opts["migrate_max"])
