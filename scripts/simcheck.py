@@ -48,8 +48,9 @@ MAX_BATCH = 8                         # hbl up's --max-batch: extents moved by o
 LIVE_COPIES = {k: True for k in LIVE_COPY}
 # The simulator as the live device runs, the row compared: its copies, its controller's batches
 # (hbl.sim live_batches: the migration queue's discipline, evictions carried like promotions, a free
-# slot for each move, no copy for an extent never written), and its initial mapping (initial_mapping:
-# every extent on a member from the start, the first ones on the NVMe, hbl/live/layout.py).
+# slot for each move, no copy for an extent never written, the write frontier), and its initial
+# mapping (initial_mapping: every extent on a member from the start, the first ones on the NVMe,
+# hbl/live/layout.py).
 LIVE_MODEL = dict(LIVE_COPIES, live_batches=True, initial_mapping=True)
 
 
@@ -309,8 +310,8 @@ def format_table(s):
              "served by the NVMe) over both phases" % (s["warm_s"], s["measure_s"]),
              "# simulator: closed loop at depth %d, page = extent = %d KiB, fast capacity %d extents, the live "
              "device as it runs (%s: its copies; its controller's batches, %d moves at most, one every %.2f s at "
-             "most, evictions carried like promotions, no copy for an extent never written; its initial mapping, "
-             "the first %d extents on the NVMe), profiles measured in the same boot:" % (
+             "most, evictions carried like promotions, no copy for an extent never written, the write frontier; its "
+             "initial mapping, the first %d extents on the NVMe), profiles measured in the same boot:" % (
                  s["replay"]["queue_depth"], s["replay"]["page_size"] >> 10, s["layout"]["fast_extents"],
                  ", ".join(s["replay"].get("live_model", [])), LIVE_BATCH, LIVE_INTERVAL_S,
                  s["layout"]["fast_extents"]),
