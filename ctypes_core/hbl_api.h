@@ -73,6 +73,9 @@ struct hbl_background_config {
                                 * undone (an eviction), as the live controller's are */
     uint32_t frontier;         /* batch_moves: after a first write to a page, up to this many next pages never
                                 * written are remapped where the policy put it (hbl up's --frontier) */
+    double batch_prepare_ns;   /* batch_moves, a diagnosis (0: none): the controller's own time before a batch's
+                                * copies start, and after they complete before its remap is in force */
+    double batch_commit_ns;
 };
 
 struct hbl_sim_config {

@@ -222,8 +222,10 @@ static void take(struct hbl_sim *s, double at)
     for (uint32_t i = 0; i < s->nbq; i++)
         if (s->bq[i].fresh) { s->bq[i].seen = at; s->bq[i].fresh = 0; }
     qsort(s->bq, s->nbq, sizeof(*s->bq), newest_first);
+    double copy_at = at + s->cfg.bg.batch_prepare_ns;    /* the controller's own time before the copies */
     s->nbatch = s->batch_ios = 0;
-    s->batch_start = s->batch_end = at;
+    s->batch_start = at;
+    s->batch_end = copy_at;
     for (uint32_t i = 0; i < s->nbq; i++) {
         struct hbl_qmove m = s->bq[i];
         uint32_t x = queued(s, &m);
@@ -237,8 +239,8 @@ static void take(struct hbl_sim *s, double at)
         }
         free[to]--;
         if (pt->written[x]) {               /* never written, no data: a remap with no copy (controller.py plan) */
-            if (m.read) ios += hbl_bg_push(s, m.from, 0, m.page, 1, at);
-            ios += hbl_bg_push(s, to, 1, m.page, 1, at);
+            if (m.read) ios += hbl_bg_push(s, m.from, 0, m.page, 1, copy_at);
+            ios += hbl_bg_push(s, to, 1, m.page, 1, copy_at);
             s->st.migrated_bytes += s->cfg.page_size;
         }
         pt->copy_ios[x] = (uint16_t)ios;
@@ -251,7 +253,10 @@ static void take(struct hbl_sim *s, double at)
     }
     s->nbq = kept;
     s->st.batches += s->nbatch > 0;
-    if (s->nbatch && !s->batch_ios) batch_done(s);     /* remaps alone */
+    if (s->nbatch && !s->batch_ios) {                 /* remaps alone */
+        s->batch_end += s->cfg.bg.batch_commit_ns;
+        batch_done(s);
+    }
 }
 
 /* The batch's copy I/O for page x started, completing at `done`; its pages are served from their
@@ -261,6 +266,7 @@ int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done)
     int i = in_batch(s, s->pt.page[x]);
     if (i < 0 || !s->batch_left[i]) return 0;
     s->batch_left[i]--;
+    done += s->cfg.bg.batch_commit_ns;              /* and after them, before the remap is in force */
     if (done > s->batch_end) s->batch_end = done;
     if (!--s->batch_ios) batch_done(s);
     return 1;

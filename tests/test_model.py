@@ -356,6 +356,18 @@ def test_live_batches_remap_the_write_frontier():
     assert r["migrated_bytes"] == 1 << 20          # page 5's copy; the frontier's remaps copy nothing
 
 
+def test_live_batches_take_the_controllers_own_time_when_told():
+    # batch_overhead_ms, a diagnosis (simcheck takes it from a live run's batch steps): the controller's
+    # own time before a batch's copies and after them; the batches then follow each other more slowly
+    def batches(**kw):
+        s = Simulator(load_hss("perf"), "lru", [16, None], open_loop=True, page_size=1 << 20, live_batches=True,
+                      **{k: True for k in LIVE_COPY}, **kw)
+        s.feed(small_reads(np.random.default_rng(1).zipf(1.2, 4000) % 200, gap_ns=10 ** 7))
+        return s.result()["batches"]
+    assert batches(batch_overhead_ms=(0, 0)) == batches()
+    assert batches(batch_overhead_ms=(200, 200)) < 0.8 * batches()      # 0.4 s a batch, past the 0.25 s tick
+
+
 def test_live_batches_take_the_live_controllers_defaults():
     from hbl.live.layout import default_spares
     from hbl.live.moves import STALE_S

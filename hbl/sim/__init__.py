@@ -24,7 +24,7 @@ from hbl.trace import open_trace
 DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migrate_every=1000, migrate_max=64,
                 timeline_every=10_000, background_backlog=256, background_rate_mb_s=0.0, background_idle_ms=0.0,
                 copy_partial_reads=False, serve_after_copy=False,
-                background_compete=False, live_batches=False)
+                background_compete=False, live_batches=False, batch_overhead_ms=(0.0, 0.0))
 # Background I/O (promotions, evictions, write-backs) is served in each device's idle time.
 # backlog: pages queued per device at most (256 pages = 1 MiB, dm-cache's default
 #   migration_threshold of 2048 sectors, the migration I/O it lets be outstanding); when
@@ -258,6 +258,8 @@ class Simulator:
             for i, cap in enumerate(capacities_pages):
                 cfg.bg.spare_pages[i] = live_spares(cap) if cap is not None and cap >= 0 else 0
             cfg.bg.frontier = LIVE_FRONTIER
+            # a diagnosis, not a model: the controller's own time per batch, before its copies and after
+            cfg.bg.batch_prepare_ns, cfg.bg.batch_commit_ns = (ms * 1e6 for ms in opts["batch_overhead_ms"])
             self.background["live_batches"] = True
         cfg.migrate_every = int(opts["migrate_every"])
         cfg.migrate_max = int(opts["migrate_max"])
