@@ -30,12 +30,19 @@
 int hbl_admit_init(struct hbl_admit *a, struct hbl_sim *s, int rule, char *err, int errlen)
 {
     memset(a, 0, sizeof(*a));
-    if (rule < 0 || rule > 4) {
-        snprintf(err, errlen, "read_admit must be 0, 1, 2, 3 or 4");
+    if (rule < 0 || rule > 5) {
+        snprintf(err, errlen, "read_admit must be 0, 1, 2, 3, 4 or 5");
         return -1;
     }
     a->rule = rule;
     if (rule < 3) return 0;
+    if (rule == 5) {   /* a read miss and a page it pushes off, each judged over up to HBL_EVAL_SPAN horizons */
+        if (hbl_evalq_init(&a->q, 2 * HBL_MAX_HORIZON, 1, 1)) goto oom;
+        const struct hbl_device_params *d = s->cfg.dev;
+        a->unit = hbl_page_time(&d[hbl_slowest(s)], 0, 1, s->cfg.page_size) - hbl_page_time(&d[0], 0, 1, s->cfg.page_size);
+        if (a->unit <= 0) a->unit = 1;
+        return 0;
+    }
     const struct hbl_device_params *dv = s->cfg.dev;
     a->unit = hbl_page_time(&dv[hbl_slowest(s)], 0, 1, s->cfg.page_size) - hbl_page_time(&dv[0], 0, 1, s->cfg.page_size);
     if (a->unit <= 0) a->unit = 1;
@@ -66,6 +73,7 @@ void hbl_admit_free(struct hbl_admit *a)
         free(a->hist[h].at);
     }
     free(a->tag);
+    hbl_evalq_free(&a->q);
     memset(a, 0, sizeof(*a));
 }
 
@@ -120,8 +128,39 @@ static double copy_cost(const struct hbl_admit *a, const struct hbl_sim *s, int 
     return hbl_background_share(s) * (hbl_page_time(&dv[from], 0, 1, ps) + hbl_page_time(&dv[to], 1, 1, ps)) / a->unit;
 }
 
+static int count_bin(uint32_t count)
+{
+    int b = 0;
+    while (count > 1 && b < 32) { count >>= 1; b++; }
+    return b;
+}
+
+/* Rule 5: the decisions whose horizon has passed, credited (running means over at most 256). */
+static void judge(struct hbl_admit *a, struct hbl_sim *s)
+{
+    const struct hbl_judged *e;
+    double bg = hbl_background_share(s);
+    while ((e = hbl_evalq_pop_due(&a->q, s))) {
+        if (e->mark) {   /* a page of the full fastest device: what staying there saved */
+            double k = ++a->space[1];
+            a->space[0] += (e->cost[1] - e->cost[0] - a->space[0]) / (k < 256 ? k : 256);
+            continue;
+        }
+        double space[4] = {a->space[0], 0, 0, 0};
+        int b = e->s[0];
+        double k = ++a->credited[b];
+        a->credit[b] += (hbl_evalq_benefit(s, e, 0, space, bg) / a->unit - a->credit[b]) / (k < 256 ? k : 256);
+    }
+}
+
+void hbl_admit_served(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write)
+{
+    if (a->rule == 5) hbl_evalq_observe(&a->q, s, slots, n, write);
+}
+
 void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
+    if (a->rule == 5) { judge(a, s); return; }
     if (a->rule < 3) return;
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
@@ -133,6 +172,29 @@ void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *s
         int h = (t & TAG_HIST) ? 1 : 0;
         uint64_t at = (t & ~TAG_HIST) - 1;
         regret(a, h, a->rule == 4 ? read_gap(a, s, x) : 1.0, s->nreq - at);
+    }
+}
+
+/* Rule 5: each page below promoted while promoting pages of its access count has paid; every one
+ * queued to be judged, and while the fastest device is full its least recently used page too. */
+static void admit_judged(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
+{
+    const struct hbl_pagetable *pt = &s->pt;
+    uint32_t horizon = hbl_characteristic_time(s);
+    uint32_t victim = s->lru_tail[0];
+    int full = hbl_free_pages(s, 0) * 8 <= s->cfg.dev[0].capacity_pages;
+    for (int i = 0; i < n; i++) {
+        uint32_t x = slots[i];
+        if (targets[i] >= 0 || pt->dev[x] <= 0) continue;
+        uint8_t b = (uint8_t)count_bin(pt->count[x]);
+        hbl_evalq_push(&a->q, s, x, &b, HBL_JUDGE_READ, 0, horizon);
+        if (full && victim != HBL_NONE) {
+            uint8_t none = 0;
+            hbl_evalq_push(&a->q, s, victim, &none, HBL_JUDGE_MOVE, 1, horizon);
+            victim = pt->prev[victim];
+        }
+        if (a->credit[b] > 0) { targets[i] = 0; a->promoted++; }
+        else a->stayed++;
     }
 }
 
@@ -153,6 +215,7 @@ void hbl_admit_read(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slot
     int below = 0;
     for (int i = 0; i < n; i++) below += targets[i] < 0 && pt->dev[slots[i]] > 0;
     if (!below) return;
+    if (a->rule == 5) { admit_judged(a, s, slots, n, targets); return; }
     int promote = hbl_uniform(&a->rng) < a->w_promote;
     int64_t room = hbl_free_pages(s, 0);
     double cost = 0;     /* rule 4: the copies this promotion makes */

@@ -3,10 +3,12 @@
  * least as frequent as the eviction victim while the fastest device is full); rule 3 learns, per
  * run, whether to promote at all, by regret minimisation between two experts after LeCaR
  * (Vietri et al., HotStorage'18): "stay" (leave the pages where they are) and "promote"; rule 4
- * is rule 3 with its regrets in device time (admit.c). */
+ * is rule 3 with its regrets in device time; rule 5 promotes where promoting read misses has
+ * paid, judged in hindsight (admit.c). */
 #ifndef HBL_ADMIT_H
 #define HBL_ADMIT_H
 #include "hbl_internal.h"
+#include "hindsight.h"
 
 struct hbl_admit {
     int rule;                   /* 0 off, 1, 2, 3 (admit.c) */
@@ -20,15 +22,21 @@ struct hbl_admit {
     uint64_t *tag;              /* per slot: 0 none, else request index + 1 and the history in bit 63 */
     uint32_t ntag;
     uint64_t promoted, stayed, regrets[2];
+    /* rule 5: read misses judged in hindsight (the queue tags pages in pt.aux64) */
+    struct hbl_evalq q;
+    double credit[33], credited[33];   /* mean credit of promoting a read miss, by log2 of its access count */
+    double space[2];                   /* what a page of the full fastest device saves by staying; how many judged */
 };
 
-/* 0 or -1 with err filled (an unknown rule, out of memory). */
+/* 0 or -1 with err filled (an unknown rule, out of memory).  Rule 5 uses pt.aux64. */
 int hbl_admit_init(struct hbl_admit *a, struct hbl_sim *s, int rule, char *err, int errlen);
 void hbl_admit_free(struct hbl_admit *a);
 /* A read's pages not placed (targets[i] < 0) below the fastest device: targets set to 0 where admitted. */
 void hbl_admit_read(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets);
 /* Every request, before its placement: rules 3 and 4's regrets (an access to a page in a history;
- * rule 4: a read only). */
+ * rule 4: a read only); rule 5's credits whose horizon has passed. */
 void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write);
+/* Every request, once served: rule 5's queued decisions charged with its cost on each device. */
+void hbl_admit_served(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write);
 
 #endif

@@ -147,3 +147,11 @@ double hbl_evalq_benefit(const struct hbl_sim *s, const struct hbl_judged *e, in
     if (e->full & (1u << from) && e->kind != HBL_JUDGE_WRITE && space) b += space[from];
     return b;
 }
+
+uint32_t hbl_characteristic_time(const struct hbl_sim *s)
+{
+    uint32_t tail = s->lru_tail[0];
+    uint64_t age = tail == HBL_NONE || s->pt.last[tail] == HBL_NEVER ? HBL_MAX_HORIZON : s->nreq - s->pt.last[tail];
+    uint32_t lo = s->cfg.migrate_every ? s->cfg.migrate_every : 1;
+    return age < lo ? lo : age > HBL_MAX_HORIZON ? HBL_MAX_HORIZON : (uint32_t)age;
+}

@@ -15,6 +15,8 @@
 #define HBL_HINDSIGHT_H
 #include "hbl_internal.h"
 
+#define HBL_MAX_HORIZON 32768   /* hindsight horizons (horizon, m_horizon), requests */
+
 /* What acting on a decision costs besides the page's accesses. */
 enum hbl_judged_kind {
     HBL_JUDGE_MOVE,     /* a migration: the page is read from its device and written to the new one */
@@ -72,5 +74,10 @@ double hbl_evalq_benefit(const struct hbl_sim *s, const struct hbl_judged *e, in
 double hbl_background_share(const struct hbl_sim *s);
 /* Device time of one page of an n-page request on device p (reads or writes). */
 double hbl_page_time(const struct hbl_device_params *p, int write, int n, uint32_t page_size);
+/* How long a page stays on the fastest device unaccessed before the LRU order pushes it off: the
+ * age of its least recently used page (the characteristic time of Che's approximation), within
+ * [migrate_every, HBL_MAX_HORIZON].  A move's effect lasts about that long, so it is the horizon
+ * of its credit (horizon 0). */
+uint32_t hbl_characteristic_time(const struct hbl_sim *s);
 
 #endif

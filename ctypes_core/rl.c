@@ -109,17 +109,6 @@ double hbl_reference_latency(const struct hbl_sim *s)
     return d->read_latency_ns + s->cfg.page_size / d->read_bytes_per_ns;
 }
 
-/* How long a page stays on the fastest device unaccessed before the LRU order pushes it off:
- * the age of its least recently used page (the characteristic time of Che's approximation).
- * A move's effect lasts about that long, so it is the horizon of its credit (horizon 0). */
-static uint32_t characteristic_time(const struct hbl_sim *s)
-{
-    uint32_t tail = s->lru_tail[0];
-    uint64_t age = tail == HBL_NONE || s->pt.last[tail] == HBL_NEVER ? HBL_MAX_HORIZON : s->nreq - s->pt.last[tail];
-    uint32_t lo = s->cfg.migrate_every ? s->cfg.migrate_every : 1;
-    return age < lo ? lo : age > HBL_MAX_HORIZON ? HBL_MAX_HORIZON : (uint32_t)age;
-}
-
 /* Hindsight rewards are in this unit: the device time saved by one page read moved from the
  * slowest device to the fastest. */
 static double hindsight_unit(const struct hbl_sim *s)
@@ -255,7 +244,7 @@ void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s
         int a = hbl_agent_act(pa->ag, state);
         hbl_agent_tick(pa->ag);
         hbl_evalq_push(&pa->evalq, s, slots[0], state, write ? HBL_JUDGE_WRITE : HBL_JUDGE_READ, 0,
-                       pa->horizon ? pa->horizon : characteristic_time(s));
+                       pa->horizon ? pa->horizon : hbl_characteristic_time(s));
         for (int i = 0; i < n; i++) targets[i] = (int8_t)a;
         return;
     }
@@ -439,7 +428,7 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
     }
     int m = 0, limit = max < ma->max_moves ? max : ma->max_moves;
     int64_t filled = 0;     /* m_fill: free pages of the fastest device promised this round */
-    uint32_t horizon = ma->horizon ? ma->horizon : characteristic_time(s);
+    uint32_t horizon = ma->horizon ? ma->horizon : hbl_characteristic_time(s);
     ma->npend = 0;
     ma->round++;
     for (int i = 0; i < nc; i++) {

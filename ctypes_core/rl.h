@@ -9,7 +9,6 @@
 #include "hindsight.h"
 #include "demos.h"
 
-#define HBL_MAX_HORIZON 32768   /* hindsight horizons (horizon, m_horizon), requests */
 /* The value support of a placement agent with hindsight rewards (reward=2), in units of one
  * read moved from the slowest device to the fastest (ours: a write absorbed and 3 hits). */
 #define HBL_HINDSIGHT_VMIN -2.0

@@ -32,7 +32,8 @@ static const struct hbl_param_doc params[] = {
     {"read_admit", "reads the placement agent does not place: 0 stay where they are; 1 a read promotes its pages "
                    "to the fastest device (promote on miss); 2 as 1, but while that device is full only a page "
                    "accessed at least as often as its least recently used page; 3 promote or stay as learned "
-                   "online by regret minimisation, after LeCaR; 4 as 3 with regrets in device time (ctypes_core/admit.c) "
+                   "online by regret minimisation, after LeCaR; 4 as 3 with regrets in device time; 5 promote where promoting "
+                   "read misses of as many accesses has paid, judged in hindsight (ctypes_core/admit.c) "
                    "[ours, an experiment, "
                    "results/pretrain/admit.txt]"},
     {NULL, NULL}};
@@ -91,6 +92,10 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
                                               err, errlen))
         goto fail;
     if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;
+    if (migration && st->admit.rule == 5 && st->ma.page_reward) {   /* both would tag pages in pt.aux64 */
+        snprintf(err, errlen, "read_admit=5 needs m_reward=0");
+        goto fail;
+    }
     if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
     st->pa.demos = st->ma.demos = &st->demos;
     *out = st;
@@ -135,6 +140,7 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
     if (hbl_demos_ready(&st->demos)) hbl_demos_observe(&st->demos, s, slots, n);
     if (st->use_placement) hbl_placement_agent_observe(&st->pa, s, r, slots, n, lat);
     if (st->use_migration) hbl_migration_agent_observe(&st->ma, s, slots, n, r->op == HBL_OP_WRITE, lat);
+    hbl_admit_served(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
 }
 
 static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max)
