@@ -30,13 +30,13 @@
 int hbl_admit_init(struct hbl_admit *a, struct hbl_sim *s, int rule, char *err, int errlen)
 {
     memset(a, 0, sizeof(*a));
-    if (rule < 0 || rule > 5) {
-        snprintf(err, errlen, "read_admit must be 0, 1, 2, 3, 4 or 5");
+    if (rule < 0 || rule > 6) {
+        snprintf(err, errlen, "read_admit must be 0, 1, 2, 3, 4, 5 or 6");
         return -1;
     }
     a->rule = rule;
     if (rule < 3) return 0;
-    if (rule == 5) {   /* a read miss and a page it pushes off, each judged over up to HBL_EVAL_SPAN horizons */
+    if (rule >= 5) {   /* a read miss and a page it pushes off, each judged over up to HBL_EVAL_SPAN horizons */
         if (hbl_evalq_init(&a->q, 2 * HBL_MAX_HORIZON, 1, 1)) goto oom;
         const struct hbl_device_params *d = s->cfg.dev;
         a->unit = hbl_page_time(&d[hbl_slowest(s)], 0, 1, s->cfg.page_size) - hbl_page_time(&d[0], 0, 1, s->cfg.page_size);
@@ -135,7 +135,18 @@ static int count_bin(uint32_t count)
     return b;
 }
 
-/* Rule 5: the decisions whose horizon has passed, credited (running means over at most 256). */
+/* Rule 6's context: log2 of the requests since the page's last access; a first access bin 33. */
+static int interval_bin(const struct hbl_sim *s, uint32_t x)
+{
+    uint64_t last = s->pt.last[x];
+    if (last == HBL_NEVER || last > s->nreq) return 33;
+    uint64_t t = s->nreq - last;
+    int b = 0;
+    while (t > 1 && b < 32) { t >>= 1; b++; }
+    return b;
+}
+
+/* Rules 5 and 6: the decisions whose horizon has passed, credited (running means over at most 256). */
 static void judge(struct hbl_admit *a, struct hbl_sim *s)
 {
     const struct hbl_judged *e;
@@ -155,12 +166,12 @@ static void judge(struct hbl_admit *a, struct hbl_sim *s)
 
 void hbl_admit_served(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
-    if (a->rule == 5) hbl_evalq_observe(&a->q, s, slots, n, write);
+    if (a->rule >= 5) hbl_evalq_observe(&a->q, s, slots, n, write);
 }
 
 void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
-    if (a->rule == 5) { judge(a, s); return; }
+    if (a->rule >= 5) { judge(a, s); return; }
     if (a->rule < 3) return;
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
@@ -175,7 +186,8 @@ void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *s
     }
 }
 
-/* Rule 5: each page below promoted while promoting pages of its access count has paid; every one
+/* Rules 5 and 6: each page below promoted while promoting pages of its access count (5) or access
+ * interval (6) has paid; every one
  * queued to be judged, and while the fastest device is full its least recently used page too. */
 static void admit_judged(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
 {
@@ -186,7 +198,7 @@ static void admit_judged(struct hbl_admit *a, struct hbl_sim *s, const uint32_t 
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
         if (targets[i] >= 0 || pt->dev[x] <= 0) continue;
-        uint8_t b = (uint8_t)count_bin(pt->count[x]);
+        uint8_t b = (uint8_t)(a->rule == 5 ? count_bin(pt->count[x]) : interval_bin(s, x));
         hbl_evalq_push(&a->q, s, x, &b, HBL_JUDGE_READ, 0, horizon);
         if (full && victim != HBL_NONE) {
             uint8_t none = 0;
@@ -215,7 +227,7 @@ void hbl_admit_read(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slot
     int below = 0;
     for (int i = 0; i < n; i++) below += targets[i] < 0 && pt->dev[slots[i]] > 0;
     if (!below) return;
-    if (a->rule == 5) { admit_judged(a, s, slots, n, targets); return; }
+    if (a->rule >= 5) { admit_judged(a, s, slots, n, targets); return; }
     int promote = hbl_uniform(&a->rng) < a->w_promote;
     int64_t room = hbl_free_pages(s, 0);
     double cost = 0;     /* rule 4: the copies this promotion makes */

@@ -3,8 +3,8 @@
  * least as frequent as the eviction victim while the fastest device is full); rule 3 learns, per
  * run, whether to promote at all, by regret minimisation between two experts after LeCaR
  * (Vietri et al., HotStorage'18): "stay" (leave the pages where they are) and "promote"; rule 4
- * is rule 3 with its regrets in device time; rule 5 promotes where promoting read misses has
- * paid, judged in hindsight (admit.c). */
+ * is rule 3 with its regrets in device time; rules 5 and 6 promote where promoting read misses of
+ * as many accesses (5) or as long since the last (6) has paid, judged in hindsight (admit.c). */
 #ifndef HBL_ADMIT_H
 #define HBL_ADMIT_H
 #include "hbl_internal.h"
@@ -22,9 +22,10 @@ struct hbl_admit {
     uint64_t *tag;              /* per slot: 0 none, else request index + 1 and the history in bit 63 */
     uint32_t ntag;
     uint64_t promoted, stayed, regrets[2];
-    /* rule 5: read misses judged in hindsight (the queue tags pages in pt.aux64) */
+    /* rules 5 and 6: read misses judged in hindsight (the queue tags pages in pt.aux64) */
     struct hbl_evalq q;
-    double credit[33], credited[33];   /* mean credit of promoting a read miss, by log2 of its access count */
+    double credit[34], credited[34];   /* mean credit of promoting a read miss, by log2 of its access count
+                                          (rule 5) or of its access interval (6, 33: a first access) */
     double space[2];                   /* what a page of the full fastest device saves by staying; how many judged */
 };
 

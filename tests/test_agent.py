@@ -344,8 +344,8 @@ def test_read_admit_promotes_read_misses_and_its_frequency_rule_admits_fewer():
     assert runs[1]["read_hit_ratio"] > runs[0]["read_hit_ratio"]
     # the frequency rule turns away pages less accessed than the victim once the device is full
     assert runs[0]["promotions"] < runs[2]["promotions"] < runs[1]["promotions"]
-    with pytest.raises(HblError, match="read_admit must be 0, 1, 2, 3, 4 or 5"):
-        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 6}, seed=1)
+    with pytest.raises(HblError, match="read_admit must be 0, 1, 2, 3, 4, 5 or 6"):
+        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 7}, seed=1)
 
 
 def _scan_and_hot(path, hot=100, scan=20000, seed=1):
@@ -396,8 +396,10 @@ def test_read_admit_5_promotes_once_hindsight_shows_promoting_pays():
     zipf = "synth:zipf:read=1.0,requests=100000,pages=2000,seed=5"
     run = lambda k, **more: simulate(zipf, hss="perf", policy="harmonia", fast_capacity="10%",
                                      params={"read_admit": k, **more}, seed=1)
-    stay, judged = run(0), run(5)
-    assert judged["promotions"] > 100 * stay["promotions"] + 1000
-    assert judged["read_hit_ratio"] > stay["read_hit_ratio"] + 0.05
-    with pytest.raises(HblError, match="read_admit=5 needs m_reward=0"):
+    stay = run(0)
+    for rule in (5, 6):      # by access count, by access interval
+        judged = run(rule)
+        assert judged["promotions"] > 100 * stay["promotions"] + 1000
+        assert judged["read_hit_ratio"] > stay["read_hit_ratio"] + 0.05
+    with pytest.raises(HblError, match="read_admit=5 or 6 needs m_reward=0"):
         run(5, m_reward=2)

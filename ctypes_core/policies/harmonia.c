@@ -33,7 +33,8 @@ static const struct hbl_param_doc params[] = {
                    "to the fastest device (promote on miss); 2 as 1, but while that device is full only a page "
                    "accessed at least as often as its least recently used page; 3 promote or stay as learned "
                    "online by regret minimisation, after LeCaR; 4 as 3 with regrets in device time; 5 promote where promoting "
-                   "read misses of as many accesses has paid, judged in hindsight (ctypes_core/admit.c) "
+                   "read misses of as many accesses has paid, judged in hindsight; 6 as 5 by the time since the page's "
+                   "last access (ctypes_core/admit.c) "
                    "[ours, an experiment, "
                    "results/pretrain/admit.txt]"},
     {NULL, NULL}};
@@ -92,8 +93,8 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
                                               err, errlen))
         goto fail;
     if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;
-    if (migration && st->admit.rule == 5 && st->ma.page_reward) {   /* both would tag pages in pt.aux64 */
-        snprintf(err, errlen, "read_admit=5 needs m_reward=0");
+    if (migration && st->admit.rule >= 5 && st->ma.page_reward) {   /* both would tag pages in pt.aux64 */
+        snprintf(err, errlen, "read_admit=5 or 6 needs m_reward=0");
         goto fail;
     }
     if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
