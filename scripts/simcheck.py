@@ -465,6 +465,7 @@ def main():
                     help="where simcheck.json/.txt go (default results/simcheck)")
     a = ap.parse_args()
     try:
+        os.makedirs(a.results, exist_ok=True)     # before the guest's minutes, not after them
         guest_dir = a.from_dir or run_guest(a)
         s = check(guest_dir, a.policies.split(","))
     except (HblError, OSError, KeyError) as exc:

@@ -131,3 +131,23 @@ def test_simcheck_starts_the_simulator_from_the_live_devices_initial_mapping(tmp
     assert sim["initial_mapping"] and not empty["initial_mapping"]
     assert sim["promotions"] > 32 and sim["promotions"] - sim["evictions"] <= live_spares(32)
     assert empty["fast_write_share"] > sim["fast_write_share"] + 0.1
+
+
+def test_simcheck_writes_its_results_into_a_directory_it_makes(tmp_path):
+    # a --results directory that does not exist yet is made at the start (it was a traceback at the
+    # end of a 12-minute guest run); one it cannot make is a clear error, before any work
+    import subprocess
+    import sys
+    guest = tmp_path / "guest"
+    guest.mkdir()
+    guest_output(guest, {"read_hit_ratio": 0.4, "fast_request_share": 0.9})
+    script = os.path.join(ROOT, "scripts", "simcheck.py")
+    out = tmp_path / "new" / "results"
+    p = subprocess.run([sys.executable, script, "--from", str(guest), "--policies", "lru", "--results", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((out / "simcheck.json").read_text())["results"]["lru"]["live"]["read_hit_ratio"] == 0.4
+    (tmp_path / "file").write_text("")
+    p = subprocess.run([sys.executable, script, "--from", str(guest), "--results", str(tmp_path / "file" / "x")],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and p.stderr.startswith("simcheck: ") and "Traceback" not in p.stderr
