@@ -14,6 +14,7 @@
  * The controller's own CPU time (prepare, settle, reload) is not modelled.
  * Evictions that make room (required moves) bypass the queue, as before.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include "sim_internal.h"
 
@@ -33,14 +34,15 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     int phys = hbl_serve_dev(s, x, now);    /* where its data is */
     uint64_t page = pt->page[x];
     uint32_t k = 0;
-    while (k < s->nbq && s->bq[k].page != page) k++;
     if (to == phys) {                       /* undone by the policy before it was carried out */
+        while (k < s->nbq && s->bq[k].page != page) k++;
         if (k < s->nbq) s->bq[k] = s->bq[--s->nbq];
         pt->copy_from[x] = HBL_UNPLACED;
         hbl_set_device(s, x, to);
         return;
     }
-    hbl_make_room(s, to, now, 1);
+    hbl_make_room(s, to, now, 1);           /* may queue or undo other moves: the queue is searched after */
+    while (k < s->nbq && s->bq[k].page != page) k++;
     pt->last_mig[x] = s->nreq;
     pt->copy_from[x] = (int8_t)phys;
     pt->copy_done[x] = NOT_YET;
@@ -157,4 +159,28 @@ void hbl_batch_advance(struct hbl_sim *s, double now)
         take(s, at);
         hbl_bg_advance(s, now);                         /* its copies, as far as they start by now */
     }
+}
+
+/* hbl_sim_check's part: every page waiting for its batch is queued or in the batch in flight
+ * (a page moved but never queued would be served from where its data was for ever). */
+int hbl_batch_check(const struct hbl_sim *s, char *err, int32_t errlen)
+{
+    const struct hbl_pagetable *pt = &s->pt;
+    uint8_t *seen = calloc(pt->n ? pt->n : 1, 1);
+    if (!seen) return 0;
+    for (uint32_t i = 0; i < s->nbq; i++) {
+        uint32_t x = hbl_pt_find(pt, s->bq[i].page);
+        if (x != HBL_NONE) seen[x] = 1;
+    }
+    for (uint32_t i = 0; i < s->nbatch; i++) {
+        uint32_t x = hbl_pt_find(pt, s->batch[i]);
+        if (x != HBL_NONE) seen[x] = 1;
+    }
+    uint32_t lost = HBL_NONE;
+    for (uint32_t x = 0; x < pt->n && lost == HBL_NONE; x++)
+        if (pt->copy_from[x] != HBL_UNPLACED && pt->copy_done[x] == NOT_YET && !seen[x]) lost = x;
+    free(seen);
+    if (lost == HBL_NONE) return 0;
+    snprintf(err, errlen, "page %llu waits for a batch but is not queued", (unsigned long long)pt->page[lost]);
+    return -1;
 }

@@ -77,6 +77,8 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
 void hbl_batch_advance(struct hbl_sim *s, double now);
 /* A copy I/O of page x started, completing at `done`: 1 when x is in the batch in flight. */
 int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done);
+/* hbl_sim_check's part: -1 (and err) when a page waiting for its batch is not queued. */
+int hbl_batch_check(const struct hbl_sim *s, char *err, int32_t errlen);
 
 /* Whether a page's data can be elsewhere than its device while a copy is under way
  * (serve_after_copy, batch_moves): without either, pt.copy_from stays HBL_UNPLACED and the

@@ -83,6 +83,7 @@ int32_t hbl_sim_check(const struct hbl_sim *s, char *err, int32_t errlen)
                  (unsigned long long)s->st.migrated_bytes);
         return -1;
     }
+    if (s->cfg.bg.batch_moves && hbl_batch_check(s, err, errlen)) return -1;
     return 0;
 }
 

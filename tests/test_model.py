@@ -278,6 +278,15 @@ def test_live_batches_carry_the_newest_moves_and_refuse_the_oldest(live_batches)
     assert hits(1) == (0 if live_batches else 1)         # among the oldest
 
 
+def test_live_batches_queue_a_move_asked_while_making_room_undoes_another():
+    # An eviction that makes room for a queued move may undo another queued move (sim_batch.c):
+    # the queue changes under the ask, which once lost the move (its page waited for a batch for
+    # ever) or wrote past the queue.  The check finds a page waiting for a batch but not queued.
+    r = simulate("synth:zipf:requests=10000,pages=8192,alpha=0.9,read=0.6,seed=3", hss="cost",
+                 policy="lru", live_batches=True, check=True)
+    assert r["moves_refused"] > 0 and r["evictions"] > 0
+
+
 def test_live_batches_take_the_live_controllers_defaults():
     from hbl.live.moves import STALE_S
     from hbl.live.options import Options
