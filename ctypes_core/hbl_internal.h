@@ -47,6 +47,7 @@ struct hbl_pagetable {
     int8_t *copy_from;   /* serve_after_copy: the device a moved page's data is still read from, -1 = none */
     uint16_t *copy_ios;  /* ... its copy's background I/Os not yet started */
     double *copy_done;   /* ... when the started ones complete (ns) */
+    uint32_t *queued;    /* batch_moves: the page's place in the move queue + 1, 0 = not queued */
 };
 
 int hbl_pt_init(struct hbl_pagetable *pt, uint32_t cap);

@@ -27,22 +27,32 @@ static int in_batch(const struct hbl_sim *s, uint64_t page)
     return -1;
 }
 
+/* Remove queue entry k (the last one takes its place). */
+static void unqueue(struct hbl_sim *s, uint32_t k)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    uint32_t x = hbl_pt_find(pt, s->bq[k].page);
+    if (x != HBL_NONE) pt->queued[x] = 0;
+    s->bq[k] = s->bq[--s->nbq];
+    if (k == s->nbq) return;
+    x = hbl_pt_find(pt, s->bq[k].page);
+    if (x != HBL_NONE) pt->queued[x] = k + 1;
+}
+
 /* The policy wants page x on `to`: queued; the page keeps being served from where its data is. */
 void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed)
 {
     struct hbl_pagetable *pt = &s->pt;
     int phys = hbl_serve_dev(s, x, now);    /* where its data is */
     uint64_t page = pt->page[x];
-    uint32_t k = 0;
     if (to == phys) {                       /* undone by the policy before it was carried out */
-        while (k < s->nbq && s->bq[k].page != page) k++;
-        if (k < s->nbq) s->bq[k] = s->bq[--s->nbq];
+        if (pt->queued[x]) unqueue(s, pt->queued[x] - 1);
         pt->copy_from[x] = HBL_UNPLACED;
         hbl_set_device(s, x, to);
         return;
     }
-    hbl_make_room(s, to, now, 1);           /* may queue or undo other moves: the queue is searched after */
-    while (k < s->nbq && s->bq[k].page != page) k++;
+    hbl_make_room(s, to, now, 1);           /* may undo other queued moves: x's place is read after */
+    uint32_t k = pt->queued[x] ? pt->queued[x] - 1 : s->nbq;
     pt->last_mig[x] = s->nreq;
     pt->copy_from[x] = (int8_t)phys;
     pt->copy_done[x] = NOT_YET;
@@ -55,6 +65,7 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
             s->bq = q; s->bqcap = cap;
         }
         s->nbq++;
+        pt->queued[x] = k + 1;
     }
     s->bq[k] = (struct hbl_qmove){ page, now, (int8_t)phys, (uint8_t)(read_needed != 0) };
 }
@@ -97,9 +108,11 @@ static void take(struct hbl_sim *s, double at)
     for (uint32_t i = 0; i < s->nbq; i++) {
         struct hbl_qmove m = s->bq[i];
         uint32_t x = hbl_pt_find(pt, m.page);
-        if (x == HBL_NONE || pt->copy_from[x] != m.from || pt->dev[x] == m.from) continue;  /* done or undone */
+        if (x == HBL_NONE) continue;
+        pt->queued[x] = 0;
+        if (pt->copy_from[x] != m.from || pt->dev[x] == m.from) continue;  /* done or undone */
         if (at - m.seen > s->cfg.bg.stale_ns || ++held > cap) { refuse(s, x, m.from); continue; }
-        if (s->nbatch >= s->cfg.bg.batch_moves) { s->bq[kept++] = m; continue; }
+        if (s->nbatch >= s->cfg.bg.batch_moves) { s->bq[kept++] = m; pt->queued[x] = kept; continue; }
         int to = pt->dev[x], ios = 0;
         if (m.read) ios += hbl_bg_push(s, m.from, 0, m.page, 1, at);
         ios += hbl_bg_push(s, to, 1, m.page, 1, at);
@@ -170,7 +183,14 @@ int hbl_batch_check(const struct hbl_sim *s, char *err, int32_t errlen)
     if (!seen) return 0;
     for (uint32_t i = 0; i < s->nbq; i++) {
         uint32_t x = hbl_pt_find(pt, s->bq[i].page);
-        if (x != HBL_NONE) seen[x] = 1;
+        if (x == HBL_NONE) continue;
+        seen[x] = 1;
+        if (pt->queued[x] != i + 1) {
+            snprintf(err, errlen, "page %llu: queued %u but at %u", (unsigned long long)pt->page[x],
+                     pt->queued[x], i + 1);
+            free(seen);
+            return -1;
+        }
     }
     for (uint32_t i = 0; i < s->nbatch; i++) {
         uint32_t x = hbl_pt_find(pt, s->batch[i]);
