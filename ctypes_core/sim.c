@@ -226,8 +226,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     if (write) { s->st.writes++; s->st.write_bytes += r->length; }
     else { s->st.reads++; s->st.read_bytes += r->length; s->st.read_latency_ns += lat; }
     s->st.page_accesses += n;
-    if (write) { s->st.write_page_accesses += n; s->st.fast_page_writes += hits; }
-    else { s->st.read_page_accesses += n; s->st.fast_read_hits += hits; }
+    if (write) s->st.write_page_accesses += n; else s->st.read_page_accesses += n;
     s->st.latency_sum_ns += lat;
     if (!s->live) { s->st.served_requests[slowest]++; s->st.served_latency_ns[slowest] += lat; }
     if (done > s->st.last_completion_ns) s->st.last_completion_ns = done;

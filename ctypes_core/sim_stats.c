@@ -11,6 +11,8 @@ void hbl_sim_get_stats(const struct hbl_sim *s, struct hbl_sim_stats *out)
 {
     *out = s->st;
     out->pages = s->pt.n;
+    out->fast_read_hits = s->st.read_pages[0];
+    out->fast_page_writes = s->st.write_pages[0];
     for (int d = 0; d < HBL_MAX_DEVICES; d++) out->used_pages[d] = d < s->cfg.ndev ? (uint64_t)s->used[d] : 0;
 }
 
