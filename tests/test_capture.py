@@ -1,4 +1,5 @@
 """Live capture on real loop devices (root and BPF; skipped with the reason otherwise)."""
+import importlib
 import json
 import mmap
 import os
@@ -251,26 +252,17 @@ def test_bio_mode_as_for_device_mapper(loopdev):
 
 
 @pytest.fixture
-def zram():
-    """A zram device of our own (hot-added, removed afterwards): the host's one bio-based block
-    device (it has no device-mapper), whose bios the kernel traces to completion."""
-    ctl = "/sys/class/zram-control"
-    if not os.path.isdir(ctl):
+def zram(monkeypatch):
+    """A zram device of our own (scripts/bench_capture.py's, removed afterwards)."""
+    if not os.path.isdir("/sys/class/zram-control"):
         pytest.skip("no zram on this kernel: bio-based completion is left to the guest suite")
-    n = int(open(os.path.join(ctl, "hot_add")).read())
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
+    bench = importlib.import_module("bench_capture")
+    n, dev = bench.zram_device(64 << 20)
     try:
-        with open("/sys/block/zram%d/disksize" % n, "w") as f:
-            f.write(str(64 << 20))
-        dev = "/dev/zram%d" % n
-        deadline = time.time() + 5
-        while not os.path.exists(dev) and time.time() < deadline:
-            time.sleep(0.05)
         yield dev
     finally:
-        with open("/sys/block/zram%d/reset" % n, "w") as f:
-            f.write("1")
-        with open(os.path.join(ctl, "hot_remove"), "w") as f:
-            f.write(str(n))
+        bench.zram_remove(n)
 
 
 def bio_done_capture(dev, io, backend="libbpf", fast=False):
