@@ -13,24 +13,12 @@ import pytest
 
 from hbl import record
 
+from helpers import capture_why_not
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _why_not():
-    if os.geteuid() != 0:
-        return "needs root (BPF and loop devices)"
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "kernel has no BTF"
-    try:
-        from hbl import _capture  # noqa: F401
-    except ImportError:
-        return "hbl built without the libbpf capture (clang/libbpf-dev missing at install)"
-    if subprocess.run(["losetup", "-f"], capture_output=True).returncode != 0:
-        return "no free loop device"
-    return None
-
-
-WHY = _why_not()
+WHY = capture_why_not("BPF and loop devices")
 if WHY:
     print("\ntests/test_capture.py skipped: " + WHY, file=sys.stderr)
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
