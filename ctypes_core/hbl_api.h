@@ -68,6 +68,14 @@ struct hbl_background_config {
                                 * from where they were until its last copy completes (sim_batch.c); 0: off */
     double batch_interval_ns;  /* batch_moves: a batch starts at most this often (hbl up's interval) */
     double stale_ns;           /* batch_moves: a move not taken this long after it was asked is refused */
+    uint32_t spare_pages[4];   /* batch_moves: slots each device has beyond its capacity_pages (the live
+                                * device's spares): a move to it waits for a free slot (a promotion) or is
+                                * undone (an eviction), as the live controller's are */
+    uint32_t frontier;         /* batch_moves: after a first write to a page, up to this many next pages never
+                                * written are remapped where the policy put it (hbl up's --frontier) */
+    double batch_prepare_ns;   /* batch_moves, a diagnosis (0: none): the controller's own time before a batch's
+                                * copies start, and after they complete before its remap is in force */
+    double batch_commit_ns;
 };
 
 struct hbl_sim_config {
@@ -132,6 +140,7 @@ struct hbl_sim_stats {
     double read_latency_ns;
     uint64_t promotions_wasted;
     uint64_t promoted_unread;
+    uint64_t batches;          /* batch_moves: batches taken (each of batch_moves moves at most) */
 };
 
 struct hbl_timeline_row {

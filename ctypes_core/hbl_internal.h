@@ -40,6 +40,7 @@ struct hbl_pagetable {
     uint64_t *last_mig;  /* request index of the last migration, HBL_NEVER if none */
     uint32_t *prev, *next; /* per-device LRU list links */
     uint8_t *home_copy;  /* 1: the slowest device still holds a valid copy (promoted, not rewritten) */
+    uint8_t *written;    /* 1: written at least once (batch_moves moves a page never written with no copy) */
     uint64_t *aux64;     /* scratch owned by the active policy */
     uint32_t *aux32;
     uint32_t *decision;  /* the placement agent's decision awaiting this page's next access (index + 1), 0 = none */
@@ -135,7 +136,13 @@ struct hbl_bgop { uint64_t page; uint32_t npages; uint8_t write; };
 #define HBL_BG_MAX_RUN 256   /* pages one merged background I/O may cover */
 
 /* batch_moves (sim_batch.c): a move the policy asked for, waiting for a batch */
-struct hbl_qmove { uint64_t page; double seen; int8_t from; uint8_t read; };
+struct hbl_qmove {
+    uint64_t page; double seen;
+    uint64_t seq;         /* the order asked, kept while queued (a second ask keeps its place) */
+    int8_t from; uint8_t read;
+    uint8_t fresh;        /* asked since the last batch was taken: seen is that batch's time */
+    uint8_t own;          /* a remap the controller asks itself (the write frontier): first, never stale */
+};
 #define HBL_BATCH_MAX 64      /* batch_moves at most */
 #define HBL_CARRIED_KEPT 16   /* full batches the rate is measured over (hbl/live/moves.py CARRIED_KEPT) */
 
@@ -179,8 +186,9 @@ struct hbl_sim {
     int live;
     uint64_t *mq; uint64_t nmq, mqcap;   /* queued moves: page numbers */
     /* batch_moves: the live controller's migration queue and its batch in flight (sim_batch.c) */
-    struct hbl_qmove *bq; uint32_t nbq, bqcap;
-    uint64_t batch[HBL_BATCH_MAX]; uint8_t batch_left[HBL_BATCH_MAX];
+    struct hbl_qmove *bq; uint32_t nbq, bqcap; uint64_t asks;
+    uint64_t batch[HBL_BATCH_MAX]; uint8_t batch_left[HBL_BATCH_MAX]; int8_t batch_to[HBL_BATCH_MAX];
+    struct hbl_qmove *later; uint32_t nlater, latercap;   /* moves asked for the batch's pages while it runs */
     uint32_t nbatch, batch_ios;          /* the batch's pages; its copy I/Os not yet started */
     double batch_start, batch_end;       /* batch_start < 0: no batch yet */
     double carried_moves[HBL_CARRIED_KEPT], carried_ns[HBL_CARRIED_KEPT]; uint32_t ncarried;

@@ -13,7 +13,7 @@ static int grow_slots(struct hbl_pagetable *pt, uint32_t cap)
         pt->field = p; \
     } while (0)
     GROW(page); GROW(dev); GROW(count); GROW(last); GROW(last_mig);
-    GROW(prev); GROW(next); GROW(aux64); GROW(aux32); GROW(home_copy); GROW(decision); GROW(unread);
+    GROW(prev); GROW(next); GROW(aux64); GROW(aux32); GROW(home_copy); GROW(written); GROW(decision); GROW(unread);
     if (pt->copies) { GROW(copy_from); GROW(copy_ios); GROW(copy_done); GROW(queued); }
 #undef GROW
     pt->cap = cap;
@@ -64,7 +64,7 @@ void hbl_pt_free(struct hbl_pagetable *pt)
 {
     free(pt->keys); free(pt->vals); free(pt->page); free(pt->dev); free(pt->count);
     free(pt->last); free(pt->last_mig); free(pt->prev); free(pt->next);
-    free(pt->aux64); free(pt->aux32); free(pt->home_copy); free(pt->decision); free(pt->unread);
+    free(pt->aux64); free(pt->aux32); free(pt->home_copy); free(pt->written); free(pt->decision); free(pt->unread);
     free(pt->copy_from); free(pt->copy_ios); free(pt->copy_done); free(pt->queued);
     memset(pt, 0, sizeof(*pt));
 }
@@ -101,7 +101,7 @@ uint32_t hbl_pt_get(struct hbl_pagetable *pt, uint64_t page)
     pt->keys[h] = k; pt->vals[h] = s;
     pt->page[s] = page; pt->dev[s] = HBL_UNPLACED; pt->count[s] = 0;
     pt->last[s] = HBL_NEVER; pt->last_mig[s] = HBL_NEVER;
-    pt->prev[s] = pt->next[s] = HBL_NONE; pt->aux64[s] = 0; pt->aux32[s] = 0; pt->home_copy[s] = 0; pt->decision[s] = 0;
+    pt->prev[s] = pt->next[s] = HBL_NONE; pt->aux64[s] = 0; pt->aux32[s] = 0; pt->home_copy[s] = 0; pt->written[s] = 0; pt->decision[s] = 0;
     pt->unread[s] = 0;
     if (pt->copies) copies_none(pt, s);
     return s;

@@ -154,6 +154,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     double done = arrival;
     uint64_t hits = 0;
     int slowest = 0;   /* the slowest device the request was served from */
+    int first_write = 0;   /* a page written for the first time */
     if (s->live) {
         /* The request was served before we saw it, where the extent was: a
          * different choice for it becomes a move, for reads and writes alike. */
@@ -173,7 +174,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
              * is: the rest of the page would have to come along, so a move there is a copy */
             if (write && cur >= 0 && t != cur && !covers(r, first + i, s->cfg.page_size))
                 t = cur;
-            if (write) pt->home_copy[x] = 0;
+            if (write) { first_write |= !pt->written[x]; pt->home_copy[x] = 0; pt->written[x] = 1; }
             if (write && hbl_tracks_copies(s) && covers(r, first + i, s->cfg.page_size))
                 pt->copy_from[x] = HBL_UNPLACED;       /* a copy under way is overwritten */
             if (t != cur) hbl_set_device(s, x, t);
@@ -206,6 +207,8 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
                              !s->live && (write || (s->cfg.bg.copy_partial_reads &&
                                                           !covers(r, first + i, s->cfg.page_size))), 0);
     }
+    if (first_write && s->cfg.bg.frontier)
+        hbl_batch_frontier(s, first + n - 1, arrival);
     for (int d = 0; d < s->cfg.ndev - 1; d++) hbl_make_room(s, d, arrival, 0);
     if (s->sync_done > done) {   /* evictions the queues could not take */
         s->st.sync_wait_ns += s->sync_done - done;
@@ -334,7 +337,7 @@ void hbl_sim_free(struct hbl_sim *s)
     if (s->ops && s->ops->free) s->ops->free(s->pstate);
     hbl_pt_free(&s->pt);
     free(s->slots); free(s->targets); free(s->mslots); free(s->mtargets);
-    free(s->inflight); free(s->tl); free(s->mq); free(s->bq);
+    free(s->inflight); free(s->tl); free(s->mq); free(s->bq); free(s->later);
     for (int d = 0; d < HBL_MAX_DEVICES; d++) free(s->bgq[d]);
     free(s);
 }

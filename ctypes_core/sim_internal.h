@@ -71,13 +71,15 @@ void hbl_count_move(struct hbl_sim *s, uint32_t x, int from, int to);
 
 /* ---- batch_moves: the live controller's migration queue and batches (sim_batch.c) ---- */
 
-/* The policy wants page x on `to` (an optional move): queued for a batch. */
+/* The policy wants page x on `to` (any move, an eviction that makes room too): queued for a batch. */
 void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed);
+/* After a first write to page e: the write frontier's remaps of the next pages never written. */
+void hbl_batch_frontier(struct hbl_sim *s, uint64_t e, double now);
 /* Before a request at `now`: take the batches due by then. */
 void hbl_batch_advance(struct hbl_sim *s, double now);
 /* A copy I/O of page x started, completing at `done`: 1 when x is in the batch in flight. */
 int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done);
-/* hbl_sim_check's part: -1 (and err) when a page waiting for its batch is not queued. */
+/* hbl_sim_check's part: -1 (and err) when a queued move's page does not know its place in the queue. */
 int hbl_batch_check(const struct hbl_sim *s, char *err, int32_t errlen);
 
 /* Whether a page's data can be elsewhere than its device while a copy is under way

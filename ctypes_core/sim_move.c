@@ -95,8 +95,9 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
         hbl_set_device(s, x, to);
         return 1;
     }
-    if (s->cfg.bg.batch_moves && (!required || s->pt.copy_from[x] == to)) {
-        /* queued for a batch (sim_batch.c); a queued page evicted back to where its data is, undone */
+    if (s->cfg.bg.batch_moves) {
+        /* queued for a batch (sim_batch.c), an eviction that makes room like any other move (the
+         * live controller carries both alike); a queued page evicted back to where its data is, undone */
         hbl_batch_ask(s, x, to, now, read_needed);
         return 1;
     }

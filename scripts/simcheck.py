@@ -7,7 +7,9 @@ One guest boot (vm/guest/simcheck.py) measures the emulated NVMe and HDD-like di
 phase) on a raw scratch disk with `hbl trace`.  Then, on the host, each policy's trace
 (the first N requests of each phase, N what the live device completed in it) is
 replayed closed loop at fio's depth (4) through an HSS of the two measured profiles,
-with the live device's extent as the page and its fast slots as the fast capacity.
+with the live device's extent as the page and its fast slots as the fast capacity, and the
+simulator as the live device runs (LIVE_MODEL: its copies, its controller's batches, its
+initial mapping).
 Side by side: the read hit ratio over both phases (page reads served by the fast device,
 as both the simulator and `hbl status` count it; writes are not hits) and the measured
 phase's mean latency (live: fio's submission + completion, the span the simulator charges),
@@ -23,13 +25,17 @@ import datetime
 import json
 import os
 import shlex
+import subprocess
 import sys
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from hbl.devices import load_hss  # noqa: E402
 from hbl.errors import HblError  # noqa: E402
+from hbl.live import layout  # noqa: E402
 from hbl.sim import LIVE_BATCH, LIVE_COPY, LIVE_INTERVAL_S, LIVE_STALE_S, Simulator  # noqa: E402
 from hbl.trace import native  # noqa: E402
 
@@ -39,7 +45,13 @@ MAX_BATCH = 8                         # hbl up's --max-batch: extents moved by o
 # The simulator's copies as the live device makes them (hbl.sim.LIVE_COPY): a page read in part is
 # copied whole, served from where it was until its copy completes, by a copier that takes its turn
 # with the application's I/O.  The simulator as `hbl compare` runs it (none of them) is shown beside.
-LIVE_MODEL = {k: True for k in LIVE_COPY}
+LIVE_COPIES = {k: True for k in LIVE_COPY}
+# The simulator as the live device runs, the row compared: its copies, its controller's batches
+# (hbl.sim live_batches: the migration queue's discipline, evictions carried like promotions, a free
+# slot for each move, no copy for an extent never written, the write frontier), and its initial
+# mapping (initial_mapping: every extent on a member from the start, the first ones on the NVMe,
+# hbl/live/layout.py).
+LIVE_MODEL = dict(LIVE_COPIES, live_batches=True, initial_mapping=True)
 
 
 def host_load():
@@ -108,11 +120,26 @@ def served(t, w):
             "hdd_mean_us": ns[1] / max(1, n[1]) / 1e3}
 
 
-def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None, **background):
+def live_mapping(guest):
+    """Where a new live device has each extent (hbl/live/layout.py initial_mapping): laid out over
+    the members in order, fastest first, none written."""
+    lay = guest["layout"]
+    dev, _, _ = layout.initial_mapping([{"slots": lay["fast_extents"], "spares": 0},
+                                        {"slots": lay["slow_extents"], "spares": 0}])
+    return dev
+
+
+def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None, initial_mapping=False, **background):
     page_size = page_size or guest["layout"]["extent_bytes"]
     config = load_hss(hss_path)
     caps = config.capacity_pages(0, page_size)
     sim = Simulator(config, policy, caps, queue_depth=QUEUE_DEPTH, page_size=page_size, **background)
+    if initial_mapping:
+        if page_size != guest["layout"]["extent_bytes"]:
+            raise HblError("the live device's initial mapping is of its extents: pages of %d bytes" %
+                           guest["layout"]["extent_bytes"])
+        dev = live_mapping(guest)
+        sim.set_devices(np.arange(len(dev)), dev)
     sim.feed(seq[:n_warm])
     w = counters(sim)
     sim.feed(seq[:n_measure])
@@ -129,6 +156,8 @@ def simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=None, **
             "mean_latency_us": (t["latency_sum_ns"] - w["latency_sum_ns"]) / max(1, m_req) / 1e3,
             "measure_served": served(t, w), "moves_refused": t["moves_refused"],
             "live_copy": [k for k in LIVE_COPY if background.get(k)],
+            "live_batches": bool(background.get("live_batches")), "initial_mapping": initial_mapping,
+            "batches": whole.get("batches"),
             "measure_background_wait_us": (t["foreground_wait_ns"] - w["foreground_wait_ns"]) / max(1, m_req) / 1e3,
             "measure_sync_wait_us": (t["sync_wait_ns"] - w["sync_wait_ns"]) / max(1, m_req) / 1e3,
             "warm_mean_latency_us": w["latency_sum_ns"] / max(1, w["requests"]) / 1e3,
@@ -201,6 +230,10 @@ def check(guest_dir, policies):
                            "fast_hit_ratio, reads and writes together): run the guest again" % guest_dir)
         n_warm, n_measure = lv["warm_ios"], lv["ios"]
         sim = simulate(policy, hss_path, guest, seq, n_warm, n_measure, **LIVE_MODEL)
+        less = lambda k: {o: v for o, v in LIVE_MODEL.items() if o != k}
+        st = lv.get("batch_steps_ms_p50") or {}
+        steps = (st["prepare"], st["settle"] + st["hold_ms"] + st["reload"]) if all(
+            st.get(x) is not None for x in ("prepare", "settle", "hold_ms", "reload")) else None
         # Counterfactuals that locate a miss (not fits: no constant changes): writes replayed as
         # reads, so a page reaches the fast device only by a copy, as on the live device; and
         # 4 KiB pages over the same fast bytes, so a request moves its own 4 KiB, not a page.
@@ -212,24 +245,31 @@ def check(guest_dir, policies):
         pace = (lv["promotions"] + lv["evictions"]) * guest["layout"]["extent_bytes"] / 1e6 / \
             (guest["warm_s"] + guest["measure_s"])
         queue = int(lv.get("move_queue_capacity") or MAX_BATCH)
-        diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure, **LIVE_MODEL),
+        diagnosis = {"writes_as_reads": simulate(policy, hss_path, guest, reads, n_warm, n_measure, **LIVE_COPIES),
                      "pages_of_4k": simulate(policy, hss_path, guest, seq, n_warm, n_measure, page_size=4096,
-                                             **LIVE_MODEL),
+                                             **LIVE_COPIES),
                      "live_pace": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
                                                 background_backlog=MAX_BATCH, background_rate_mb_s=pace,
-                                                **LIVE_MODEL), rate_mb_s=pace),
+                                                **LIVE_COPIES), rate_mb_s=pace),
                      # the live device's queue: no more moves waiting than its queue held at the end of the
                      # run (its capacity: what its batches carried in 2 s), where the simulator queues 256 pages
                      "live_queue": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
-                                                 background_backlog=queue, **LIVE_MODEL), backlog=queue),
-                     # the live controller's discipline (hbl.sim live_batches): newest first, batches of its
-                     # max_batch remapped when the whole batch is copied, the oldest past its capacity refused
-                     "live_batches": simulate(policy, hss_path, guest, seq, n_warm, n_measure, live_batches=True,
-                                              **LIVE_MODEL),
-                     # the simulator as hbl compare runs it, and the live copy model less one of its parts
+                                                 background_backlog=queue, **LIVE_COPIES), backlog=queue),
+                     # the live model less its batches or its initial mapping, and its copies alone (the
+                     # model of this table until 2026-12-05)
+                     **{"without_" + k: simulate(policy, hss_path, guest, seq, n_warm, n_measure, **less(k))
+                        for k in ("live_batches", "initial_mapping")},
+                     "live_copies": simulate(policy, hss_path, guest, seq, n_warm, n_measure, **LIVE_COPIES),
+                     # the live model with the controller's own time per batch, the p50 of this run's steps
+                     # before the copies (prepare) and after them (settle, hold, reload): a diagnosis from
+                     # the run, a cost of its host and TCG, not a model
+                     **({"controller_time": dict(simulate(policy, hss_path, guest, seq, n_warm, n_measure,
+                                                          batch_overhead_ms=steps, **LIVE_MODEL), overhead_ms=steps)}
+                        if steps else {}),
+                     # the simulator as hbl compare runs it, and the live copies less one of their parts
                      "compare_model": simulate(policy, hss_path, guest, seq, n_warm, n_measure),
                      **{"without_" + k: simulate(policy, hss_path, guest, seq, n_warm, n_measure,
-                                                 **dict(LIVE_MODEL, **{k: False})) for k in LIVE_COPY}}
+                                                 **dict(LIVE_COPIES, **{k: False})) for k in LIVE_COPY}}
         fio = {ph: fio_latency(guest_dir, "hbl-%s%s" % (policy, sfx)) for ph, sfx in (("warm", "-warm"), ("measure", ""))}
         live_mean = live_total_latency(fio["measure"]) if fio["measure"] else lv["mean_latency_us"]
         hit_diff = sim["read_hit_ratio"] - lv["read_hit_ratio"]
@@ -278,9 +318,12 @@ def format_table(s):
              "(the latency: submission to completion, fio's lat, as the simulator charges it); read hit ratio (page reads "
              "served by the NVMe) over both phases" % (s["warm_s"], s["measure_s"]),
              "# simulator: closed loop at depth %d, page = extent = %d KiB, fast capacity %d extents, the live "
-             "device's copies (%s), profiles measured in the same boot:" % (
+             "device as it runs (%s: its copies; its controller's batches, %d moves at most, one every %.2f s at "
+             "most, evictions carried like promotions, no copy for an extent never written, the write frontier; its "
+             "initial mapping, the first %d extents on the NVMe), profiles measured in the same boot:" % (
                  s["replay"]["queue_depth"], s["replay"]["page_size"] >> 10, s["layout"]["fast_extents"],
-                 ", ".join(s["replay"].get("live_model", []))),
+                 ", ".join(s["replay"].get("live_model", [])), LIVE_BATCH, LIVE_INTERVAL_S,
+                 s["layout"]["fast_extents"]),
              "#   NVMe: " + p(s["hss"]["devices"][0]["profile"]),
              "#   HDD:  " + p(s["hss"]["devices"][1]["profile"]),
              "%-8s %9s %9s %7s  %10s %10s %7s  %s" % ("policy", "live rhit", "sim rhit", "diff", "live mean",
@@ -352,11 +395,11 @@ def breakdown(k, r):
                        k, share, mix, lv["mean_latency_us"], 100 * (mix / lv["mean_latency_us"] - 1)))
     if lv.get("hold_ms"):
         hw = lv.get("held_io_ms") or {}
-        out.append("hbl-%s: live %d batches, %d moves given back stale, hold p50 %.0f ms p99 %.0f ms, %d requests "
-                   "held (p99 %.0f ms), controller CPU %.0f%%" % (
-                       k, lv.get("batches", 0), lv.get("stale_moves", 0), lv["hold_ms"].get("p50") or 0,
-                       lv["hold_ms"].get("p99") or 0, hw.get("count") or 0, hw.get("p99") or 0,
-                       100 * lv.get("controller_cpu", 0)))
+        out.append("hbl-%s: live %d batches (sim %s), %d moves given back stale, hold p50 %.0f ms p99 %.0f ms, %d "
+                   "requests held (p99 %.0f ms), controller CPU %.0f%%" % (
+                       k, lv.get("batches", 0), sm.get("batches") or "-", lv.get("stale_moves", 0),
+                       lv["hold_ms"].get("p50") or 0, lv["hold_ms"].get("p99") or 0, hw.get("count") or 0,
+                       hw.get("p99") or 0, 100 * lv.get("controller_cpu", 0)))
     if lv.get("asked_moves") is not None:
         out.append("hbl-%s: live moves %d asked, %d done, %d given back stale (%.1f%%), %d refused (%.1f%%); queue "
                    "capacity %s, %.1f moves/s carried by full batches" % (
@@ -371,7 +414,7 @@ def breakdown(k, r):
                "measured %.3f), mean %.0f us, moved %.0f MiB" % (
                    k, c["read_hit_ratio"], c["warm_read_hit_ratio"], c["measure_read_hit_ratio"],
                    c["mean_latency_us"], c["migrated_mib"]))
-    out.append("hbl-%s: the live copy model less one part: %s" % (k, "; ".join(
+    out.append("hbl-%s: the live copies less one part: %s" % (k, "; ".join(
         "%s off read hit %.3f mean %.0f us" % (o, d["without_" + o]["read_hit_ratio"], d["without_" + o]["mean_latency_us"])
         for o in LIVE_COPY if "without_" + o in d)))
     q = d["live_queue"]
@@ -379,15 +422,26 @@ def breakdown(k, r):
                "end of the run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, moves "
                "refused %d" % (k, q["backlog"], q["read_hit_ratio"], q["warm_read_hit_ratio"],
                                q["measure_read_hit_ratio"], q["mean_latency_us"], q["promotions"], q["moves_refused"]))
-    if "live_batches" in d:
-        q = d["live_batches"]
-        out.append("hbl-%s: counterfactual, the live controller's batches (newest first, %d a batch in force when "
-                   "all are copied, one every %.2f s at most, the oldest refused past what batches carry in %.0f s): "
-                   "read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, moves refused %d, "
-                   "moved %.0f MiB, waits behind copies %.0f us per request" % (
-                       k, LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S, q["read_hit_ratio"], q["warm_read_hit_ratio"],
-                       q["measure_read_hit_ratio"], q["mean_latency_us"], q["promotions"], q["moves_refused"],
-                       q["migrated_mib"], q["measure_background_wait_us"]))
+    for key, what in (("live_copies", "the live copies alone (this table's model until 2026-12-05: a copier beside "
+                                      "the application, every move queued at once, the fast device empty at first)"),
+                      ("without_live_batches", "the live model less its batches (every move queued at once)"),
+                      ("without_initial_mapping", "the live model less its initial mapping (the fast device empty "
+                                                  "at first, a page placed where it is first accessed)")):
+        if key in d:
+            q = d[key]
+            out.append("hbl-%s: %s: read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, "
+                       "evictions %d, moves refused %d, moved %.0f MiB, waits behind copies %.0f us per request" % (
+                           k, what, q["read_hit_ratio"], q["warm_read_hit_ratio"], q["measure_read_hit_ratio"],
+                           q["mean_latency_us"], q["promotions"], q["evictions"], q["moves_refused"],
+                           q["migrated_mib"], q["measure_background_wait_us"]))
+    if "controller_time" in d:
+        q = d["controller_time"]
+        out.append("hbl-%s: counterfactual, the live model with the controller's own time per batch (this run's "
+                   "p50s: %.0f ms before the copies, %.0f ms after them; a cost of this host, not a model): read hit "
+                   "%.3f (warm-up %.3f, measured %.3f), mean %.0f us, %d batches, promotions %d, moved %.0f MiB" % (
+                       k, *q["overhead_ms"], q["read_hit_ratio"], q["warm_read_hit_ratio"],
+                       q["measure_read_hit_ratio"], q["mean_latency_us"], q["batches"], q["promotions"],
+                       q["migrated_mib"]))
     b = d["live_pace"]
     out.append("hbl-%s: counterfactual, copies at the live device's pace (queues of %d pages, %.1f MB/s, the "
                "live moves of this run): read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, "
@@ -418,7 +472,18 @@ def main():
     s["command"] = "sudo .venv/bin/python scripts/simcheck.py" + (
         "" if (s["warm_s"], s["measure_s"]) == (90, 60) else " --warm %d --seconds %d" % (s["warm_s"], s["measure_s"])) + (
         " --up-args %s" % shlex.quote(" ".join(s["hbl_up_args"])) if s["hbl_up_args"] else "")
-    text = "# %s   (%s)\n%s" % (s["command"], s["date"], format_table(s))
+    head = "# %s   (%s)" % (s["command"], s["date"])
+    if a.from_dir:
+        # the live side is a kept guest output: say which run, and where and at which commit it was simulated
+        git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        h, now = s.get("host") or {}, host_load()
+        s["resimulated"] = {"command": ".venv/bin/python scripts/simcheck.py --from DIR", "host": now,
+                            "commit": git.stdout.strip() or "?"}
+        head = ("# .venv/bin/python scripts/simcheck.py --from DIR   (%s UTC, %s, %d cores, load %s, commit %s)\n"
+                "# the live side: the kept guest output DIR of the run of %s UTC (%s)" % (
+                    now["utc"], now["cpu"], now["cores"], " ".join("%.1f" % x for x in now["load"]),
+                    s["resimulated"]["commit"], (h.get("start") or {}).get("utc", "?"), s["command"]))
+    text = "%s\n%s" % (head, format_table(s))
     print(text)
     with open(os.path.join(a.results, "simcheck.json"), "w") as f:
         json.dump(s, f, indent=1)

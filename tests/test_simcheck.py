@@ -99,16 +99,35 @@ def test_simcheck_splits_the_live_hit_ratio_by_phase(tmp_path):
 
 
 def test_simcheck_simulates_the_live_devices_copies_and_shows_the_compare_model_beside(tmp_path):
-    """The row compared runs the simulator with the live device's copies (hbl.sim.LIVE_COPY); the
-    simulator as hbl compare runs it, and the live model less each part, are kept as diagnoses."""
+    """The row compared runs the simulator with the live device's copies (hbl.sim.LIVE_COPY) and its
+    controller's batches; the simulator as hbl compare runs it, the live copies alone and less each
+    part, and the live model less its batches or its initial mapping, are kept as diagnoses."""
     from hbl.sim import LIVE_COPY
     guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.5})
     sc = simcheck()
     s = sc.check(str(tmp_path), ["lru"])
     r = s["results"]["lru"]
-    assert r["sim"]["live_copy"] == list(LIVE_COPY) and s["replay"]["live_model"] == sorted(LIVE_COPY)
-    assert r["diagnosis"]["compare_model"]["live_copy"] == []
+    d = r["diagnosis"]
+    assert r["sim"]["live_copy"] == list(LIVE_COPY) and r["sim"]["live_batches"] and r["sim"]["batches"] > 0
+    assert s["replay"]["live_model"] == sorted(LIVE_COPY + ("initial_mapping", "live_batches"))
+    assert d["compare_model"]["live_copy"] == [] and not d["compare_model"]["live_batches"]
+    assert d["live_copies"]["live_copy"] == list(LIVE_COPY) and not d["live_copies"]["live_batches"]
+    assert not d["without_live_batches"]["live_batches"] and d["without_live_batches"]["initial_mapping"]
     for k in LIVE_COPY:
-        assert k not in r["diagnosis"]["without_" + k]["live_copy"]
+        assert k not in d["without_" + k]["live_copy"]
     text = sc.format_table(s)
-    assert "as hbl compare runs it" in text and "less one part" in text
+    assert "as hbl compare runs it" in text and "less one part" in text and "less its initial mapping" in text
+
+
+def test_simcheck_starts_the_simulator_from_the_live_devices_initial_mapping(tmp_path):
+    """A new live device has every extent on a member from the start, the first ones on the NVMe
+    (hbl/live/layout.py initial_mapping): the NVMe is full before the first request, so every
+    promotion is made room for by an eviction (the spare slots aside), and a first write goes where
+    its extent is.  Without the mapping the NVMe starts empty, and a page first written lands there."""
+    from hbl.sim import live_spares
+    guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.5})
+    r = simcheck().check(str(tmp_path), ["lru"])["results"]["lru"]
+    sim, empty = r["sim"], r["diagnosis"]["without_initial_mapping"]
+    assert sim["initial_mapping"] and not empty["initial_mapping"]
+    assert sim["promotions"] > 32 and sim["promotions"] - sim["evictions"] <= live_spares(32)
+    assert empty["fast_write_share"] > sim["fast_write_share"] + 0.1

@@ -13,9 +13,11 @@
  *     (writes go to the fastest device, reads move nothing). */
 #include <stdlib.h>
 #include "../rl.h"
+#include "../admit.h"
 
 struct state {
     int use_placement, use_migration;
+    struct hbl_admit admit;     /* reads the placement agent leaves (read_admit) */
     struct hbl_placement_agent pa;
     struct hbl_migration_agent ma;
     struct hbl_demos demos;     /* the oracle's labels, when the simulation hands over the future */
@@ -27,6 +29,12 @@ static const struct hbl_param_doc params[] = {
     HBL_FEATURE_SETTINGS(HBL_SETTING_DOC)
     {"queue_feature", "1: the placement agent also sees how full the background queues of its evictions are "
                       "(an 8th feature; agents trained without it do not load) [ours, an experiment]"},
+    {"read_admit", "reads the placement agent does not place: 0 stay where they are; 1 a read promotes its pages "
+                   "to the fastest device (promote on miss); 2 as 1, but while that device is full only a page "
+                   "accessed at least as often as its least recently used page; 3 promote or stay as learned "
+                   "online by regret minimisation, after LeCaR; 4 as 3 with regrets in device time (ctypes_core/admit.c) "
+                   "[ours, an experiment, "
+                   "results/pretrain/admit.txt]"},
     {NULL, NULL}};
 
 /* Harmonia's placement agent, where it differs from Sibyl's:
@@ -65,6 +73,7 @@ static void destroy(void *v)
     hbl_placement_agent_free(&st->pa);
     hbl_migration_agent_free(&st->ma);
     hbl_demos_free(&st->demos);
+    hbl_admit_free(&st->admit);
     free(st);
 }
 
@@ -75,6 +84,8 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     if (!st) return -1;
     st->use_placement = placement;
     st->use_migration = migration;
+    double admit = hbl_param(p, "read_admit", 0);
+    if (hbl_admit_init(&st->admit, s, admit == (int)admit ? (int)admit : -1, err, errlen)) goto fail;
     int nfeatures = hbl_param(p, "queue_feature", 0) ? HBL_NFEATURES : HBL_F_QUEUE;
     if (placement && hbl_placement_agent_init(&st->pa, s, p, nfeatures, migration ? &with_migration : &alone,
                                               err, errlen))
@@ -108,11 +119,13 @@ static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
                   const uint32_t *slots, int n, int8_t *targets)
 {
     struct state *st = v;
+    hbl_admit_observe(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
     if (st->use_placement) {
         hbl_placement_agent_place(&st->pa, s, r, slots, n, targets);
     } else if (r->op == HBL_OP_WRITE) {
         for (int i = 0; i < n; i++) targets[i] = 0;
     }
+    if (st->admit.rule && r->op != HBL_OP_WRITE) hbl_admit_read(&st->admit, s, slots, n, targets);
 }
 
 static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,

@@ -39,13 +39,7 @@ class Decider:
         self._moves = np.zeros(65536, np.uint64)
 
     def set_devices(self, extents, devices):
-        e = np.ascontiguousarray(extents, dtype=np.uint64)
-        d = np.ascontiguousarray(devices, dtype=np.int8)
-        if len(e) != len(d):
-            raise ValueError("one device per extent")
-        if lib.hbl_live_set_devices(self.sim.sim, ffi.cast("uint64_t *", ffi.from_buffer(e)),
-                                    ffi.cast("int8_t *", ffi.from_buffer(d)), len(e)):
-            raise HblError("the engine refused a placement (bad device or out of memory)")
+        self.sim.set_devices(extents, devices)
 
     def device(self, extent):
         return lib.hbl_live_device(self.sim.sim, int(extent))

@@ -13,6 +13,7 @@ agent_files.py (finds them).
 import os
 import time
 
+import numpy as np
 
 from hbl import record
 from hbl.core import ffi, lib
@@ -23,7 +24,7 @@ from hbl.trace import open_trace
 DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migrate_every=1000, migrate_max=64,
                 timeline_every=10_000, background_backlog=256, background_rate_mb_s=0.0, background_idle_ms=0.0,
                 copy_partial_reads=False, serve_after_copy=False,
-                background_compete=False, live_batches=False)
+                background_compete=False, live_batches=False, batch_overhead_ms=(0.0, 0.0))
 # Background I/O (promotions, evictions, write-backs) is served in each device's idle time.
 # backlog: pages queued per device at most (256 pages = 1 MiB, dm-cache's default
 #   migration_threshold of 2048 sectors, the migration I/O it lets be outstanding); when
@@ -44,14 +45,29 @@ DEFAULTS = dict(page_size=4096, queue_depth=1, open_loop=False, speed=None, migr
 #   each issued when the one before it completed (hbl's live copier runs beside the application,
 #   throttled but never waiting for idle time); off, it runs only in the device's idle time.
 LIVE_COPY = ("copy_partial_reads", "serve_after_copy", "background_compete")
-# live_batches: optional moves are carried as hbl's live controller carries them (ctypes_core/sim_batch.c):
-#   queued, taken newest first in batches of LIVE_BATCH moves at most, one batch at a time and at most
-#   one every LIVE_INTERVAL_S, the oldest past the queue's capacity (what recent full batches carried in
-#   LIVE_STALE_S) or LIVE_STALE_S old refused and undone in the policy, a batch's pages served from
-#   where they were until its last copy completes; the background queues' backlog does not apply to them.
-#   The live controller's defaults (hbl/live/options.py max_batch, interval; hbl/live/moves.py STALE_S;
-#   tests/test_model.py checks they agree).  Off: every move queued at once, the newest refused when full.
+# live_batches: moves are carried as hbl's live controller carries them (ctypes_core/sim_batch.c):
+#   queued, taken newest first (those asked since the last batch as new as each other, the first asked
+#   first, as the controller stamps a tick's decisions) in batches of LIVE_BATCH moves at most, one
+#   batch at a time and at most one every LIVE_INTERVAL_S, the oldest past the queue's capacity (what
+#   recent full batches carried in LIVE_STALE_S) or LIVE_STALE_S old refused and undone in the policy,
+#   a batch's pages served from where they were until its last copy completes; the background queues'
+#   backlog does not apply to them.  Evictions that make room are moves like the others, and a move
+#   needs a free slot on its device: the device's capacity and the live device's spare slots
+#   (live_spares), less the pages whose data is there.  A page never written moves with no copy, and
+#   after a first write the next LIVE_FRONTIER pages never written are remapped where the policy put
+#   it, first in a batch (the live write frontier).  The live controller's defaults
+#   (hbl/live/options.py max_batch, interval, frontier; hbl/live/moves.py STALE_S; hbl/live/layout.py
+#   default_spares; tests/test_model.py checks they agree).  Off: every move queued at once, the
+#   newest refused when full.
 LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S = 8, 0.25, 2.0
+LIVE_FRONTIER = 4              # the write frontier: pages never written after a first write, remapped with it
+LIVE_SPARES = (100, 4, 64)     # a live member's spare slots: one per 100 slots, at least 4, at most 64
+
+
+def live_spares(capacity):
+    """The spare slots of a live member that holds `capacity` extents (its slots less its spares)."""
+    per, least, most = LIVE_SPARES
+    return next(sp for sp in range(least, most + 1) if min(most, max(least, (capacity + sp) // per)) == sp)
 
 
 # the oracle's variants (ctypes_core/policies/oracle.c): writes absorbed on the fast device, or placed by
@@ -239,6 +255,11 @@ class Simulator:
                 self.background[k] = True
         if opts["live_batches"]:
             cfg.bg.batch_moves, cfg.bg.batch_interval_ns, cfg.bg.stale_ns = LIVE_BATCH, LIVE_INTERVAL_S * 1e9, LIVE_STALE_S * 1e9
+            for i, cap in enumerate(capacities_pages):
+                cfg.bg.spare_pages[i] = live_spares(cap) if cap is not None and cap >= 0 else 0
+            cfg.bg.frontier = LIVE_FRONTIER
+            # a diagnosis, not a model: the controller's own time per batch, before its copies and after
+            cfg.bg.batch_prepare_ns, cfg.bg.batch_commit_ns = (ms * 1e6 for ms in opts["batch_overhead_ms"])
             self.background["live_batches"] = True
         cfg.migrate_every = int(opts["migrate_every"])
         cfg.migrate_max = int(opts["migrate_max"])
@@ -335,6 +356,16 @@ class Simulator:
         if lib.hbl_sim_set_future(self.sim, ptr, len(keep)):
             raise HblError("policy %s does not take future knowledge (or out of memory)" % self.policy)
 
+    def set_devices(self, pages, devices):
+        """Page pages[i] is on device devices[i] (where a live device's mapping has it), the policy told."""
+        e = np.ascontiguousarray(pages, dtype=np.uint64)
+        d = np.ascontiguousarray(devices, dtype=np.int8)
+        if len(e) != len(d):
+            raise ValueError("one device per page")
+        if lib.hbl_live_set_devices(self.sim, ffi.cast("uint64_t *", ffi.from_buffer(e)),
+                                    ffi.cast("int8_t *", ffi.from_buffer(d)), len(e)):
+            raise HblError("the engine refused a placement (bad device or out of memory)")
+
     def feed(self, chunk):
         ptr, keep = record.as_cdata(chunk)
         t = time.perf_counter()
@@ -419,6 +450,8 @@ class Simulator:
             "params": self.params,
             "requests_per_second": n / self.wall if self.wall > 0 else 0.0,
         }
+        if self.background.get("live_batches"):
+            out["batches"] = st.batches
         agents = self.agents()
         if agents:
             out["agents"] = [a.stats() for a in agents]
