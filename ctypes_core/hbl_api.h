@@ -105,9 +105,9 @@ struct hbl_sim_stats {
     uint64_t read_bytes, write_bytes;
     uint64_t page_accesses;
     uint64_t read_page_accesses;
-    uint64_t fast_read_hits;   /* page reads served by device 0 */
+    uint64_t fast_read_hits;   /* page reads served by device 0 (read_pages[0], set by hbl_sim_get_stats) */
     uint64_t write_page_accesses;
-    uint64_t fast_page_writes; /* page writes that landed on device 0 */
+    uint64_t fast_page_writes; /* page writes that landed on device 0 (write_pages[0], likewise) */
     uint64_t promotions;       /* moves to a faster device */
     uint64_t evictions;        /* moves to a slower device */
     uint64_t fallback_evictions; /* of which forced by a full device */
@@ -132,7 +132,7 @@ struct hbl_sim_stats {
     double sync_wait_ns;
     double sync_busy_ns[4];    /* per device, time spent on queued background I/O drained synchronously */
     /* Where a gap in latency comes from (scripts/behind.py): page reads and writes served by
-     * each device (device 0's are fast_read_hits and fast_page_writes), the part of
+     * each device (device 0's also reported as fast_read_hits and fast_page_writes), the part of
      * latency_sum_ns that read requests took, and promotions whose copy was never read: a
      * promoted page moved to a slower device again before its next read (wasted), or still
      * where it was promoted to and not read since (unread, now). */

@@ -45,12 +45,17 @@ struct hbl_pagetable {
     uint32_t *aux32;
     uint32_t *decision;  /* the placement agent's decision awaiting this page's next access (index + 1), 0 = none */
     uint8_t *unread;     /* promotions of this page since its last read (<= devices - 1: a move down clears it) */
+    /* the copy arrays, kept only after hbl_pt_track_copies (the simulator's serve_after_copy, batch_moves) */
+    int copies;
     int8_t *copy_from;   /* serve_after_copy: the device a moved page's data is still read from, -1 = none */
     uint16_t *copy_ios;  /* ... its copy's background I/Os not yet started */
     double *copy_done;   /* ... when the started ones complete (ns) */
+    uint32_t *queued;    /* batch_moves: the page's place in the move queue + 1, 0 = not queued */
 };
 
 int hbl_pt_init(struct hbl_pagetable *pt, uint32_t cap);
+/* Keep the copy arrays (copy_from and its kin) from now on; -1 when out of memory. */
+int hbl_pt_track_copies(struct hbl_pagetable *pt);
 void hbl_pt_free(struct hbl_pagetable *pt);
 /* Slot of a page, creating it (device HBL_UNPLACED) when new; HBL_NONE on allocation failure. */
 uint32_t hbl_pt_get(struct hbl_pagetable *pt, uint64_t page);

@@ -14,10 +14,15 @@ static int grow_slots(struct hbl_pagetable *pt, uint32_t cap)
     } while (0)
     GROW(page); GROW(dev); GROW(count); GROW(last); GROW(last_mig);
     GROW(prev); GROW(next); GROW(aux64); GROW(aux32); GROW(home_copy); GROW(written); GROW(decision); GROW(unread);
-    GROW(copy_from); GROW(copy_ios); GROW(copy_done);
+    if (pt->copies) { GROW(copy_from); GROW(copy_ios); GROW(copy_done); GROW(queued); }
 #undef GROW
     pt->cap = cap;
     return 0;
+}
+
+static void copies_none(struct hbl_pagetable *pt, uint32_t s)
+{
+    pt->copy_from[s] = HBL_UNPLACED; pt->copy_ios[s] = 0; pt->copy_done[s] = 0; pt->queued[s] = 0;
 }
 
 static int rehash(struct hbl_pagetable *pt, uint64_t hcap)
@@ -46,12 +51,21 @@ int hbl_pt_init(struct hbl_pagetable *pt, uint32_t cap)
     return rehash(pt, hcap);
 }
 
+/* The copy arrays of the slots there are and of those to come, none under way. */
+int hbl_pt_track_copies(struct hbl_pagetable *pt)
+{
+    pt->copies = 1;
+    if (grow_slots(pt, pt->cap)) return -1;
+    for (uint32_t s = 0; s < pt->n; s++) copies_none(pt, s);
+    return 0;
+}
+
 void hbl_pt_free(struct hbl_pagetable *pt)
 {
     free(pt->keys); free(pt->vals); free(pt->page); free(pt->dev); free(pt->count);
     free(pt->last); free(pt->last_mig); free(pt->prev); free(pt->next);
     free(pt->aux64); free(pt->aux32); free(pt->home_copy); free(pt->written); free(pt->decision); free(pt->unread);
-    free(pt->copy_from); free(pt->copy_ios); free(pt->copy_done);
+    free(pt->copy_from); free(pt->copy_ios); free(pt->copy_done); free(pt->queued);
     memset(pt, 0, sizeof(*pt));
 }
 
@@ -89,6 +103,6 @@ uint32_t hbl_pt_get(struct hbl_pagetable *pt, uint64_t page)
     pt->last[s] = HBL_NEVER; pt->last_mig[s] = HBL_NEVER;
     pt->prev[s] = pt->next[s] = HBL_NONE; pt->aux64[s] = 0; pt->aux32[s] = 0; pt->home_copy[s] = 0; pt->written[s] = 0; pt->decision[s] = 0;
     pt->unread[s] = 0;
-    pt->copy_from[s] = HBL_UNPLACED; pt->copy_ios[s] = 0; pt->copy_done[s] = 0;
+    if (pt->copies) copies_none(pt, s);
     return s;
 }

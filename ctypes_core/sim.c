@@ -135,17 +135,22 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     struct hbl_pagetable *pt = &s->pt;
     uint32_t *slots = s->slots;
     int8_t *targets = s->targets;
+    int write = r->op == HBL_OP_WRITE;
     for (uint32_t i = 0; i < n; i++) {
-        slots[i] = hbl_pt_get(pt, first + i);
-        if (slots[i] == HBL_NONE) return -1;
+        uint32_t x = slots[i] = hbl_pt_get(pt, first + i);
+        if (x == HBL_NONE) return -1;
         targets[i] = -1;
+        if (!write && pt->unread[x]) {   /* a promotion read: nothing moves a page before this request's own
+                                          * moves (below), so a promotion it makes stays unread */
+            s->st.promoted_unread -= pt->unread[x];
+            pt->unread[x] = 0;
+        }
     }
     if (s->ops->place) s->ops->place(s->pstate, s, r, slots, (int)n, targets);
 
     /* A write lands where placement wants it (no copy).  Room is made after the
      * request is served: the write may use a spare slot, and whatever has to
      * leave (possibly the page just written) is copied off the request path. */
-    int write = r->op == HBL_OP_WRITE;
     double done = arrival;
     uint64_t hits = 0;
     int slowest = 0;   /* the slowest device the request was served from */
@@ -191,13 +196,6 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
             i = j;
         }
     }
-    if (!write)   /* a promotion read: before this request's own moves, so a promotion it makes stays unread */
-        for (uint32_t i = 0; i < n; i++)
-            if (pt->unread[slots[i]]) {
-                s->st.promoted_unread -= pt->unread[slots[i]];
-                pt->unread[slots[i]] = 0;
-            }
-
     /* what placement wanted elsewhere is now a move: a read's page (just read, so only the
      * write is left; with copy_partial_reads only if the read covered it whole, else the
      * rest of it is read from where it is), a partly written page (copied), any request's
@@ -229,8 +227,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     if (write) { s->st.writes++; s->st.write_bytes += r->length; }
     else { s->st.reads++; s->st.read_bytes += r->length; s->st.read_latency_ns += lat; }
     s->st.page_accesses += n;
-    if (write) { s->st.write_page_accesses += n; s->st.fast_page_writes += hits; }
-    else { s->st.read_page_accesses += n; s->st.fast_read_hits += hits; }
+    if (write) s->st.write_page_accesses += n; else s->st.read_page_accesses += n;
     s->st.latency_sum_ns += lat;
     if (!s->live) { s->st.served_requests[slowest]++; s->st.served_latency_ns[slowest] += lat; }
     if (done > s->st.last_completion_ns) s->st.last_completion_ns = done;
@@ -313,7 +310,7 @@ struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *pol
     s->mtargets = malloc(mm);
     s->inflight = malloc(((size_t)(cfg->queue_depth > 0 ? cfg->queue_depth : 1) + 1) * sizeof(double));
     if (!s->mslots || !s->mtargets || !s->inflight || hbl_pt_init(&s->pt, 1 << 16) ||
-        ensure_scratch(s, 256)) {
+        (hbl_tracks_copies(s) && hbl_pt_track_copies(&s->pt)) || ensure_scratch(s, 256)) {
         snprintf(err, errlen, "out of memory");
         hbl_sim_free(s);
         return NULL;

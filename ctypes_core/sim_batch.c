@@ -25,6 +25,7 @@
  *   written one, first in a batch (the write frontier: observe.py decide, hbl up --frontier).
  * The controller's own CPU time (prepare, settle, reload) is not modelled.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include "sim_internal.h"
 
@@ -37,12 +38,29 @@ static int in_batch(const struct hbl_sim *s, uint64_t page)
     return -1;
 }
 
-/* The queue's entry for `page`, nbq if none. */
-static uint32_t find(const struct hbl_sim *s, uint64_t page)
+/* The queue's entry for page x, nbq if none (pt.queued: its place + 1, kept by every change). */
+static uint32_t find(const struct hbl_sim *s, uint32_t x)
 {
-    uint32_t k = 0;
-    while (k < s->nbq && s->bq[k].page != page) k++;
-    return k;
+    return s->pt.queued[x] ? s->pt.queued[x] - 1 : s->nbq;
+}
+
+/* Append m, the move of page x, to the queue (room made by grow). */
+static void enqueue(struct hbl_sim *s, uint32_t x, struct hbl_qmove m)
+{
+    s->bq[s->nbq++] = m;
+    s->pt.queued[x] = s->nbq;
+}
+
+/* Remove queue entry k (the last one takes its place). */
+static void unqueue(struct hbl_sim *s, uint32_t k)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    uint32_t x = hbl_pt_find(pt, s->bq[k].page);
+    if (x != HBL_NONE) pt->queued[x] = 0;
+    s->bq[k] = s->bq[--s->nbq];
+    if (k == s->nbq) return;
+    x = hbl_pt_find(pt, s->bq[k].page);
+    if (x != HBL_NONE) pt->queued[x] = k + 1;
 }
 
 /* Room for one more move in a queue of n (*q, *cap grown); 0 when there is no memory. */
@@ -79,15 +97,15 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     }
     int phys = hbl_serve_dev(s, x, now);    /* where its data is */
     if (to == phys) {                       /* undone by the policy before it was carried out */
-        uint32_t k = find(s, page);
-        if (k < s->nbq) s->bq[k] = s->bq[--s->nbq];
+        uint32_t k = find(s, x);
+        if (k < s->nbq) unqueue(s, k);
         pt->copy_from[x] = HBL_UNPLACED;
         hbl_set_device(s, x, to);
         return;
     }
     /* the room first: it may undo a queued move (the queue changes), so the page's entry after */
     hbl_make_room(s, to, now, 1);
-    uint32_t k = find(s, page);
+    uint32_t k = find(s, x);
     pt->last_mig[x] = s->nreq;
     pt->copy_from[x] = (int8_t)phys;
     pt->copy_done[x] = NOT_YET;
@@ -99,6 +117,7 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
         }
         s->nbq++;
         s->asks++;
+        pt->queued[x] = s->nbq;
     } else {
         seq = s->bq[k].seq;
     }
@@ -117,13 +136,13 @@ void hbl_batch_frontier(struct hbl_sim *s, uint64_t e, double now)
     for (uint64_t p = e + 1; p <= e + s->cfg.bg.frontier; p++) {
         uint32_t x = hbl_pt_find(pt, p);
         if (x == HBL_NONE || pt->written[x]) return;
-        if (in_flight(s, x, now) >= 0 || find(s, p) < s->nbq) continue;
+        if (in_flight(s, x, now) >= 0 || find(s, x) < s->nbq) continue;
         int phys = hbl_serve_dev(s, x, now);
         if (phys == want || !grow(&s->bq, s->nbq, &s->bqcap)) continue;
         pt->copy_from[x] = (int8_t)phys;
         pt->copy_done[x] = NOT_YET;
         hbl_set_device(s, x, want);
-        s->bq[s->nbq++] = (struct hbl_qmove){ p, now, s->asks++, (int8_t)phys, 0, 0, 1 };
+        enqueue(s, x, (struct hbl_qmove){ p, now, s->asks++, (int8_t)phys, 0, 0, 1 });
     }
 }
 
@@ -135,12 +154,12 @@ static void ask_later(struct hbl_sim *s)
     for (uint32_t i = 0; i < s->nlater; i++) {
         struct hbl_qmove m = s->later[i];
         uint32_t x = hbl_pt_find(pt, m.page);
-        if (x == HBL_NONE || pt->dev[x] == m.from || find(s, m.page) < s->nbq) continue;
+        if (x == HBL_NONE || pt->dev[x] == m.from || find(s, x) < s->nbq) continue;
         if (!grow(&s->bq, s->nbq, &s->bqcap)) { hbl_set_device(s, x, m.from); s->st.moves_refused++; continue; }
         pt->copy_from[x] = m.from;
         pt->copy_done[x] = NOT_YET;
         m.seq = s->asks++;
-        s->bq[s->nbq++] = m;
+        enqueue(s, x, m);
     }
     s->nlater = 0;
 }
@@ -228,13 +247,15 @@ static void take(struct hbl_sim *s, double at)
     s->batch_end = copy_at;
     for (uint32_t i = 0; i < s->nbq; i++) {
         struct hbl_qmove m = s->bq[i];
-        uint32_t x = queued(s, &m);
+        uint32_t x = hbl_pt_find(pt, m.page);
+        if (x != HBL_NONE) pt->queued[x] = 0;                                             /* out, unless kept */
+        x = queued(s, &m);
         if (x == HBL_NONE) continue;                                                      /* done or undone */
         if ((!m.own && at - m.seen > s->cfg.bg.stale_ns) || ++held > cap) { refuse(s, x, m.from, 1); continue; }
-        if (s->nbatch >= s->cfg.bg.batch_moves) { s->bq[kept++] = m; continue; }
+        if (s->nbatch >= s->cfg.bg.batch_moves) { s->bq[kept++] = m; pt->queued[x] = kept; continue; }
         int to = pt->dev[x], ios = 0;
         if (free[to] <= 0) {                /* no free slot: an eviction undone, a promotion waits */
-            if (to > m.from) refuse(s, x, m.from, 0); else s->bq[kept++] = m;
+            if (to > m.from) refuse(s, x, m.from, 0); else { s->bq[kept++] = m; pt->queued[x] = kept; }
             continue;
         }
         free[to]--;
@@ -302,4 +323,24 @@ void hbl_batch_advance(struct hbl_sim *s, double now)
         take(s, at);
         hbl_bg_advance(s, now);                         /* its copies, as far as they start by now */
     }
+}
+
+/* hbl_sim_check's part: every queued move's page knows its place in the queue (pt.queued). */
+int hbl_batch_check(const struct hbl_sim *s, char *err, int32_t errlen)
+{
+    const struct hbl_pagetable *pt = &s->pt;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->nbq; i++) {
+        uint32_t x = hbl_pt_find(pt, s->bq[i].page);
+        if (x == HBL_NONE) continue;
+        if (pt->queued[x] != i + 1) {
+            snprintf(err, errlen, "page %llu: queued %u but at %u", (unsigned long long)pt->page[x],
+                     pt->queued[x], i + 1);
+            return -1;
+        }
+    }
+    for (uint32_t x = 0; x < pt->n; x++) n += pt->queued[x] != 0;
+    if (n == s->nbq) return 0;
+    snprintf(err, errlen, "%u pages queued but %u moves in the queue", n, s->nbq);
+    return -1;
 }

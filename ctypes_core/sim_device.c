@@ -132,39 +132,29 @@ static struct hbl_bgop bg_take(struct hbl_sim *s, int d)
 /* Serve device d's background queue in its idle time before `now`: an I/O
  * starts only when no foreground I/O is in service (and, with idle_ns, has
  * not been for that long), under the rate limit.  With compete, it takes its
- * turn among the foreground I/O instead. */
+ * turn among the foreground I/O instead: one background I/O at a time, each
+ * issued when the one before it completed, queued behind the foreground I/O
+ * the device has already started (first come, first served). */
 static void bg_advance(struct hbl_sim *s, int d, double now)
 {
     const struct hbl_background_config *b = &s->cfg.bg;
-    if (b->compete) {
-        /* one background I/O at a time, each issued when the one before it completed, queued
-         * behind the foreground I/O the device has already started (first come, first served) */
-        while (s->nbg[d] && s->bg_next[d] <= now) {
-            double start = s->free_at[d] > s->bg_next[d] ? s->free_at[d] : s->bg_next[d];
-            struct hbl_bgop op = bg_take(s, d);
-            double bytes = (double)op.npages * s->cfg.page_size;
-            double t = dev_start(s, d, op.write, op.page, op.npages, bytes, start, 1);
-            hbl_copy_started(s, &op, t);
-            s->bg_last[d] = 1;
-            s->st.background_ios++;
-            s->bg_next[d] = t;
-            if (b->rate_bytes_per_ns > 0 && start + bytes / b->rate_bytes_per_ns > t)
-                s->bg_next[d] = start + bytes / b->rate_bytes_per_ns;
-        }
-        return;
-    }
     while (s->nbg[d]) {
-        double start = s->free_at[d];
-        if (s->fg_done[d] + b->idle_ns > start) start = s->fg_done[d] + b->idle_ns;
-        if (s->bg_next[d] > start) start = s->bg_next[d];
-        if (start >= now) return;
+        double start = s->free_at[d] > s->bg_next[d] ? s->free_at[d] : s->bg_next[d];
+        if (b->compete) {
+            if (s->bg_next[d] > now) return;
+        } else {
+            if (s->fg_done[d] + b->idle_ns > start) start = s->fg_done[d] + b->idle_ns;
+            if (start >= now) return;
+        }
         struct hbl_bgop op = bg_take(s, d);
-        double t = dev_start(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, start, 1);
+        double bytes = (double)op.npages * s->cfg.page_size;
+        double t = dev_start(s, d, op.write, op.page, op.npages, bytes, start, 1);
         hbl_copy_started(s, &op, t);
         s->bg_last[d] = 1;
         s->st.background_ios++;
-        if (b->rate_bytes_per_ns > 0)
-            s->bg_next[d] = start + (double)op.npages * s->cfg.page_size / b->rate_bytes_per_ns;
+        if (b->compete) s->bg_next[d] = t;
+        if (b->rate_bytes_per_ns > 0 && (!b->compete || start + bytes / b->rate_bytes_per_ns > t))
+            s->bg_next[d] = start + bytes / b->rate_bytes_per_ns;
     }
 }
 

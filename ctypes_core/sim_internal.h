@@ -79,10 +79,12 @@ void hbl_batch_frontier(struct hbl_sim *s, uint64_t e, double now);
 void hbl_batch_advance(struct hbl_sim *s, double now);
 /* A copy I/O of page x started, completing at `done`: 1 when x is in the batch in flight. */
 int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done);
+/* hbl_sim_check's part: -1 (and err) when a queued move's page does not know its place in the queue. */
+int hbl_batch_check(const struct hbl_sim *s, char *err, int32_t errlen);
 
 /* Whether a page's data can be elsewhere than its device while a copy is under way
- * (serve_after_copy, batch_moves): without either, pt.copy_from stays HBL_UNPLACED and the
- * request path need not read or write it. */
+ * (serve_after_copy, batch_moves): without either, the page table has no copy arrays
+ * (pt.copy_from and its kin, hbl_pt_track_copies) and nothing may read or write them. */
 static inline int hbl_tracks_copies(const struct hbl_sim *s)
 {
     return s->cfg.bg.serve_after_copy || s->cfg.bg.batch_moves;

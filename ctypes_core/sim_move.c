@@ -112,7 +112,7 @@ int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read
     hbl_count_move(s, x, from, to);
     if (clean) {
         s->st.clean_evictions++;
-        s->pt.copy_from[x] = HBL_UNPLACED;     /* the slowest device holds its data */
+        if (hbl_tracks_copies(s)) s->pt.copy_from[x] = HBL_UNPLACED;   /* the slowest device holds its data */
     } else {
         s->st.migrated_bytes += s->cfg.page_size;
         if (!hbl_bg_room(s, to, 1) || (read_needed && !hbl_bg_room(s, from, 1))) {

@@ -50,6 +50,15 @@ def concat(chunks) -> np.ndarray:
     return out
 
 
+def joined(chunks):
+    """The non-empty chunks as one array (the chunk itself when there is one, not a copy); None
+    when every chunk is empty."""
+    chunks = [c for c in chunks if len(c)]
+    if not chunks:
+        return None
+    return chunks[0] if len(chunks) == 1 else concat(chunks)
+
+
 def as_cdata(requests: np.ndarray):
     """A `struct hbl_request *` over the array's memory (no copy)."""
     if requests.dtype != REQUEST:

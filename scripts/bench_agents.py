@@ -32,9 +32,7 @@ def main():
     for _ in range(a.repeat):
         for path, hss in runs:
             config = load_hss(hss)
-            params = run_params(path, "harmonia", {})
-            sim = Simulator(config, "harmonia", config.capacity_pages(footprint, 4096), params=params)
-            sim.load_agents(path)
+            sim = Simulator.with_agents(config, "harmonia", config.capacity_pages(footprint, 4096), path)
             t = time.perf_counter()
             sim.feed(data)
             rate[(path, hss)] = max(rate[(path, hss)], len(data) / (time.perf_counter() - t))

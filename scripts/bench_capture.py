@@ -96,9 +96,16 @@ def consume(mode, dev):
 
 
 def zram_device(size):
+    """A zram device of our own (hot-added; zram_remove removes it): the host's one bio-based block
+    device (it has no device-mapper), whose bios the kernel traces to completion.  (number, path);
+    tests/test_capture.py's zram fixture too."""
     n = int(open("/sys/class/zram-control/hot_add").read())
-    with open("/sys/block/zram%d/disksize" % n, "w") as f:
-        f.write(str(size))
+    try:
+        with open("/sys/block/zram%d/disksize" % n, "w") as f:
+            f.write(str(size))
+    except BaseException:
+        zram_remove(n)
+        raise
     dev = "/dev/zram%d" % n
     for _ in range(100):
         if os.path.exists(dev):

@@ -23,8 +23,7 @@ from pathlib import Path
 from hbl.sim import pretrained
 from hbl import record
 from hbl.devices import load_hss
-from hbl.sim import Simulator, footprint_pages, parse_params
-from hbl.sim.agent_files import run_params
+from hbl.sim import Simulator, footprint_pages
 from hbl.trace import open_trace
 
 WORKLOADS = ("bundled:wdev_1", "bundled:hm_1", "bundled:rsrch_1", "bundled:rsrch_2", "bundled:mds_0",
@@ -49,23 +48,27 @@ def delta(a, b):
 
 
 def loaded(config, name, caps, seed, params, path, **options):
-    """A Simulator of `name` started from the agents in `path`, with the parameters the file needs
-    (its placement agent's width: hbl.sim.agent_files.run_params)."""
-    sim = Simulator(config, name, caps, seed=seed, params=run_params(path, name, parse_params(params or [], name)),
-                    **options)
-    sim.load_agents(path)
-    return sim
+    """A Simulator of `name` started from the agents in `path` (Simulator.with_agents)."""
+    return Simulator.with_agents(config, name, caps, path, params=params, seed=seed, **options)
+
+
+def started(config, hss, policy, caps, seed, agents_dir=None, params=None):
+    """A run's Simulator, built once: POLICY from the shipped agents (harmonia's from agents_dir's
+    pretraining seed when given), POLICY/untrained from none; params for the harmonia policies only."""
+    name, _, variant = policy.partition("/")
+    params = params if "harmonia" in name else None
+    if variant == "untrained":
+        path = None
+    elif agents_dir and name == "harmonia":
+        path = pretrained.agent_file(name, hss, seed, agents_dir)
+    else:
+        path = pretrained.shipped(name, hss, seed)
+    return loaded(config, name, caps, seed, params, path, **SIM)
 
 
 def run(data, hss, policy, seed, head, agents_dir=None, params=None):
-    name, _, variant = policy.partition("/")
     config = load_hss(hss)
-    caps = config.capacity_pages(footprint_pages([data]), 4096)
-    params = params if "harmonia" in name else None
-    sim = Simulator(config, name, caps, seed=seed, params=params, **SIM)
-    if sim.agents() and variant != "untrained":
-        sim = loaded(config, name, caps, seed, params, pretrained.agent_file(name, hss, seed, agents_dir)
-                     if agents_dir and name == "harmonia" else pretrained.shipped(name, hss, seed), **SIM)
+    sim = started(config, hss, policy, config.capacity_pages(footprint_pages([data]), 4096), seed, agents_dir, params)
     cut = max(1, int(len(data) * head))
     z = counters(sim)
     sim.feed(data[:cut])
@@ -78,13 +81,8 @@ def run(data, hss, policy, seed, head, agents_dir=None, params=None):
 
 def run_windows(data, hss, policy, seed, windows, agents_dir=None, params=None):
     """The counters of each of `windows` equal parts of the trace, in one run."""
-    name, _, variant = policy.partition("/")
     config = load_hss(hss)
-    caps, params = config.capacity_pages(footprint_pages([data]), 4096), params if "harmonia" in name else None
-    sim = Simulator(config, name, caps, seed=seed, params=params, **SIM)
-    if sim.agents() and variant != "untrained":
-        sim = loaded(config, name, caps, seed, params, pretrained.agent_file(name, hss, seed, agents_dir)
-                     if agents_dir and name == "harmonia" else pretrained.shipped(name, hss, seed), **SIM)
+    sim = started(config, hss, policy, config.capacity_pages(footprint_pages([data]), 4096), seed, agents_dir, params)
     out, prev = [], counters(sim)
     for w in range(windows):
         sim.feed(data[len(data) * w // windows:len(data) * (w + 1) // windows])

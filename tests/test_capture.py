@@ -1,4 +1,5 @@
 """Live capture on real loop devices (root and BPF; skipped with the reason otherwise)."""
+import importlib
 import json
 import mmap
 import os
@@ -12,24 +13,12 @@ import pytest
 
 from hbl import record
 
+from helpers import capture_why_not
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _why_not():
-    if os.geteuid() != 0:
-        return "needs root (BPF and loop devices)"
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "kernel has no BTF"
-    try:
-        from hbl import _capture  # noqa: F401
-    except ImportError:
-        return "hbl built without the libbpf capture (clang/libbpf-dev missing at install)"
-    if subprocess.run(["losetup", "-f"], capture_output=True).returncode != 0:
-        return "no free loop device"
-    return None
-
-
-WHY = _why_not()
+WHY = capture_why_not("BPF and loop devices")
 if WHY:
     print("\ntests/test_capture.py skipped: " + WHY, file=sys.stderr)
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
@@ -251,26 +240,17 @@ def test_bio_mode_as_for_device_mapper(loopdev):
 
 
 @pytest.fixture
-def zram():
-    """A zram device of our own (hot-added, removed afterwards): the host's one bio-based block
-    device (it has no device-mapper), whose bios the kernel traces to completion."""
-    ctl = "/sys/class/zram-control"
-    if not os.path.isdir(ctl):
+def zram(monkeypatch):
+    """A zram device of our own (scripts/bench_capture.py's, removed afterwards)."""
+    if not os.path.isdir("/sys/class/zram-control"):
         pytest.skip("no zram on this kernel: bio-based completion is left to the guest suite")
-    n = int(open(os.path.join(ctl, "hot_add")).read())
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
+    bench = importlib.import_module("bench_capture")
+    n, dev = bench.zram_device(64 << 20)
     try:
-        with open("/sys/block/zram%d/disksize" % n, "w") as f:
-            f.write(str(64 << 20))
-        dev = "/dev/zram%d" % n
-        deadline = time.time() + 5
-        while not os.path.exists(dev) and time.time() < deadline:
-            time.sleep(0.05)
         yield dev
     finally:
-        with open("/sys/block/zram%d/reset" % n, "w") as f:
-            f.write("1")
-        with open(os.path.join(ctl, "hot_remove"), "w") as f:
-            f.write(str(n))
+        bench.zram_remove(n)
 
 
 def bio_done_capture(dev, io, backend="libbpf", fast=False):

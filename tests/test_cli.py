@@ -1,20 +1,16 @@
 """The command line end to end, as a user runs it (a subprocess, real files)."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-HBL = [sys.executable, "-m", "hbl.cli"]
+from helpers import hbl
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(*args, ok=True):
-    p = subprocess.run(HBL + list(args), capture_output=True, text=True, cwd=ROOT, timeout=300)
-    if ok:
-        assert p.returncode == 0, p.stderr
-    return p
+    return hbl(*args, check=ok, cwd=ROOT)
 
 
 def test_simulate_json_keys():

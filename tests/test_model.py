@@ -368,6 +368,18 @@ def test_live_batches_take_the_controllers_own_time_when_told():
     assert batches(batch_overhead_ms=(200, 200)) < 0.8 * batches()      # 0.4 s a batch, past the 0.25 s tick
 
 
+def test_live_batches_keep_the_queue_index_while_making_room_undoes_another():
+    # An eviction that makes room for a queued move may undo another queued move (sim_batch.c):
+    # the queue changes under the ask (swap-with-last), and take sorts and compacts it.  hbl_sim_check
+    # checks first that every queued page's pt.queued is its place in the queue ("page N: queued");
+    # its later checks (capacity, migrated bytes) do not hold with live_batches yet, so only that one counts.
+    try:
+        simulate("synth:zipf:requests=10000,pages=8192,alpha=0.9,read=0.6,seed=3", hss="cost",
+                 policy="lru", live_batches=True, check=True)
+    except AssertionError as exc:
+        assert "queued" not in str(exc), exc
+
+
 def test_live_batches_take_the_live_controllers_defaults():
     from hbl.live.layout import default_spares
     from hbl.live.moves import STALE_S

@@ -6,7 +6,6 @@ import math
 import re
 import struct
 import subprocess
-import sys
 
 import pytest
 
@@ -14,15 +13,13 @@ pytest.importorskip("matplotlib")
 
 from hbl.experiments import figures, plot, results, tables  # noqa: E402
 
-HBL = [sys.executable, "-m", "hbl.cli"]
+from helpers import HBL, hbl
+
 POLICIES = "fast-only,slow-only,oracle,lru,cde,harmonia"
 
 
 def run(*args, ok=True):
-    p = subprocess.run(HBL + list(args), capture_output=True, text=True, timeout=300)
-    if ok:
-        assert p.returncode == 0, p.stderr
-    return p
+    return hbl(*args, check=ok)
 
 
 @pytest.fixture(scope="module")

@@ -202,9 +202,8 @@ def test_a_train_every_beyond_the_run_freezes_one_harmonia_agent(frozen):
     config = load_hss("perf")
     param = ("train_every", "m_train_every")[frozen] + "=1000000000"
     shipped = pretrained.shipped("harmonia", "perf", 1)
-    sim = Simulator(config, "harmonia", config.capacity_pages(footprint_pages([data]), 4096), seed=1,
-                    params=run_params(shipped, "harmonia", {param.split("=")[0]: 1e9}))
-    sim.load_agents(shipped)
+    sim = Simulator.with_agents(config, "harmonia", config.capacity_pages(footprint_pages([data]), 4096), shipped,
+                                seed=1, params={param.split("=")[0]: 1e9})
     before = [a.params() for a in sim.agents()]
     sim.feed(data)
     after, steps = [a.params() for a in sim.agents()], [a.stats()["train_steps"] for a in sim.agents()]

@@ -9,7 +9,8 @@ import pytest
 
 from hbl import progress
 
-HBL = [sys.executable, "-m", "hbl.cli"]
+from helpers import HBL, hbl
+
 COMPARE = ["compare", "--trace", "bundled:mds_0", "--trace", "synth:zipf:requests=5000,pages=2000",
            "--hss", "perf", "--policies", "lru,harmonia", "--seeds", "2"]
 
@@ -64,9 +65,7 @@ def test_a_terminal_gets_a_live_bar_and_quiet_gets_nothing():
 
 
 def run(*args):
-    p = subprocess.run(HBL + list(args), capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    return p
+    return hbl(*args)
 
 
 def test_compare_prints_the_result_on_stdout_and_progress_on_stderr():

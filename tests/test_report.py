@@ -1,24 +1,20 @@
 """hbl report: one HTML file that needs nothing else, checked in a real headless browser (Debian's
 chromium driven by playwright): it loads without a console error or a request past the file, a
 click on a header sorts the table by that column (again: the other way), every figure is drawn."""
-import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
+from helpers import hbl
+
 pytest.importorskip("matplotlib")
 
-HBL = [sys.executable, "-m", "hbl.cli"]
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
 
 def run(*args):
-    p = subprocess.run(HBL + list(args), capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    return p
+    return hbl(*args)
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,14 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from hbl.experiments import results
 from hbl.errors import HblError
 
-HBL = [sys.executable, "-m", "hbl.cli"]
+from helpers import hbl as run_hbl
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPARE = ["compare", "--trace", "bundled:mds_0", "--trace", "synth:zipf:requests=20000,pages=5000",
            "--trace", "synth:web:requests=20000", "--hss", "perf,cost", "--policies", "lru,smq,cde,oracle,harmonia",
@@ -23,9 +22,7 @@ HEURISTICS = ("lru", "smq", "cde")
 
 
 def hbl(*args):
-    p = subprocess.run(HBL + list(args), capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert p.returncode == 0, p.stderr
-    return p
+    return run_hbl(*args, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")

@@ -9,20 +9,18 @@ import time
 
 import pytest
 
+from helpers import HBL, hbl as run_hbl
+
 pytest.importorskip("distributed", reason="hbl sweep needs the sweep extra: pip install -e '.[sweep]' "
                     "(scripts/bootstrap.sh installs it)")
 
-HBL = [sys.executable, "-m", "hbl.cli"]
 BIN = os.path.dirname(sys.executable)
 # wall-clock figures differ from run to run; trace is the worker's local copy of the trace
 NOT_COMPARED = {"requests_per_second", "trace"}
 
 
 def hbl(*args, check=True, **kw):
-    p = subprocess.run(HBL + list(args), capture_output=True, text=True, timeout=600, **kw)
-    if check:
-        assert p.returncode == 0, p.stderr
-    return p
+    return run_hbl(*args, check=check, timeout=600, **kw)
 
 
 def journal(out):

@@ -13,15 +13,13 @@ from hbl.trace import workloads
 from hbl.errors import HblError, TraceError
 from hbl.trace import load, open_trace
 
+from helpers import capture_why_not, hbl
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HBL = [sys.executable, "-m", "hbl.cli"]
 
 
 def run(*args, check=True):
-    r = subprocess.run(HBL + list(args), capture_output=True, text=True, cwd=ROOT)
-    if check and r.returncode:
-        raise AssertionError("hbl %s failed (%d):\n%s" % (" ".join(args), r.returncode, r.stderr))
-    return r
+    return hbl(*args, check=check, timeout=None, cwd=ROOT)
 
 
 def test_list_json_has_the_recipes():
@@ -81,7 +79,6 @@ def test_shipped_captures_read_on_any_machine(name, monkeypatch, tmp_path):
         assert last <= chunk["time_ns"][0] and (np.diff(chunk["time_ns"].astype(np.int64)) >= 0).all()
         last = chunk["time_ns"][-1]
     assert n == reader.count
-
 
 
 def test_the_shipped_corpus_fits_its_budget():
@@ -159,19 +156,10 @@ def test_lmdb_kv_loads_and_runs_its_mix(tmp_path):
 
 
 def _why_not():
-    if os.geteuid() != 0:
-        return "needs root (loop devices, mounts, cgroups, BPF)"
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "kernel has no BTF"
-    try:
-        from hbl import _capture  # noqa: F401
-    except ImportError:
-        return "hbl built without the libbpf capture (clang/libbpf-dev missing at install)"
-    if workloads.get("sqlite").tools()[1]:
+    why = capture_why_not("loop devices, mounts, cgroups, BPF")
+    if why is None and workloads.get("sqlite").tools()[1]:
         return "sqlite3 is not installed (scripts/bootstrap.sh installs it)"
-    if subprocess.run(["losetup", "-f"], capture_output=True).returncode != 0:
-        return "no free loop device"
-    return None
+    return why
 
 
 WHY = _why_not()

@@ -14,7 +14,6 @@ import numpy as np
 from hbl.sim import pretrained
 from hbl import record
 from hbl.sim import Simulator, footprint_pages, policy_names, replay_label
-from hbl.sim.agent_files import run_params
 from hbl.devices import load_hss
 from hbl.trace.synthetic import SyntheticTrace
 
@@ -73,10 +72,9 @@ def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
         best = 0.0
         shipped = pretrained.shipped(p, hss, 1)
         for _ in range(repeat):
-            sim = Simulator(config, p, caps, params=run_params(shipped, p, {}) if shipped else None)
-            if shipped:   # as simulate runs it: from the pretrained agents, no random warm-up
-                sim.load_agents(shipped)
-                loaded = True
+            # as simulate runs it: from the pretrained agents, no random warm-up
+            sim = Simulator.with_agents(config, p, caps, shipped)
+            loaded = loaded or bool(shipped)
             if p in future:
                 sim.set_future(data)
             t = time.perf_counter()
@@ -141,11 +139,9 @@ def _agreement_run(job):
     config = load_hss(hss)
     caps = config.capacity_pages(footprint_pages(open_trace(trace)), 4096)
     shipped = pretrained.shipped(policy, hss, seed)
-    sim = Simulator(config, policy, caps, params=run_params(shipped, policy, {}) if shipped else None, seed=seed)
-    for a in sim.agents():   # before loading: a file of version 1 gives the FP32 copy at once
-        a.set_shadow(True)
-    if shipped:
-        sim.load_agents(shipped)
+    # the shadow set before loading: a file of version 1 gives the FP32 copy at once
+    sim = Simulator.with_agents(config, policy, caps, shipped, seed=seed,
+                                before_load=lambda s: [a.set_shadow(True) for a in s.agents()])
     for chunk in open_trace(trace):
         sim.feed(chunk)
     return [dict(policy=policy, hss=hss, trace=trace, agent=AGENT_ROLES[i], compared=c, agreed=g,

@@ -263,10 +263,9 @@ class Controller(Observer, MemberFaults):
 
     def release_held(self):
         """The records read while extents were held noted, as one (a note's cost is mostly per call)."""
-        held, self.held = self.held or [], None
-        held = [b for b in held if len(b)]
-        if held:
-            self.note(held[0] if len(held) == 1 else record.concat(held))
+        b, self.held = record.joined(self.held or []), None
+        if b is not None:
+            self.note(b)
 
     def recopy(self, plan, writes, limit=False):
         """Copy again, for each move, the span of its old slot that member `writes` ([member,

@@ -11,8 +11,7 @@ import numpy as np
 from hbl.core import ffi, lib
 from hbl.devices import HSS, PROFILES
 from hbl.errors import HblError
-from hbl.sim import Simulator, parse_params
-from hbl.sim.agent_files import run_params
+from hbl.sim import Simulator
 
 # Service models only matter to policies that read them; the live decider has
 # no device model.  Fastest first, the slowest last.
@@ -25,21 +24,17 @@ class Decider:
     def __init__(self, policy, extent_bytes, capacities, params=None, seed=1, migrate_every=256, migrate_max=32,
                  agents=None):
         """agents: a file of saved agents to start from (ignored by a policy without agents); the
-        decider runs with the parameters it needs (hbl.sim.agent_files.run_params)."""
+        decider runs with the parameters it needs (Simulator.with_agents)."""
         ndev = len(capacities)
         if not 2 <= ndev <= 4:
             raise HblError("a live device has 2 to 4 member devices, not %d" % ndev)
         names = list(LIVE_PROFILES[:ndev - 1]) + ["L"]
         hss = HSS("live", [PROFILES[n] for n in names], [1.0] * ndev)
         caps = [int(c) for c in capacities[:-1]] + [None]     # the slowest holds the rest
-        if agents:
-            params = run_params(agents, policy, parse_params(params, policy))
-        self.sim = Simulator(hss, policy, caps, params=params, seed=seed, live=True, page_size=extent_bytes,
-                             migrate_every=migrate_every, migrate_max=migrate_max, timeline_every=0,
-                             queue_depth=0, speed=1.0)
+        self.sim = Simulator.with_agents(hss, policy, caps, agents, params=params, seed=seed, live=True,
+                                         page_size=extent_bytes, migrate_every=migrate_every,
+                                         migrate_max=migrate_max, timeline_every=0, queue_depth=0, speed=1.0)
         self.agents_from = agents if agents and self.sim.agents() else None
-        if self.agents_from:
-            self.sim.load_agents(agents)
         self.policy, self.extent_bytes, self.ndev = policy, extent_bytes, ndev
         self._moves = np.zeros(65536, np.uint64)
 

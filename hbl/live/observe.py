@@ -86,9 +86,9 @@ class Observer:
 
     def take_all(self, parts):
         """take() the records of several polls (in the order read) as one."""
-        parts = [b for b in parts if len(b)]
-        if parts:
-            self.take(parts[0] if len(parts) == 1 else record.concat(parts))
+        b = record.joined(parts)
+        if b is not None:
+            self.take(b)
 
     def take(self, b):
         """Records read: observed, or while extents are held only searched for what the batch

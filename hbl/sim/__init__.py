@@ -328,9 +328,25 @@ class Simulator:
         if lib.hbl_sim_background_training(self.sim, 1 if on else 0, float(budget), err, 512):
             raise HblError(ffi.string(err).decode())
 
+    @classmethod
+    def with_agents(cls, hss, policy, capacities_pages, agents, params=None, before_load=None, **options):
+        """A Simulator started from the saved agents in file `agents` (None or False: untrained; a
+        policy without agents ignores it), built with the parameters the file needs
+        (hbl.sim.agent_files.run_params: its placement agent's width).  before_load(sim), if given,
+        runs before they load (Agent.set_shadow, for the FP32 copy a file then gives)."""
+        if agents:
+            from hbl.sim.agent_files import run_params
+            params = run_params(agents, policy, parse_params(params, policy))
+        sim = cls(hss, policy, capacities_pages, params=params, **options)
+        if before_load:
+            before_load(sim)
+        if agents and sim.agents():
+            sim.load_agents(agents)
+        return sim
+
     def load_agents(self, path):
-        """Load saved agents of this configuration; hbl.sim.agent_files.run_params gives the
-        parameters a file needs (its placement agent's width), to build the Simulator with."""
+        """Load saved agents of this configuration; Simulator.with_agents builds one with the
+        parameters a file needs (its placement agent's width) and loads them."""
         err = ffi.new("char[512]")
         if lib.hbl_sim_load_agents(self.sim, str(path).encode(), err, 512):
             raise HblError(ffi.string(err).decode())

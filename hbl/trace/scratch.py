@@ -161,6 +161,12 @@ class Scratch:
             raise HblError("%s failed (exit status %d):\n%s" % (" ".join(argv), rc, self.log_tail()))
         return rc
 
+    def cold_cache(self):
+        """Written data synced and the page cache dropped: a capture that starts next starts cold."""
+        self.run(["sync"])
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1")
+
     def service(self, name, argv, ready, user=None, timeout=120):
         proc = self.spawn(argv, user)
         self.services.append((name, proc))

@@ -59,6 +59,6 @@ class Recipe:
         sc.run(["tar", "-xf", self.tool("/usr/src/linux-source-*.tar.xz"), "-C", sc.mnt])
         sc.run(["/bin/sh", "-c", "mv %s/linux-source-* %s/src" % (sc.mnt, sc.mnt)])
 
-    def shell(self, sc, label, script, share=None):
-        """A step that runs `script` with /bin/sh, written beside the scratch file system."""
-        return Step(label, ["/bin/sh", sc.write_tmp("%s-%s.sh" % (self.name, label), script)], share)
+    def shell(self, sc, label, script, share=None, sh="/bin/sh"):
+        """A step that runs `script` with /bin/sh (or `sh`), written beside the scratch file system."""
+        return Step(label, [sh, sc.write_tmp("%s-%s.sh" % (self.name, label), script)], share)

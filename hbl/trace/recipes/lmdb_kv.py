@@ -11,7 +11,7 @@ re-reads of the warm keys that do not fit, at distances a fast device of a tenth
 holds (in a 256 MiB cgroup most of them were longer: results/workloads/lmdb-kv.txt), the regime
 where keeping a page that was read once pays. Halfway the popularity changes (another skew, other hot keys).
 """
-from hbl.trace.recipes.base import Recipe, Step
+from hbl.trace.recipes.base import Recipe
 
 PY = "/usr/bin/python3"
 KEYS = 3_000_000
@@ -107,14 +107,12 @@ class LmdbKv(Recipe):
     def prepare(self, sc):
         sc.mkdir("lmdb", "root")
         sc.run([PY, sc.write_tmp("lmdb-load.py", LOAD), sc.path("lmdb"), str(KEYS), str(VALUE)])
-        sc.run(["sync"])
-        with open("/proc/sys/vm/drop_caches", "w") as f:    # the capture starts from a cold cache
-            f.write("1")
+        sc.cold_cache()
 
     def _phase(self, sc, label, s, spread, share):
         mix = sc.write_tmp("lmdb-mix.py", MIX)
         script = ROUNDS.format(py=PY, mix=mix, db=sc.path("lmdb"), n=KEYS, s=s, spread=spread)
-        return Step(label, ["/bin/bash", sc.write_tmp("lmdb-kv-%s.sh" % label, script)], share)
+        return self.shell(sc, label, script, share, sh="/bin/bash")   # wait -n
 
     def steps(self, sc):
         return [self._phase(sc, "skew-0.9", 0.9, 0.618034, 0.5), self._phase(sc, "skew-1.1", 1.1, 0.414214, 1.0)]

@@ -95,9 +95,7 @@ class NginxStatic(Recipe):
         self.paths = sc.write_tmp("wrk-paths.txt", "".join("/%s\n" % p for p in seq))
         self.port = free_port()
         conf = sc.write_tmp("nginx.conf", NGINX_CONF.format(tmp=sc.tmp, port=self.port, root=root))
-        sc.run(["sync"])
-        with open("/proc/sys/vm/drop_caches", "w") as f:    # the capture starts from a cold cache
-            f.write("1")
+        sc.cold_cache()
         self.conf = conf
         sc.service("nginx", ["/usr/sbin/nginx", "-c", conf, "-p", sc.tmp],
                    ready=["/usr/bin/wrk", "-t1", "-c1", "-d1s", "http://127.0.0.1:%d/00/000000.bin" % self.port])
