@@ -3,9 +3,10 @@
  * Rule 3 after LeCaR (Vietri et al., HotStorage'18), with its defaults: two experts with weights
  * summing to 1, starting equal; each read that misses the fastest device follows "promote" with
  * probability w_promote, else "stay".  A decision is regrettable when the page it hurt is accessed
- * again (read or written: LeCaR's miss) while it is still below the fastest device: a page a read left there (stay's regret) or a
- * page a promotion evicted from the fastest device (promote's regret; the victims are that
- * device's least recently used pages, as the simulator's fallback takes them).  Each history holds
+ * again (read or written: LeCaR's miss) while it is still below the fastest device: a page a read
+ * left there (stay's regret) or a page a promotion evicted from the fastest device (promote's
+ * regret; the victims are that device's least recently used pages, as the simulator's fallback
+ * takes them).  Each history holds
  * as many entries as the fastest device has pages (LeCaR's history of the cache's size); a regret
  * found t requests after its decision multiplies the guilty expert's weight by
  * exp(-lambda d^t), lambda = 0.45, d = 0.005^(1/N) for a fastest device of N pages (LeCaR's
@@ -17,7 +18,15 @@
  * that delayed requests, over the unit (a page read on the slowest device less one on the
  * fastest); a stay or an eviction is regretted by the next read of the page it left below (its
  * device's read time less the fastest's, over the unit).  Writes regret neither: the placement
- * agent places a write wherever its page was. */
+ * agent places a write wherever its page was.
+ *
+ * Rules 5 and 6 judge in hindsight instead, with the agents' evaluation queue (hindsight.c): every
+ * read miss is queued, promoted or not (in closed-loop replay a page's accesses do not depend on
+ * where it is), and credited after its horizon with the device time promoting it saved against
+ * leaving it, the copy and, on a full fastest device, the value of the page pushed off included
+ * (learnt from that device's least recently used pages, queued at each such miss).  A read miss
+ * is promoted while the mean credit of its context is above 0: log2 of the page's access count
+ * (5) or of the requests since its last access (6).  Running means over at most 256 credits. */
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -36,16 +45,15 @@ int hbl_admit_init(struct hbl_admit *a, struct hbl_sim *s, int rule, char *err, 
     }
     a->rule = rule;
     if (rule < 3) return 0;
+    /* the unit of rules 4-6's device times: a page read on the slowest device less one on the fastest */
+    const struct hbl_device_params *dv = s->cfg.dev;
+    uint32_t ps = s->cfg.page_size;
+    a->unit = hbl_page_time(&dv[hbl_slowest(s)], 0, 1, ps) - hbl_page_time(&dv[0], 0, 1, ps);
+    if (a->unit <= 0) a->unit = 1;
     if (rule >= 5) {   /* a read miss and a page it pushes off, each judged over up to HBL_EVAL_SPAN horizons */
         if (hbl_evalq_init(&a->q, 2 * HBL_MAX_HORIZON, 1, 1)) goto oom;
-        const struct hbl_device_params *d = s->cfg.dev;
-        a->unit = hbl_page_time(&d[hbl_slowest(s)], 0, 1, s->cfg.page_size) - hbl_page_time(&d[0], 0, 1, s->cfg.page_size);
-        if (a->unit <= 0) a->unit = 1;
         return 0;
     }
-    const struct hbl_device_params *dv = s->cfg.dev;
-    a->unit = hbl_page_time(&dv[hbl_slowest(s)], 0, 1, s->cfg.page_size) - hbl_page_time(&dv[0], 0, 1, s->cfg.page_size);
-    if (a->unit <= 0) a->unit = 1;
     int64_t cap = s->cfg.dev[0].capacity_pages;
     uint32_t n = cap < 16 ? 16 : cap > (1 << 24) ? (1 << 24) : (uint32_t)cap;
     a->w_promote = 0.5;

@@ -14,7 +14,7 @@ struct hbl_admit {
     int rule;                   /* 0 off, 1, 2, 3 (admit.c) */
     double w_promote;           /* rule 3: the promote expert's weight (stay's is 1 - it) */
     double lambda, discount;    /* LeCaR's learning rate and per-request discount */
-    double unit;                /* rule 4's regrets: a page read on the slowest device less one on the fastest (ns) */
+    double unit;                /* rules 4-6: a page read on the slowest device less one on the fastest (ns) */
     uint64_t rng;
     /* rule 3's two histories of regrettable decisions, FIFO rings of (slot, request index) of the
      * fastest device's capacity: pages a read left below it, and pages a promotion evicted */
@@ -26,7 +26,7 @@ struct hbl_admit {
     struct hbl_evalq q;
     double credit[34], credited[34];   /* mean credit of promoting a read miss, by log2 of its access count
                                           (rule 5) or of its access interval (6, 33: a first access) */
-    double space[2];                   /* what a page of the full fastest device saves by staying; how many judged */
+    double space[2];                   /* what a full fastest device's page saves by staying; how many judged */
 };
 
 /* 0 or -1 with err filled (an unknown rule, out of memory).  Rule 5 uses pt.aux64. */
