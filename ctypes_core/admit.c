@@ -46,10 +46,7 @@ int hbl_admit_init(struct hbl_admit *a, struct hbl_sim *s, int rule, char *err, 
     a->rule = rule;
     if (rule < 3) return 0;
     /* the unit of rules 4-6's device times: a page read on the slowest device less one on the fastest */
-    const struct hbl_device_params *dv = s->cfg.dev;
-    uint32_t ps = s->cfg.page_size;
-    a->unit = hbl_page_time(&dv[hbl_slowest(s)], 0, 1, ps) - hbl_page_time(&dv[0], 0, 1, ps);
-    if (a->unit <= 0) a->unit = 1;
+    a->unit = hbl_hindsight_unit(s);
     if (rule >= 5) {   /* a read miss and a page it pushes off, each judged over up to HBL_EVAL_SPAN horizons */
         if (hbl_evalq_init(&a->q, 2 * HBL_MAX_HORIZON, 1, 1)) goto oom;
         return 0;
@@ -131,15 +128,14 @@ static double read_gap(const struct hbl_admit *a, const struct hbl_sim *s, uint3
 /* Rule 4: a background copy of one page from device `from` to `to`, over the unit. */
 static double copy_cost(const struct hbl_admit *a, const struct hbl_sim *s, int from, int to)
 {
-    const struct hbl_device_params *dv = s->cfg.dev;
-    uint32_t ps = s->cfg.page_size;
-    return hbl_background_share(s) * (hbl_page_time(&dv[from], 0, 1, ps) + hbl_page_time(&dv[to], 1, 1, ps)) / a->unit;
+    return hbl_background_share(s) * hbl_copy_time(s, from, to) / a->unit;
 }
 
-static int count_bin(uint32_t count)
+/* floor(log2 t) for t >= 1, at most 32 (0 for t 0 or 1). */
+static int log2_bin(uint64_t t)
 {
     int b = 0;
-    while (count > 1 && b < 32) { count >>= 1; b++; }
+    while (t > 1 && b < 32) { t >>= 1; b++; }
     return b;
 }
 
@@ -148,10 +144,7 @@ static int interval_bin(const struct hbl_sim *s, uint32_t x)
 {
     uint64_t last = s->pt.last[x];
     if (last == HBL_NEVER || last > s->nreq) return 33;
-    uint64_t t = s->nreq - last;
-    int b = 0;
-    while (t > 1 && b < 32) { t >>= 1; b++; }
-    return b;
+    return log2_bin(s->nreq - last);
 }
 
 /* Rules 5 and 6: the decisions whose horizon has passed, credited (running means over at most 256). */
@@ -206,7 +199,7 @@ static void admit_judged(struct hbl_admit *a, struct hbl_sim *s, const uint32_t 
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
         if (targets[i] >= 0 || pt->dev[x] <= 0) continue;
-        uint8_t b = (uint8_t)(a->rule == 5 ? count_bin(pt->count[x]) : interval_bin(s, x));
+        uint8_t b = (uint8_t)(a->rule == 5 ? log2_bin(pt->count[x]) : interval_bin(s, x));
         hbl_evalq_push(&a->q, s, x, &b, HBL_JUDGE_READ, 0, horizon);
         if (full && victim != HBL_NONE) {
             uint8_t none = 0;

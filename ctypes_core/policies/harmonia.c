@@ -11,6 +11,7 @@
  *   harmonia-placement-only: the placement agent alone (Sibyl plus the 7th feature);
  *   harmonia-migration-only: the migration agent with a simple placement rule
  *     (writes go to the fastest device, reads move nothing). */
+#include <stdio.h>
 #include <stdlib.h>
 #include "../rl.h"
 #include "../admit.h"
