@@ -26,7 +26,11 @@
  * leaving it, the copy and, on a full fastest device, the value of the page pushed off included
  * (learnt from that device's least recently used pages, queued at each such miss).  A read miss
  * is promoted while the mean credit of its context is above 0: log2 of the page's access count
- * (5) or of the requests since its last access (6).  Running means over at most 256 credits. */
+ * (5) or of the requests since its last access (6).  Running means over at most 256 credits.
+ *
+ * Rules 7 and 8 push off only what read admission brought (admit_list.c): 7 promotes every read
+ * miss there is room for; 8 is 6 with 7's room, the value of the page pushed off learnt from the
+ * least recently used pages read admission brought. */
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -39,17 +43,15 @@
 int hbl_admit_init(struct hbl_admit *a, struct hbl_sim *s, int rule, char *err, int errlen)
 {
     memset(a, 0, sizeof(*a));
-    if (rule < 0 || rule > 6) {
-        snprintf(err, errlen, "read_admit must be 0, 1, 2, 3, 4, 5 or 6");
+    hbl_admit_list_init(a);
+    if (rule < 0 || rule > 8) {
+        snprintf(err, errlen, "read_admit must be a whole number from 0 to 8");
         return -1;
     }
     a->rule = rule;
-    if (rule < 3) return 0;
+    if (rule < 3 || rule == 7) return 0;
     /* the unit of rules 4-6's device times: a page read on the slowest device less one on the fastest */
-    const struct hbl_device_params *dv = s->cfg.dev;
-    uint32_t ps = s->cfg.page_size;
-    a->unit = hbl_page_time(&dv[hbl_slowest(s)], 0, 1, ps) - hbl_page_time(&dv[0], 0, 1, ps);
-    if (a->unit <= 0) a->unit = 1;
+    a->unit = hbl_hindsight_unit(s);
     if (rule >= 5) {   /* a read miss and a page it pushes off, each judged over up to HBL_EVAL_SPAN horizons */
         if (hbl_evalq_init(&a->q, 2 * HBL_MAX_HORIZON, 1, 1)) goto oom;
         return 0;
@@ -82,6 +84,7 @@ void hbl_admit_free(struct hbl_admit *a)
     }
     free(a->tag);
     hbl_evalq_free(&a->q);
+    hbl_admit_list_free(a);
     memset(a, 0, sizeof(*a));
 }
 
@@ -131,15 +134,14 @@ static double read_gap(const struct hbl_admit *a, const struct hbl_sim *s, uint3
 /* Rule 4: a background copy of one page from device `from` to `to`, over the unit. */
 static double copy_cost(const struct hbl_admit *a, const struct hbl_sim *s, int from, int to)
 {
-    const struct hbl_device_params *dv = s->cfg.dev;
-    uint32_t ps = s->cfg.page_size;
-    return hbl_background_share(s) * (hbl_page_time(&dv[from], 0, 1, ps) + hbl_page_time(&dv[to], 1, 1, ps)) / a->unit;
+    return hbl_background_share(s) * hbl_copy_time(s, from, to) / a->unit;
 }
 
-static int count_bin(uint32_t count)
+/* floor(log2 t) for t >= 1, at most 32 (0 for t 0 or 1). */
+static int log2_bin(uint64_t t)
 {
     int b = 0;
-    while (count > 1 && b < 32) { count >>= 1; b++; }
+    while (t > 1 && b < 32) { t >>= 1; b++; }
     return b;
 }
 
@@ -148,10 +150,7 @@ static int interval_bin(const struct hbl_sim *s, uint32_t x)
 {
     uint64_t last = s->pt.last[x];
     if (last == HBL_NEVER || last > s->nreq) return 33;
-    uint64_t t = s->nreq - last;
-    int b = 0;
-    while (t > 1 && b < 32) { t >>= 1; b++; }
-    return b;
+    return log2_bin(s->nreq - last);
 }
 
 /* Rules 5 and 6: the decisions whose horizon has passed, credited (running means over at most 256). */
@@ -174,12 +173,14 @@ static void judge(struct hbl_admit *a, struct hbl_sim *s)
 
 void hbl_admit_served(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
-    if (a->rule >= 5) hbl_evalq_observe(&a->q, s, slots, n, write);
+    if (hbl_admit_judges(a)) hbl_evalq_observe(&a->q, s, slots, n, write);
+    if (a->rule >= 7) hbl_admit_list_served(a, slots, n);
 }
 
 void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
-    if (a->rule >= 5) { judge(a, s); return; }
+    if (a->rule >= 7) hbl_admit_list_touch(a, slots, n, write);
+    if (hbl_admit_judges(a)) { judge(a, s); return; }
     if (a->rule < 3) return;
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
@@ -194,27 +195,34 @@ void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *s
     }
 }
 
-/* Rules 5 and 6: each page below promoted while promoting pages of its access count (5) or access
- * interval (6) has paid; every one
- * queued to be judged, and while the fastest device is full its least recently used page too. */
+/* Rules 5, 6 and 8: each page below promoted while promoting pages of its access count (5) or access
+ * interval (6, 8) has paid (8: while rule 7 has room for it); every one queued to be judged, and
+ * while the fastest device is full the page a promotion pushes off too: that device's least
+ * recently used page (5, 6), the read list's (8). */
 static void admit_judged(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
 {
     const struct hbl_pagetable *pt = &s->pt;
     uint32_t horizon = hbl_characteristic_time(s);
-    uint32_t victim = s->lru_tail[0];
+    int listed = a->rule == 8;
+    const uint32_t *up = listed ? a->links.prev : pt->prev;   /* toward the most recently used */
+    uint32_t victim = listed ? a->reads.tail : s->lru_tail[0];
+    int64_t room = listed ? hbl_admit_list_room(a, s, slots, n) : INT64_MAX;
     int full = hbl_free_pages(s, 0) * 8 <= s->cfg.dev[0].capacity_pages;
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
         if (targets[i] >= 0 || pt->dev[x] <= 0) continue;
-        uint8_t b = (uint8_t)(a->rule == 5 ? count_bin(pt->count[x]) : interval_bin(s, x));
+        uint8_t b = (uint8_t)(a->rule == 5 ? log2_bin(pt->count[x]) : interval_bin(s, x));
         hbl_evalq_push(&a->q, s, x, &b, HBL_JUDGE_READ, 0, horizon);
         if (full && victim != HBL_NONE) {
             uint8_t none = 0;
             hbl_evalq_push(&a->q, s, victim, &none, HBL_JUDGE_MOVE, 1, horizon);
-            victim = pt->prev[victim];
+            victim = up[victim];
         }
-        if (a->credit[b] > 0) { targets[i] = 0; a->promoted++; }
-        else a->stayed++;
+        if (a->credit[b] > 0 && room > 0 && (!listed || hbl_admit_list_promote(a, x))) {
+            room--;
+            targets[i] = 0;
+            a->promoted++;
+        } else a->stayed++;
     }
 }
 
@@ -232,10 +240,11 @@ void hbl_admit_read(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slot
         }
         return;
     }
+    if (a->rule == 7) { hbl_admit_list_read(a, s, slots, n, targets); return; }
     int below = 0;
     for (int i = 0; i < n; i++) below += targets[i] < 0 && pt->dev[slots[i]] > 0;
     if (!below) return;
-    if (a->rule >= 5) { admit_judged(a, s, slots, n, targets); return; }
+    if (hbl_admit_judges(a)) { admit_judged(a, s, slots, n, targets); return; }
     int promote = hbl_uniform(&a->rng) < a->w_promote;
     int64_t room = hbl_free_pages(s, 0);
     double cost = 0;     /* rule 4: the copies this promotion makes */

@@ -76,6 +76,26 @@ double hbl_page_time(const struct hbl_device_params *p, int write, int n, uint32
     return (lat + p->rotation_ns + p->seek_ns) / n + (double)(n - 1) / n * page_size / bw;
 }
 
+double hbl_copy_time(const struct hbl_sim *s, int from, int to)
+{
+    const struct hbl_device_params *dv = s->cfg.dev;
+    uint32_t ps = s->cfg.page_size;
+    return hbl_page_time(&dv[from], 0, 1, ps) + hbl_page_time(&dv[to], 1, 1, ps);
+}
+
+double hbl_reference_latency(const struct hbl_sim *s)
+{
+    const struct hbl_device_params *d = &s->cfg.dev[0];
+    return d->read_latency_ns + s->cfg.page_size / d->read_bytes_per_ns;
+}
+
+double hbl_hindsight_unit(const struct hbl_sim *s)
+{
+    double u = hbl_page_time(&s->cfg.dev[hbl_slowest(s)], 0, 1, s->cfg.page_size)
+             - hbl_page_time(&s->cfg.dev[0], 0, 1, s->cfg.page_size);
+    return u > 0 ? u : hbl_reference_latency(s);
+}
+
 void hbl_evalq_observe(struct hbl_evalq *q, struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
     if (!q->n) return;
@@ -138,10 +158,10 @@ double hbl_evalq_benefit(const struct hbl_sim *s, const struct hbl_judged *e, in
     /* copies are background I/O of single pages at scattered addresses, charged for the
      * foreground time they take */
     uint32_t ps = s->cfg.page_size;
-    if (e->kind == HBL_JUDGE_MOVE) b -= bg * (hbl_page_time(&dv[from], 0, 1, ps) + hbl_page_time(&dv[to], 1, 1, ps));
+    if (e->kind == HBL_JUDGE_MOVE) b -= bg * hbl_copy_time(s, from, to);
     else if (e->kind == HBL_JUDGE_READ) b -= bg * hbl_page_time(&dv[to], 1, 1, ps);
     if (e->full & (1u << to) && to < hbl_slowest(s)) {   /* a page pushed off `to`, copied one device down */
-        b -= bg * (hbl_page_time(&dv[to], 0, 1, ps) + hbl_page_time(&dv[to + 1], 1, 1, ps));
+        b -= bg * hbl_copy_time(s, to, to + 1);
         if (space) b -= space[to];
     }
     if (e->full & (1u << from) && e->kind != HBL_JUDGE_WRITE && space) b += space[from];

@@ -74,6 +74,14 @@ double hbl_evalq_benefit(const struct hbl_sim *s, const struct hbl_judged *e, in
 double hbl_background_share(const struct hbl_sim *s);
 /* Device time of one page of an n-page request on device p (reads or writes). */
 double hbl_page_time(const struct hbl_device_params *p, int write, int n, uint32_t page_size);
+/* Device time of a background copy of one page from device `from` to device `to` (a read there,
+ * a write here), before the background share. */
+double hbl_copy_time(const struct hbl_sim *s, int from, int to);
+/* Service time of one page read on the fastest device: the agents' rewards are this over a latency. */
+double hbl_reference_latency(const struct hbl_sim *s);
+/* Hindsight credits are in this unit: the device time saved by one page read moved from the
+ * slowest device to the fastest (hbl_reference_latency when that is not positive). */
+double hbl_hindsight_unit(const struct hbl_sim *s);
 /* How long a page stays on the fastest device unaccessed before the LRU order pushes it off: the
  * age of its least recently used page (the characteristic time of Che's approximation), within
  * [migrate_every, HBL_MAX_HORIZON].  A move's effect lasts about that long, so it is the horizon

@@ -103,21 +103,6 @@ void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features
     c->seed = seed;
 }
 
-double hbl_reference_latency(const struct hbl_sim *s)
-{
-    const struct hbl_device_params *d = &s->cfg.dev[0];
-    return d->read_latency_ns + s->cfg.page_size / d->read_bytes_per_ns;
-}
-
-/* Hindsight rewards are in this unit: the device time saved by one page read moved from the
- * slowest device to the fastest. */
-static double hindsight_unit(const struct hbl_sim *s)
-{
-    double u = hbl_page_time(&s->cfg.dev[hbl_slowest(s)], 0, 1, s->cfg.page_size)
-             - hbl_page_time(&s->cfg.dev[0], 0, 1, s->cfg.page_size);
-    return u > 0 ? u : hbl_reference_latency(s);
-}
-
 /* ---- placement agent ---- */
 
 int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, const struct hbl_params *p,
@@ -164,7 +149,7 @@ int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, 
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        pa->unit = hindsight_unit(s);
+        pa->unit = hbl_hindsight_unit(s);
         return 0;
     }
     double w = setting(p, S_window, s);
@@ -340,7 +325,7 @@ int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, 
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        ma->unit = hindsight_unit(s);
+        ma->unit = hbl_hindsight_unit(s);
     }
     return 0;
 }

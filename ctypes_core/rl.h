@@ -142,8 +142,6 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
 void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features *f, int nfeatures,
                            int nactions, const struct hbl_params *p, const char *prefix, int migration,
                            int live, uint64_t seed);
-/* Service time of one page read on the fastest device: rewards are this over a latency. */
-double hbl_reference_latency(const struct hbl_sim *s);
 
 struct hbl_placement_agent {
     struct hbl_agent *ag;

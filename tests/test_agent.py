@@ -344,8 +344,8 @@ def test_read_admit_promotes_read_misses_and_its_frequency_rule_admits_fewer():
     assert runs[1]["read_hit_ratio"] > runs[0]["read_hit_ratio"]
     # the frequency rule turns away pages less accessed than the victim once the device is full
     assert runs[0]["promotions"] < runs[2]["promotions"] < runs[1]["promotions"]
-    with pytest.raises(HblError, match="read_admit must be 0, 1, 2, 3, 4, 5 or 6"):
-        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 7}, seed=1)
+    with pytest.raises(HblError, match="read_admit must be a whole number from 0 to 8"):
+        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 9}, seed=1)
 
 
 def _scan_and_hot(path, hot=100, scan=20000, seed=1):
@@ -401,5 +401,81 @@ def test_read_admit_5_promotes_once_hindsight_shows_promoting_pays():
         judged = run(rule)
         assert judged["promotions"] > 100 * stay["promotions"] + 1000
         assert judged["read_hit_ratio"] > stay["read_hit_ratio"] + 0.05
-    with pytest.raises(HblError, match="read_admit=5 or 6 needs m_reward=0"):
+    with pytest.raises(HblError, match="read_admit=5, 6 or 8 needs m_reward=0"):
         run(5, m_reward=2)
+
+
+class _Pages:
+    """A fast device of 10 pages under harmonia-migration-only (every write placed on it, no migration
+    rounds), fed one single-page request at a time; hit(page) reads it and tells whether the fast
+    device served it."""
+
+    def __init__(self, rule):
+        from hbl import record
+        self.record = record
+        self.sim = Simulator(load_hss("perf"), "harmonia-migration-only", [10, None],
+                             params=["read_admit=%d" % rule], migrate_max=0)
+        self.t = 0
+
+    def feed(self, op, *pages):
+        for p in pages:
+            r = self.record.empty(1)
+            r["offset"], r["length"], r["op"] = p * 4096, 4096, op
+            self.t += 10_000_000            # 10 ms apart: every copy is done before the next request
+            r["time_ns"] = self.t
+            self.sim.feed(r)
+        self.sim.check()
+        return self
+
+    def write(self, *pages):
+        return self.feed(self.record.WRITE, *pages)
+
+    def read(self, *pages):
+        return self.feed(self.record.READ, *pages)
+
+    def moves(self):
+        st = self.sim.stats()
+        return st.promotions, st.evictions
+
+    def hit(self, page):
+        before = self.sim.stats().fast_read_hits
+        self.read(page)
+        return self.sim.stats().fast_read_hits > before
+
+
+def test_read_admit_7_pushes_off_only_what_read_admission_brought():
+    # a fast device full of written pages: rule 1 promotes a read miss and evicts the oldest write;
+    # rule 7 leaves the read where it is and evicts nothing
+    for rule, moved in ((1, (1, 1)), (7, (0, 0))):
+        d = _Pages(rule).write(*range(10)).read(100, 100)       # 100: first read places it, the second misses
+        assert d.moves() == moved
+        assert d.hit(0) == (rule == 7)
+    # with a read-admitted page on the device, a read miss displaces that page, not the oldest write
+    d = _Pages(7).write(*range(9)).read(100, 100)                 # the free page taken: no eviction
+    assert d.moves() == (1, 0)
+    d.read(101, 101)
+    assert d.moves() == (2, 1)
+    assert all(d.hit(p) for p in range(9)) and d.hit(101) and not d.hit(100)   # (a miss last: it moves pages)
+    # a write needing room evicts the read-admitted page before the least recently used written page
+    for rule, kept in ((1, False), (7, True)):
+        d = _Pages(rule).write(*range(9)).read(100, 100).write(9)
+        assert d.moves() == (1, 1)
+        assert d.hit(0) == kept and d.hit(100) != kept
+    # a written page leaves the read list: its placement is the write's, so a later read miss stays below
+    d = _Pages(7).write(*range(9)).read(100, 100).write(100).read(101, 101)
+    assert d.moves() == (1, 0) and d.hit(100) and not d.hit(101)
+
+
+def test_read_admit_8_decides_rule_7s_promotions_in_hindsight():
+    # read-only zipf: rule 8 promotes (once hindsight shows it pays) and hits more than staying, and never
+    # more than rule 7, which promotes every read miss it has room for
+    zipf = "synth:zipf:read=1.0,requests=100000,pages=2000,seed=5"
+    run = lambda k: simulate(zipf, hss="perf", policy="harmonia", fast_capacity="10%",
+                             params={"read_admit": k}, seed=1, check=True)
+    stay, every, judged = run(0), run(7), run(8)
+    assert judged["promotions"] > 100 * stay["promotions"] + 1000
+    assert judged["read_hit_ratio"] > stay["read_hit_ratio"] + 0.05
+    assert judged["promotions"] <= every["promotions"]
+    # on a fast device full of written pages neither promotes nor evicts a thing
+    d = _Pages(8).write(*range(10)).read(*[p for p in range(100, 150) for _ in range(3)])
+    assert d.moves() == (0, 0)

@@ -11,6 +11,7 @@
  *   harmonia-placement-only: the placement agent alone (Sibyl plus the 7th feature);
  *   harmonia-migration-only: the migration agent with a simple placement rule
  *     (writes go to the fastest device, reads move nothing). */
+#include <stdio.h>
 #include <stdlib.h>
 #include "../rl.h"
 #include "../admit.h"
@@ -34,7 +35,9 @@ static const struct hbl_param_doc params[] = {
                    "accessed at least as often as its least recently used page; 3 promote or stay as learned "
                    "online by regret minimisation, after LeCaR; 4 as 3 with regrets in device time; 5 promote where promoting "
                    "read misses of as many accesses has paid, judged in hindsight; 6 as 5 by the time since the page's "
-                   "last access (ctypes_core/admit.c) "
+                   "last access; 7 as 1, but only into free space or in place of a page read admission promoted "
+                   "(never a page placed by a write), and those pages leave the fastest device first; 8 as 7, "
+                   "each promotion decided as in 6 (ctypes_core/admit.c, admit_list.c) "
                    "[ours, an experiment, "
                    "results/pretrain/admit.txt]"},
     {NULL, NULL}};
@@ -93,8 +96,8 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
                                               err, errlen))
         goto fail;
     if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;
-    if (migration && st->admit.rule >= 5 && st->ma.page_reward) {   /* both would tag pages in pt.aux64 */
-        snprintf(err, errlen, "read_admit=5 or 6 needs m_reward=0");
+    if (migration && hbl_admit_judges(&st->admit) && st->ma.page_reward) {   /* both would tag pages in pt.aux64 */
+        snprintf(err, errlen, "read_admit=5, 6 or 8 needs m_reward=0");
         goto fail;
     }
     if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
@@ -144,6 +147,19 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
     hbl_admit_served(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
 }
 
+/* Rules 7 and 8 of read admission keep a list of the pages they promoted (admit_list.c). */
+static void on_move(void *v, struct hbl_sim *s, uint32_t slot, int from, int to)
+{
+    struct state *st = v;
+    hbl_admit_moved(&st->admit, slot, from, to);
+}
+
+static uint32_t victim(void *v, struct hbl_sim *s, int dev)
+{
+    struct state *st = v;
+    return hbl_admit_victim(&st->admit, s, dev);
+}
+
 static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max)
 {
     struct state *st = v;
@@ -163,7 +179,7 @@ static int agents(void *v, struct hbl_agent **out)
     const struct hbl_policy_ops var = { .name = nm, .doc = dc, \
         .flags = HBL_POLICY_LEARNS | HBL_POLICY_LIVE, .params = params, .init = in, \
         .free = destroy, .place = place, .observe = observe, .migrate = migrate, .agents = agents, \
-        .set_future = set_future }
+        .set_future = set_future, .on_move = on_move, .victim = victim }
 
 HARMONIA(hbl_policy_harmonia, "harmonia",
          "Harmonia: RL placement agent + RL migration agent coordinating through shared state", init_both);
