@@ -368,6 +368,17 @@ def test_live_batches_take_the_controllers_own_time_when_told():
     assert batches(batch_overhead_ms=(200, 200)) < 0.8 * batches()      # 0.4 s a batch, past the 0.25 s tick
 
 
+def test_live_batches_make_room_for_a_page_whose_queued_move_is_undone():
+    # hps evicts and promotes at each epoch's end (every 1,000 requests), after the request's own room
+    # was made.  A promotion of a page whose eviction is still queued (its data never left the fast
+    # device) undoes the eviction; the page is back in the policy's view of the fast device, and room
+    # is made for it, as the live decider makes room for every move it asks (sim_move.c, live).
+    # Undone with no room made, the fast device held 564 pages of its 500 after the run's last epoch
+    r = simulate("synth:mixed:requests=20000,pages=5000", hss="cost", policy="hps", live_batches=True)
+    assert r["promotions"] > 0 and r["evictions"] > 0
+    assert r["used_pages"][0] <= r["capacity_pages"][0]
+
+
 def test_live_batches_keep_the_queue_index_while_making_room_undoes_another():
     # An eviction that makes room for a queued move may undo another queued move (sim_batch.c):
     # the queue changes under the ask (swap-with-last), and take sorts and compacts it.  hbl_sim_check
