@@ -265,10 +265,12 @@ static void take(struct hbl_sim *s, double at)
             continue;
         }
         free[to]--;
-        if (pt->written[x]) {               /* never written, no data: a remap with no copy (controller.py plan) */
+        if (pt->written[x]) {
             if (m.read) ios += hbl_bg_push(s, m.from, 0, m.page, 1, copy_at);
             ios += hbl_bg_push(s, to, 1, m.page, 1, copy_at);
             s->st.migrated_bytes += s->cfg.page_size;
+        } else {
+            s->st.remaps++;                 /* never written, no data: a remap with no copy (controller.py plan) */
         }
         pt->copy_ios[x] = (uint16_t)ios;
         hbl_count_move(s, x, m.from, to);
