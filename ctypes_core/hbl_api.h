@@ -116,6 +116,7 @@ struct hbl_sim_stats {
     uint64_t moves_refused;    /* optional moves (promotions, policy migrations) not made: queue full */
     uint64_t background_ios;   /* background I/Os served */
     uint64_t migrated_bytes;
+    uint64_t remaps;           /* batch_moves: of the moves, those of a page never written: no data, no copy */
     uint64_t pages;            /* distinct pages seen */
     double latency_sum_ns;
     double first_arrival_ns, last_completion_ns;

@@ -11,6 +11,8 @@
  *   (what the recent full batches carried in stale_ns, batch_moves every interval before one was
  *   measured), are refused and undone: the page goes back where its data is and the policy is
  *   told (MoveQueue.take, capacity, rate);
+ * - a move the policy undoes before it is carried out (the page wanted back where its data is)
+ *   leaves the queue, its room made as for any move it asks (MoveQueue.ask; the decider, sim_move.c);
  * - a batch's copies run as background I/O and its pages are served from their new device
  *   only when its last copy completes (batch.py: the remap is one table reload at commit);
  * - an eviction that makes room is a move like any other: queued, taken, refused and counted
@@ -97,6 +99,10 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     }
     int phys = hbl_serve_dev(s, x, now);    /* where its data is */
     if (to == phys) {                       /* undone by the policy before it was carried out */
+        /* the room first, as the live decider makes it for every move it asks (sim_move.c, live:
+         * the controller's queue then drops the move, MoveQueue.ask): the page is back in the
+         * policy's view of `to`, which never holds more than its capacity (its data never left) */
+        hbl_make_room(s, to, now, 1);
         uint32_t k = find(s, x);
         if (k < s->nbq) unqueue(s, k);
         pt->copy_from[x] = HBL_UNPLACED;
@@ -259,10 +265,12 @@ static void take(struct hbl_sim *s, double at)
             continue;
         }
         free[to]--;
-        if (pt->written[x]) {               /* never written, no data: a remap with no copy (controller.py plan) */
+        if (pt->written[x]) {
             if (m.read) ios += hbl_bg_push(s, m.from, 0, m.page, 1, copy_at);
             ios += hbl_bg_push(s, to, 1, m.page, 1, copy_at);
             s->st.migrated_bytes += s->cfg.page_size;
+        } else {
+            s->st.remaps++;                 /* never written, no data: a remap with no copy (controller.py plan) */
         }
         pt->copy_ios[x] = (uint16_t)ios;
         hbl_count_move(s, x, m.from, to);

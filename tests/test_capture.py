@@ -157,17 +157,56 @@ def test_lost_records_are_reported_not_hidden(loopdev):
     assert got + st["lost_ringbuf"] == 3000
 
 
+class Tracing:
+    """`hbl trace ARGS` started, returned once it says it is tracing: it prints that line only
+    after its capture is attached (cmd_trace), so I/O made then is captured however slow the
+    machine is to start it (a fixed sleep of 1.5 s was not, at load 9).  Its stderr is read to
+    the end meanwhile; `timeout` only keeps a broken run from hanging the suite."""
+
+    def __init__(self, *args, timeout=120):
+        self.p = subprocess.Popen([sys.executable, "-m", "hbl.cli", "trace", *args], cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines, self.timeout, ready = [], timeout, threading.Event()
+
+        def read():
+            for line in self.p.stderr:
+                self.lines.append(line)
+                if line.startswith("tracing "):
+                    ready.set()
+            ready.set()   # it ended without saying so: the wait below sees why
+
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
+        if not ready.wait(timeout) or not any(x.startswith("tracing ") for x in self.lines):
+            self.p.kill()
+            self.p.wait()
+            raise AssertionError("hbl trace did not start tracing:\n" + "".join(self.lines))
+
+    def stderr(self):
+        return "".join(self.lines)
+
+    def finish(self):
+        """Wait for its end; its stdout (a summary, written at the end: no pipe to keep empty)."""
+        try:
+            self.p.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise AssertionError("hbl trace did not end:\n" + self.stderr()) from None
+        self.reader.join()
+        stdout = self.p.stdout.read()
+        self.p.stdout.close()
+        self.p.stderr.close()
+        assert self.p.returncode == 0, self.stderr()
+        return stdout
+
+
 def test_hbl_trace_writes_a_replayable_trace(loopdev, tmp_path):
     dev = loopdev()
     out = tmp_path / "cap.csv"
-    p = subprocess.Popen([sys.executable, "-m", "hbl.cli", "trace", "--dev", dev, "--count", str(len(PATTERN)),
-                          "--out", str(out), "--json", "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    t = Tracing("--dev", dev, "--count", str(len(PATTERN)), "--out", str(out), "--json")
     direct_io(dev, PATTERN)
-    stdout, stderr = p.communicate(timeout=60)
-    assert p.returncode == 0, stderr
-    summary = json.loads(stdout)
+    summary = json.loads(t.finish())
     assert summary["requests"] == len(PATTERN) and summary["lost"] == 0
     from hbl.trace import load
     d, reader = load(str(out))
@@ -181,14 +220,11 @@ def test_ctrl_c_keeps_what_was_captured(loopdev, tmp_path):
     import signal
     dev = loopdev()
     out = tmp_path / "int.bin"
-    p = subprocess.Popen([sys.executable, "-m", "hbl.cli", "trace", "--dev", dev, "--duration", "60s",
-                          "--out", str(out), "--quiet"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    t = Tracing("--dev", dev, "--duration", "60s", "--out", str(out))
     direct_io(dev, PATTERN)
     time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
-    _, stderr = p.communicate(timeout=30)
-    assert p.returncode == 0, stderr
+    t.p.send_signal(signal.SIGINT)
+    t.finish()
     from hbl.trace import load
     d, _ = load(str(out))
     assert len(d) == len(PATTERN)

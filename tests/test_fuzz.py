@@ -10,6 +10,8 @@ import os
 import pathlib
 import signal
 import struct
+import subprocess
+import sys
 import tracemalloc
 
 import pytest
@@ -19,7 +21,16 @@ from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E
 
 from hbl.cli import main  # noqa: E402
 
-CORPUS = pathlib.Path(__file__).resolve().parent / "data" / "fuzz"
+# Not ours: Hypothesis (6.131 on) reads the constants of every module imported from outside
+# site-packages and the stdlib, parsing its source with ast.parse (no file name: "<unknown>"), and
+# Debian's python3-bpfcc, which test_capture's bcc tests import from /usr/lib/python3/dist-packages
+# (hbl.capture.bcc_loader), has b'^.*\.cold(\.\d+)?$' at bcc/__init__.py:749: "<unknown>:749
+# invalid escape sequence '\.'" in the first test here after them (only with no .hypothesis/
+# cache: a fresh clone).  Ignored from source compiled with no file name, and only that warning.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning:<unknown>")
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "data" / "fuzz"
 SECONDS_PER_INPUT = 5
 PEAK_BYTES = 64 << 20
 # HBL_FUZZ_EXAMPLES=500 explores further, with a fresh random seed; the suite's runs are seeded.
@@ -199,3 +210,23 @@ def test_corpus(path, capsys):
     """Inputs that once broke hbl (a hang, a traceback, a silent 0-request result)."""
     fmt = path.name.split("--", 1)[0]
     check_trace(path, fmt, capsys)
+
+
+def test_hypothesis_reading_bcc_shows_no_warning(tmp_path):
+    """pytestmark above at work: this file's first test run after bcc was imported, with a fresh
+    .hypothesis/ store, reads bcc's constants (its file in the store says so) and shows no warning;
+    with no filter it showed "<unknown>:749: DeprecationWarning: invalid escape sequence '\\.'"."""
+    code = ("import sys, pytest\n"
+            "from hbl.capture.bcc_loader import import_bcc\n"
+            "try:\n    import_bcc()\nexcept Exception:\n    sys.exit(77)\n"
+            "sys.exit(pytest.main(sys.argv[1:]))")
+    p = subprocess.run([sys.executable, "-c", code, "tests/test_fuzz.py::test_fuzz_text_formats[alibaba]",
+                        "-q", "-rw", "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True,
+                       env=dict(os.environ, HYPOTHESIS_STORAGE_DIRECTORY=str(tmp_path)), timeout=600)
+    if p.returncode == 77:
+        pytest.skip("bcc is not installed")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    read = [f.read_text().splitlines()[0] for f in (tmp_path / "constants").glob("*")]
+    assert any(line.endswith("/bcc/__init__.py") for line in read), read
+    assert "warning" not in out.lower(), out
