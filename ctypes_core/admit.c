@@ -28,9 +28,10 @@
  * is promoted while the mean credit of its context is above 0: log2 of the page's access count
  * (5) or of the requests since its last access (6).  Running means over at most 256 credits.
  *
- * Rules 7 and 8 push off only what read admission brought (admit_list.c): 7 promotes every read
+ * Rules 7-9 push off only what read admission brought (admit_list.c): 7 promotes every read
  * miss there is room for; 8 is 6 with 7's room, the value of the page pushed off learnt from the
- * least recently used pages read admission brought. */
+ * least recently used pages read admission brought; 9 decides as 8 (only what the agents see
+ * differs: admit_list.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -44,8 +45,8 @@ int hbl_admit_init(struct hbl_admit *a, struct hbl_sim *s, int rule, char *err, 
 {
     memset(a, 0, sizeof(*a));
     hbl_admit_list_init(a);
-    if (rule < 0 || rule > 8) {
-        snprintf(err, errlen, "read_admit must be a whole number from 0 to 8");
+    if (rule < 0 || rule > 9) {
+        snprintf(err, errlen, "read_admit must be a whole number from 0 to 9");
         return -1;
     }
     a->rule = rule;
@@ -153,7 +154,7 @@ static int interval_bin(const struct hbl_sim *s, uint32_t x)
     return log2_bin(s->nreq - last);
 }
 
-/* Rules 5 and 6: the decisions whose horizon has passed, credited (running means over at most 256). */
+/* Rules 5, 6, 8 and 9: the decisions whose horizon has passed, credited (running means over at most 256). */
 static void judge(struct hbl_admit *a, struct hbl_sim *s)
 {
     const struct hbl_judged *e;
@@ -195,15 +196,15 @@ void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *s
     }
 }
 
-/* Rules 5, 6 and 8: each page below promoted while promoting pages of its access count (5) or access
- * interval (6, 8) has paid (8: while rule 7 has room for it); every one queued to be judged, and
+/* Rules 5, 6, 8 and 9: each page below promoted while promoting pages of its access count (5) or access
+ * interval (6, 8, 9) has paid (8, 9: while rule 7 has room for it); every one queued to be judged, and
  * while the fastest device is full the page a promotion pushes off too: that device's least
- * recently used page (5, 6), the read list's (8). */
+ * recently used page (5, 6), the read list's (8, 9). */
 static void admit_judged(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
 {
     const struct hbl_pagetable *pt = &s->pt;
     uint32_t horizon = hbl_characteristic_time(s);
-    int listed = a->rule == 8;
+    int listed = a->rule >= 8;
     const uint32_t *up = listed ? a->links.prev : pt->prev;   /* toward the most recently used */
     uint32_t victim = listed ? a->reads.tail : s->lru_tail[0];
     int64_t room = listed ? hbl_admit_list_room(a, s, slots, n) : INT64_MAX;

@@ -7,7 +7,8 @@
  * as many accesses (5) or as long since the last (6) has paid, judged in hindsight (admit.c).
  * Rule 7 promotes every read miss, but only into free space or in place of a page read admission
  * promoted, and those pages leave the fastest device first (admit_list.c); rule 8 is rule 7 with
- * rule 6's judgment deciding each promotion. */
+ * rule 6's judgment deciding each promotion; rule 9 is rule 8 with those pages shown to the agents
+ * as free space (hbl_admit_spare). */
 #ifndef HBL_ADMIT_H
 #define HBL_ADMIT_H
 #include "hbl_internal.h"
@@ -15,7 +16,7 @@
 #include "cachelist.h"
 
 struct hbl_admit {
-    int rule;                   /* 0 off, 1-8 (admit.c, admit_list.c) */
+    int rule;                   /* 0 off, 1-9 (admit.c, admit_list.c) */
     double w_promote;           /* rule 3: the promote expert's weight (stay's is 1 - it) */
     double lambda, discount;    /* LeCaR's learning rate and per-request discount */
     double unit;                /* rules 4-6: a page read on the slowest device less one on the fastest (ns) */
@@ -31,7 +32,7 @@ struct hbl_admit {
     double credit[34], credited[34];   /* mean credit of promoting a read miss, by log2 of its access count
                                           (rule 5) or of its access interval (6, 33: a first access) */
     double space[2];                   /* what a full fastest device's page saves by staying; how many judged */
-    /* rules 7 and 8: the pages read admission promoted on the fastest device, least recently used
+    /* rules 7-9: the pages read admission promoted on the fastest device, least recently used
      * at the tail (admit_list.c), and per slot its flags there */
     struct hbl_links links;
     struct hbl_list reads;
@@ -45,19 +46,22 @@ void hbl_admit_free(struct hbl_admit *a);
 /* A read's pages not placed (targets[i] < 0) below the fastest device: targets set to 0 where admitted. */
 void hbl_admit_read(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets);
 /* Every request, before its placement: rules 3 and 4's regrets (an access to a page in a history;
- * rule 4: a read only); rules 5, 6 and 8's credits whose horizon has passed; rules 7 and 8's list. */
+ * rule 4: a read only); rules 5, 6, 8 and 9's credits whose horizon has passed; rules 7-9's list. */
 void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write);
 /* Every request, once served: rule 5's queued decisions charged with its cost on each device. */
 void hbl_admit_served(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write);
-/* Rules 5, 6 and 8 judge in hindsight: their queue tags pages in pt.aux64. */
+/* Rules 5, 6, 8 and 9 judge in hindsight: their queue tags pages in pt.aux64. */
 static inline int hbl_admit_judges(const struct hbl_admit *a) { return a->q.e != NULL; }
 
-/* ---- rules 7 and 8 (admit_list.c) ---- */
+/* ---- rules 7-9 (admit_list.c) ---- */
 /* A page changed device (the policy's on_move): the read list follows the fastest device. */
 void hbl_admit_moved(struct hbl_admit *a, uint32_t slot, int from, int to);
 /* Which page leaves device dev for room (the policy's victim()): on the fastest device, the read
  * list's least recently used page while there is one; else the least recently used page. */
 uint32_t hbl_admit_victim(struct hbl_admit *a, const struct hbl_sim *s, int dev);
+/* Pages of the fastest device the agents are to count as free: rule 9's read list (those pages
+ * leave first whenever anything needs room); 0 under every other rule. */
+int64_t hbl_admit_spare(const struct hbl_admit *a);
 /* Used by admit.c: */
 void hbl_admit_list_init(struct hbl_admit *a);
 void hbl_admit_list_free(struct hbl_admit *a);

@@ -1,4 +1,4 @@
-/* Rules 7 and 8 of read admission (admit.h): a read admission pushes off only what read admission
+/* Rules 7-9 of read admission (admit.h): a read admission pushes off only what read admission
  * brought.  The pages it promoted that are still on the fastest device are kept on a list of the
  * admit module's own, in access order (the least recently used at the tail), linked through
  * arrays as the cache policies' lists are (cachelist.h).  A read miss is promoted only into free
@@ -7,7 +7,8 @@
  * pushed off by a read admission.  Whatever else needs room on the fastest device (a write placed
  * there, the migration agent's promotions) takes the list's pages first (harmonia's victim()).
  * A page leaves the list when it leaves the fastest device, and when it is written: its placement
- * is then the placement agent's. */
+ * is then the placement agent's.  Rule 9 (rule 8 otherwise) has the agents count the list's pages
+ * as free space on the fastest device (hbl_admit_spare), as they would see it without them. */
 #include <stdlib.h>
 #include <string.h>
 #include "admit.h"
@@ -118,4 +119,9 @@ uint32_t hbl_admit_victim(struct hbl_admit *a, const struct hbl_sim *s, int dev)
         unlist(a, x);   /* not on it any more (every move is told, so never): forgotten */
     }
     return s->lru_tail[dev];
+}
+
+int64_t hbl_admit_spare(const struct hbl_admit *a)
+{
+    return a->rule == 9 ? (int64_t)a->reads.n : 0;
 }

@@ -66,7 +66,8 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
                         : log_bin((double)(now - last), f->per_octave[HBL_F_INTERVAL], f->nbins[HBL_F_INTERVAL]);
     out[HBL_F_COUNT] = log_bin((double)pt->count[slot], f->per_octave[HBL_F_COUNT], f->nbins[HBL_F_COUNT]);
     int64_t cap = s->cfg.dev[0].capacity_pages;
-    out[HBL_F_FREE] = cap <= 0 ? 7 : (uint8_t)(8 * (cap - s->used[0]) / (cap + 1));
+    int64_t used = s->used[0] - f->spare;
+    out[HBL_F_FREE] = cap <= 0 ? 7 : (uint8_t)(8 * (cap - (used > 0 ? used : 0)) / (cap + 1));
     int d = pt->dev[slot];
     out[HBL_F_DEVICE] = (uint8_t)(d < 0 ? hbl_slowest(s) : d);
     uint64_t lm = pt->last_mig[slot];

@@ -24,6 +24,8 @@ enum { HBL_F_TYPE, HBL_F_SIZE, HBL_F_INTERVAL, HBL_F_COUNT, HBL_F_FREE, HBL_F_DE
 struct hbl_features {
     uint8_t nbins[HBL_NFEATURES];
     double per_octave[HBL_NFEATURES];   /* log-scale features: bins per doubling */
+    int64_t spare;   /* pages of the fastest device counted as free (HBL_F_FREE): pages the policy lets
+                        go first whenever anything needs room there; 0 unless the policy sets it */
 };
 
 void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const struct hbl_params *p);

@@ -344,8 +344,8 @@ def test_read_admit_promotes_read_misses_and_its_frequency_rule_admits_fewer():
     assert runs[1]["read_hit_ratio"] > runs[0]["read_hit_ratio"]
     # the frequency rule turns away pages less accessed than the victim once the device is full
     assert runs[0]["promotions"] < runs[2]["promotions"] < runs[1]["promotions"]
-    with pytest.raises(HblError, match="read_admit must be a whole number from 0 to 8"):
-        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 9}, seed=1)
+    with pytest.raises(HblError, match="read_admit must be a whole number from 0 to 9"):
+        simulate(trace, hss="perf", policy="harmonia", params={"read_admit": 10}, seed=1)
 
 
 def _scan_and_hot(path, hot=100, scan=20000, seed=1):
@@ -401,7 +401,7 @@ def test_read_admit_5_promotes_once_hindsight_shows_promoting_pays():
         judged = run(rule)
         assert judged["promotions"] > 100 * stay["promotions"] + 1000
         assert judged["read_hit_ratio"] > stay["read_hit_ratio"] + 0.05
-    with pytest.raises(HblError, match="read_admit=5, 6 or 8 needs m_reward=0"):
+    with pytest.raises(HblError, match="read_admit=5, 6, 8 or 9 needs m_reward=0"):
         run(5, m_reward=2)
 
 
@@ -476,6 +476,38 @@ def test_read_admit_8_decides_rule_7s_promotions_in_hindsight():
     assert judged["promotions"] > 100 * stay["promotions"] + 1000
     assert judged["read_hit_ratio"] > stay["read_hit_ratio"] + 0.05
     assert judged["promotions"] <= every["promotions"]
-    # on a fast device full of written pages neither promotes nor evicts a thing
-    d = _Pages(8).write(*range(10)).read(*[p for p in range(100, 150) for _ in range(3)])
-    assert d.moves() == (0, 0)
+    # on a fast device full of written pages neither promotes nor evicts a thing (nor does rule 9)
+    for rule in (8, 9):
+        d = _Pages(rule).write(*range(10)).read(*[p for p in range(100, 150) for _ in range(3)])
+        assert d.moves() == (0, 0)
+
+
+def test_read_admit_9_shows_the_agents_read_admitted_pages_as_free_space():
+    # harmonia on a 10-page fast device, no moves by the migration agent: 40k reads of a zipf over 200
+    # pages (rules 8 and 9 promote once hindsight has judged a horizon's read misses), then two writes
+    from hbl import record
+
+    def run(rule):
+        sim = Simulator(load_hss("perf"), "harmonia", [10, None], params=["read_admit=%d" % rule], migrate_max=0)
+        pages = np.random.default_rng(1).zipf(1.2, 40_000) % 200
+        r = record.empty(len(pages) + 2)
+        r["offset"][:-2], r["offset"][-2:] = pages * 4096, (100_000 * 4096, 100_001 * 4096)
+        r["length"], r["op"], r["op"][-2:] = 4096, record.READ, record.WRITE
+        r["time_ns"] = 10_000_000 * np.arange(1, len(r) + 1)      # every copy done before the next request
+        sim.feed(r[:-2])
+        free = lib.hbl_sim_free_pages(sim.sim, 0)
+        sim.feed(r[-2:])
+        sim.check()
+        placement, migration = sim.agents()
+        # the placement agent decides writes only: its one remembered state is the first write's
+        (state,) = placement.buffer_states()
+        return free, state[4], migration.buffer_states()[:, 4], sim.stats().promotions
+
+    none, judged, shown = run(0), run(8), run(9)
+    # with rule 0 the fast device stays empty; rules 8 and 9 fill it with the same read-admitted pages
+    assert none[0] == 10 and none[3] == 0
+    assert judged[0] == shown[0] == 0 and judged[3] == shown[3] > 1000
+    # the free-capacity feature (HBL_F_FREE, the 5th): rule 8 shows both agents a full device, rule 9
+    # the device as it would be without those pages, empty
+    assert none[1] == shown[1] == 7 and judged[1] == 0
+    assert set(none[2]) == set(shown[2]) == {7} and 0 in set(judged[2])

@@ -37,7 +37,8 @@ static const struct hbl_param_doc params[] = {
                    "read misses of as many accesses has paid, judged in hindsight; 6 as 5 by the time since the page's "
                    "last access; 7 as 1, but only into free space or in place of a page read admission promoted "
                    "(never a page placed by a write), and those pages leave the fastest device first; 8 as 7, "
-                   "each promotion decided as in 6 (ctypes_core/admit.c, admit_list.c) "
+                   "each promotion decided as in 6; 9 as 8, the agents counting those pages as free space on "
+                   "the fastest device (ctypes_core/admit.c, admit_list.c) "
                    "[ours, an experiment, "
                    "results/pretrain/admit.txt]"},
     {NULL, NULL}};
@@ -97,7 +98,7 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
         goto fail;
     if (migration && hbl_migration_agent_init(&st->ma, s, p, err, errlen)) goto fail;
     if (migration && hbl_admit_judges(&st->admit) && st->ma.page_reward) {   /* both would tag pages in pt.aux64 */
-        snprintf(err, errlen, "read_admit=5, 6 or 8 needs m_reward=0");
+        snprintf(err, errlen, "read_admit=5, 6, 8 or 9 needs m_reward=0");
         goto fail;
     }
     if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
@@ -124,11 +125,19 @@ static int set_future(void *v, struct hbl_sim *s, const struct hbl_request *reqs
     return hbl_demos_set_future(&st->demos, s, reqs, n);
 }
 
+/* Read admission's pages the agents count as free (read_admit=9), as of now: before every call
+ * that may encode their state (placement, credit, a migration round). */
+static void see_spare(struct state *st)
+{
+    st->pa.feat.spare = st->ma.feat.spare = hbl_admit_spare(&st->admit);
+}
+
 static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
                   const uint32_t *slots, int n, int8_t *targets)
 {
     struct state *st = v;
     hbl_admit_observe(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
+    see_spare(st);
     if (st->use_placement) {
         hbl_placement_agent_place(&st->pa, s, r, slots, n, targets);
     } else if (r->op == HBL_OP_WRITE) {
@@ -141,13 +150,14 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
                     const uint32_t *slots, int n, double lat)
 {
     struct state *st = v;
+    see_spare(st);
     if (hbl_demos_ready(&st->demos)) hbl_demos_observe(&st->demos, s, slots, n);
     if (st->use_placement) hbl_placement_agent_observe(&st->pa, s, r, slots, n, lat);
     if (st->use_migration) hbl_migration_agent_observe(&st->ma, s, slots, n, r->op == HBL_OP_WRITE, lat);
     hbl_admit_served(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
 }
 
-/* Rules 7 and 8 of read admission keep a list of the pages they promoted (admit_list.c). */
+/* Rules 7-9 of read admission keep a list of the pages they promoted (admit_list.c). */
 static void on_move(void *v, struct hbl_sim *s, uint32_t slot, int from, int to)
 {
     struct state *st = v;
@@ -163,6 +173,7 @@ static uint32_t victim(void *v, struct hbl_sim *s, int dev)
 static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max)
 {
     struct state *st = v;
+    see_spare(st);
     return st->use_migration ? hbl_migration_agent_migrate(&st->ma, s, slots, targets, max) : 0;
 }
 
