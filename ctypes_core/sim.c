@@ -148,9 +148,10 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     }
     if (s->ops->place) s->ops->place(s->pstate, s, r, slots, (int)n, targets);
 
-    /* A write lands where placement wants it (no copy).  Room is made after the
-     * request is served: the write may use a spare slot, and whatever has to
-     * leave (possibly the page just written) is copied off the request path. */
+    /* A write lands where placement wants it (no copy; with batch_moves, where the page is, its
+     * placement a move).  Room is made after the request is served: the write may use a spare
+     * slot, and whatever has to leave (possibly the page just written) is copied off the request
+     * path. */
     double done = arrival;
     uint64_t hits = 0;
     int slowest = 0;   /* the slowest device the request was served from */
@@ -174,8 +175,13 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
              * is: the rest of the page would have to come along, so a move there is a copy */
             if (write && cur >= 0 && t != cur && !covers(r, first + i, s->cfg.page_size))
                 t = cur;
+            /* batch_moves: a write moves no page; it is served where the page's data is, as the
+             * live device writes where the extent is mapped (a page never placed: on the slowest
+             * device, as the live decider places one), and placement's target becomes a move asked
+             * of the queue (below), a copy of what was written (hbl/live/observe.py decide) */
+            if (write && s->cfg.bg.batch_moves) t = cur >= 0 ? cur : s->initial_dev;
             if (write) { first_write |= !pt->written[x]; pt->home_copy[x] = 0; pt->written[x] = 1; }
-            if (write && hbl_tracks_copies(s) && covers(r, first + i, s->cfg.page_size))
+            if (write && hbl_tracks_copies(s) && !s->cfg.bg.batch_moves && covers(r, first + i, s->cfg.page_size))
                 pt->copy_from[x] = HBL_UNPLACED;       /* a copy under way is overwritten */
             if (t != cur) hbl_set_device(s, x, t);
         }
@@ -198,8 +204,8 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     }
     /* what placement wanted elsewhere is now a move: a read's page (just read, so only the
      * write is left; with copy_partial_reads only if the read covered it whole, else the
-     * rest of it is read from where it is), a partly written page (copied), any request's
-     * page in live mode */
+     * rest of it is read from where it is), a partly written page (copied), any written page
+     * with batch_moves, any request's page in live mode */
     for (uint32_t i = 0; i < n; i++) {
         int t = targets[i];
         if (t >= 0 && t < s->cfg.ndev && t != pt->dev[slots[i]])

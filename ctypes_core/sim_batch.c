@@ -21,6 +21,10 @@
  * - a move needs a free slot on its device: a device holds its capacity and its spare slots
  *   (hbl/live/layout.py), and the slots of a batch's moves out of it are free only once the batch
  *   is done (batch.py finish); a promotion with no free slot waits, an eviction is undone;
+ * - a write is served where its page's data is: the live device writes where the extent is mapped,
+ *   and the decider's placement of it elsewhere is a move for a later batch (observe.py decide,
+ *   controller.py plan; sim.c serve asks it like a promotion, a page never placed on the slowest
+ *   device, as the live decider places one), a copy of what was written;
  * - a page never written holds no data: its move is a remap with no copy (controller.py plan:
  *   copy is meta.written; batch.py counts migrated_bytes for the copies alone);
  * - after a first write, the next pages never written are remapped where the policy put the
@@ -351,4 +355,35 @@ int hbl_batch_check(const struct hbl_sim *s, char *err, int32_t errlen)
     if (n == s->nbq) return 0;
     snprintf(err, errlen, "%u pages queued but %u moves in the queue", n, s->nbq);
     return -1;
+}
+
+/* hbl_sim_check's part: each device's pages fit its slots (its capacity and spares, as
+ * layout.free_slots counts them), each page on the device its data is on (a queued move's on the
+ * one it is moved from, serve_dev) and a page of the batch under way on both (the new slot is
+ * taken when the batch begins, the old one freed when it is done: MoveQueue.take, batch.py finish). */
+int hbl_batch_check_slots(const struct hbl_sim *s, char *err, int32_t errlen)
+{
+    const struct hbl_pagetable *pt = &s->pt;
+    double now = s->last_arrival;
+    int running = s->batch_ios || s->batch_end > now;
+    int64_t held[HBL_MAX_DEVICES] = {0};
+    for (uint32_t x = 0; x < pt->n; x++) {
+        if (pt->dev[x] < 0) continue;
+        int i = in_batch(s, pt->page[x]), f = pt->copy_from[x];
+        if (i >= 0) {                       /* (a page asked again meanwhile: its data is still there) */
+            held[s->batch_to[i]]++;
+            if (running && f != HBL_UNPLACED && f != s->batch_to[i]) held[f]++;
+            continue;
+        }
+        held[f != HBL_UNPLACED && (pt->copy_ios[x] || pt->copy_done[x] > now) ? f : pt->dev[x]]++;
+    }
+    for (int d = 0; d < s->cfg.ndev; d++) {
+        int64_t cap = s->cfg.dev[d].capacity_pages;
+        if (cap >= 0 && held[d] > cap + (int64_t)s->cfg.bg.spare_pages[d]) {
+            snprintf(err, errlen, "device %d: %lld pages' data in its %lld slots (capacity and spares)", d,
+                     (long long)held[d], (long long)(cap + (int64_t)s->cfg.bg.spare_pages[d]));
+            return -1;
+        }
+    }
+    return 0;
 }

@@ -81,6 +81,8 @@ void hbl_batch_advance(struct hbl_sim *s, double now);
 int hbl_batch_copy_started(struct hbl_sim *s, uint32_t x, double done);
 /* hbl_sim_check's part: -1 (and err) when a queued move's page does not know its place in the queue. */
 int hbl_batch_check(const struct hbl_sim *s, char *err, int32_t errlen);
+/* hbl_sim_check's part: -1 (and err) when a device holds more pages' data than its slots (capacity and spares). */
+int hbl_batch_check_slots(const struct hbl_sim *s, char *err, int32_t errlen);
 
 /* Whether a page's data can be elsewhere than its device while a copy is under way
  * (serve_after_copy, batch_moves): without either, the page table has no copy arrays

@@ -32,10 +32,10 @@ int32_t hbl_sim_check(const struct hbl_sim *s, char *err, int32_t errlen)
 {
     const struct hbl_pagetable *pt = &s->pt;
     int64_t count[HBL_MAX_DEVICES] = {0};
-    /* live_batches: first the queue's index (sim_batch.c).  Not checked: that the pages' data fits
-     * each device's slots (capacity and spares): a write lands where placement wants it (sim.c
-     * serve), with no free slot, which the live device cannot do (it writes where the extent is) */
-    if (s->cfg.bg.batch_moves && hbl_batch_check(s, err, errlen)) return -1;
+    /* live_batches: first the queue's index, and each device's pages' data within its slots
+     * (capacity and spares; sim_batch.c) */
+    if (s->cfg.bg.batch_moves && (hbl_batch_check(s, err, errlen) || hbl_batch_check_slots(s, err, errlen)))
+        return -1;
     for (uint32_t x = 0; x < pt->n; x++) {
         int d = pt->dev[x];
         if (d < HBL_UNPLACED || d >= s->cfg.ndev) {

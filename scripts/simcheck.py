@@ -426,7 +426,7 @@ def breakdown(k, r):
                                       "the application, every move queued at once, the fast device empty at first)"),
                       ("without_live_batches", "the live model less its batches (every move queued at once)"),
                       ("without_initial_mapping", "the live model less its initial mapping (the fast device empty "
-                                                  "at first, a page placed where it is first accessed)")):
+                                                  "at first, a page never placed on the HDD until a batch moves it)")):
         if key in d:
             q = d[key]
             out.append("hbl-%s: %s: read hit %.3f (warm-up %.3f, measured %.3f), mean %.0f us, promotions %d, "

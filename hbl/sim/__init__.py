@@ -53,7 +53,9 @@ LIVE_COPY = ("copy_partial_reads", "serve_after_copy", "background_compete")
 #   a batch's pages served from where they were until its last copy completes; the background queues'
 #   backlog does not apply to them.  Evictions that make room are moves like the others, and a move
 #   needs a free slot on its device: the device's capacity and the live device's spare slots
-#   (live_spares), less the pages whose data is there.  A page never written moves with no copy, and
+#   (live_spares), less the pages whose data is there.  A write is served where its page's data is (a
+#   page never placed: on the slowest device), its placement elsewhere a move asked of the queue, as
+#   the live device writes where the extent is mapped.  A page never written moves with no copy, and
 #   after a first write the next LIVE_FRONTIER pages never written are remapped where the policy put
 #   it, first in a batch (the live write frontier).  The live controller's defaults
 #   (hbl/live/options.py max_batch, interval, frontier; hbl/live/moves.py STALE_S; hbl/live/layout.py
