@@ -96,6 +96,7 @@ class Batch(Settle):
         self.mwrites = []
         self.mark = 0
         self.settle_inflight = 0
+        self.passes = 0                  # copy passes (copy's and settle's): each reads the records
         self.looked = None               # records read by settle's last look, taken once the hold began
         self.written_in_hold = np.zeros(len(self.moving), bool)   # logical writes read in the hold
 
@@ -171,6 +172,7 @@ class Batch(Settle):
         row, as after a suspend, went on as long as records kept arriving between polls; a
         write whose record is read later is copied by the next pass or the hold's recopy.)"""
         c, ext = self.c, self.m.extent_bytes
+        self.passes += 1
         c.drain_until(time.monotonic_ns() + c.clock_offset, wait_ms=wait_ms)
         done = 0
         for mv in self.plan:
@@ -400,6 +402,7 @@ class Batch(Settle):
                         "copy": (t["pass2"] - self.t_start) / 1e6,
                         "copy_again": (t["copied"] - t["pass2"]) / 1e6,
                         "settle": (t["hold"] - t["settle"]) / 1e6, "settle_in_flight": self.settle_inflight,
+                        "passes": self.passes,
                         "settle_timed_out": self.settle_timed_out,
                         "hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
                         "records": (t["records"] - t["drained"]) / 1e6,

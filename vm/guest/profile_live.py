@@ -4,7 +4,7 @@ native frames, through the measured phase.
 
     HBL_PROFILE_POLICY=harmonia python3 /hbl/vm/guest/profile_live.py
 
-py-spy is taken from $HBL_PYSPY, else /hbl/.venv/bin/py-spy (`pip install py-spy` into the
+HBL_PYSPY_ARGS: py-spy's sampling options (default --native).  py-spy is taken from $HBL_PYSPY, else /hbl/.venv/bin/py-spy (`pip install py-spy` into the
 checkout's venv on the host: the guest has no network).  Writes /out/profile-POLICY.txt (py-spy's
 raw format: one folded stack and its sample count a line) and prints, per thread, the share of
 the samples and the frames most often on top or on the stack.
@@ -22,6 +22,9 @@ import bench_live  # noqa: E402
 POLICY = os.environ.get("HBL_PROFILE_POLICY", "harmonia")
 PYSPY = os.environ.get("HBL_PYSPY", "/hbl/.venv/bin/py-spy")
 RATE = int(os.environ.get("HBL_PROFILE_RATE", "25"))
+# py-spy's sampling mode: --native pauses the process at each sample (its C frames too; the controller then
+# does less, so its CPU is not the bench's); "--nonblocking" reads the Python frames without pausing it
+SPY_ARGS = os.environ.get("HBL_PYSPY_ARGS", "--native").split()
 
 
 def thread_cpu(pid, part=(11, 12)):
@@ -76,8 +79,8 @@ def main():
         pid = status()["pid"]
         res["warm"] = bench_live.fio("/dev/mapper/hb", 600 * bench_live.MIB, bench_live.WARM, "prof-warm")
         # no --idle: a thread is sampled only while it runs, so the samples share out its CPU time
-        spy = subprocess.Popen([PYSPY, "record", "--pid", str(pid), "--threads", "--native",
-                                "--rate", str(RATE), "--format", "raw", "--output", out,
+        spy = subprocess.Popen([PYSPY, "record", "--pid", str(pid), "--threads"] + SPY_ARGS +
+                               ["--rate", str(RATE), "--format", "raw", "--output", out,
                                 "--duration", str(bench_live.MEASURE)])
         t0 = time.time()
         cpu0, sys0 = thread_cpu(pid), thread_cpu(pid, (12,))
