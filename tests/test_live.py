@@ -338,6 +338,52 @@ def test_partial_table_maps_only_the_given_extents():
     assert t.sectors == layout.table(m).sectors == 86 * 2048
 
 
+def test_a_drained_views_reload_maps_the_moving_extents_and_the_rest_through_the_live_view():
+    """The reload after a batch's switch: the moving extents at their new slots, every other
+    sector onto the live view (which maps the mapping in force) at the same sector, so that a
+    bio caught in the drained view goes where the mapping says; a handful of targets, not one
+    per run of the mapping."""
+    m = meta()
+    m.dev[5], m.slot[5] = 1, 59
+    t = layout.partial_table(m, [5, 0], rest="253:7")
+    segs = [(s, x.sectors, x.type, getattr(x, "dev", None), getattr(x, "offset", None)) for s, x in t.segments()]
+    assert segs == [(0, 2048, "linear", "/dev/a", 2048), (2048, 4 * 2048, "linear", "253:7", 2048),
+                    (5 * 2048, 2048, "linear", "/dev/b", (1 + 59) * 2048),
+                    (6 * 2048, 80 * 2048, "linear", "253:7", 6 * 2048)]
+    assert t.sectors == layout.table(m).sectors
+
+
+class _View:
+    def __init__(self, major, minor):
+        self.major, self.minor, self.calls = major, minor, []
+        self.load = lambda table: self.calls.append(("load", table))
+        self.resume = lambda: self.calls.append(("resume",))
+        self.remove = lambda: self.calls.append(("remove",))
+
+
+def test_the_reload_loads_the_drained_view_with_its_small_table_and_the_live_view_is_removed_last():
+    """After the switch the drained view (the one not live) gets the reload table prepare()
+    made (the moving extents, the rest through the live view), not the whole mapping; and on
+    removal the live view goes last, since the drained view's table holds it open."""
+    import types
+    from hbl.live.batch import Batch
+    from hbl.live.stack import Stack
+    s = Stack.__new__(Stack)
+    s.paths, s.live = [_View(253, 1), _View(253, 2), _View(253, 3)], 1
+    s.top = types.SimpleNamespace(remove=lambda: None)
+    b = Batch.__new__(Batch)
+    b.c = types.SimpleNamespace(stack=s, crash=lambda point: None)
+    b.t, b.new_table, b.reload_table = {}, "whole", "small"
+    b.reload()
+    assert s.paths[0].calls == [("load", "small"), ("resume",)] and not s.paths[1].calls
+    assert s.kernel_name(1) == "253:2"
+    removed = []
+    for i, v in enumerate(s.paths):
+        v.remove = lambda i=i: removed.append(i)
+    s.remove()
+    assert removed[-1] == 1 and sorted(removed) == [0, 1, 2]
+
+
 def test_a_gone_members_extents_are_an_error_target_in_every_table(tmp_path):
     """A member removed under the device cannot be named by a table (the load fails): its
     extents map to an error target, as its I/O would fail, and the others stay where they are."""
