@@ -918,6 +918,28 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     assert b.settle_timed_out
 
 
+def test_settle_waits_longer_each_pass_while_a_request_is_in_flight():
+    """While a request to a moving extent stays in flight, each of settle's passes waits twice
+    as long as the one before (2, 4, 8 ms, then 8) before reading the records, not 2 ms every
+    time: an HDD request takes tens of ms, and each pass costs a read of the records and a sort
+    of the requests in flight."""
+    import types
+    from hbl.live.batch import Batch
+    from hbl.live.settle import SETTLE_WAIT_MS
+    waits, in_flight = [], [1, 1, 1, 1, 1, 0]
+    c = types.SimpleNamespace(clock_offset=0, track=lambda: None)
+    c.copier = types.SimpleNamespace(flush=lambda devs: None)
+    c.in_flight = types.SimpleNamespace(count=lambda *a: in_flight.pop(0) if in_flight else 0)
+    c.cap = types.SimpleNamespace(poll=lambda timeout_ms: np.zeros(0))
+    b = Batch.__new__(Batch)
+    b.c, b.moving, b.plan = c, np.array([3], np.int64), []
+    b.settle_inflight, b.t, b.looked = 0, {"prepared": 0}, None
+    b.copy_pass = lambda limit=True, wait_ms=0: waits.append(wait_ms) or 0
+    assert b.settle() and not b.settle_timed_out
+    assert SETTLE_WAIT_MS == (2, 8)
+    assert waits == [0, 2, 4, 8, 8, 8]
+
+
 def test_settle_summary_splits_the_holds_by_whether_settle_ran_out_of_time():
     from hbl.live import status as ctl
     steps = [{"hold_ms": float(h), "settle_timed_out": h >= 40} for h in (5, 10, 12, 45, 80)]

@@ -12,6 +12,11 @@ from hbl import record
 # write read in its last pass (re-copied in the hold), an HDD request behind the workload's
 # queue either way
 SETTLE_S = 0.3
+# settle's wait before its next pass while a request to a moving extent is in flight: the first,
+# then twice the last, up to the most (ms).  A pass reads the records and sorts out the requests in
+# flight; an HDD request behind the workload's queue takes tens of ms, and passes 2 ms apart were
+# most of settle's CPU
+SETTLE_WAIT_MS = (2, 8)
 
 
 class Settle:
@@ -31,7 +36,7 @@ class Settle:
         self.t["settle"] = t0
         deadline = t0 + int(SETTLE_S * 1e9)
         self.settle_timed_out = False
-        wait_ms = 0
+        wait_ms = backoff = 0
         try:
             while True:
                 t_pass = time.monotonic_ns()
@@ -53,8 +58,11 @@ class Settle:
                     # since this pass began is in flight, or soon written: one more round
                     if not self.last_look():
                         break
-                elif not done:
-                    wait_ms = 2            # a completion, or 2 ms: the next pass's first poll waits
+                elif not done:             # the next pass's first poll waits, longer each time
+                    backoff = min(SETTLE_WAIT_MS[1], 2 * backoff) if backoff else SETTLE_WAIT_MS[0]
+                    wait_ms = backoff
+                else:
+                    backoff = 0
         except OSError as exc:
             self.copy_failed(exc)
             return False
