@@ -4,6 +4,7 @@ only searched for what the batch needs; and the requests in flight sorted out of
 import numpy as np
 
 from hbl import record
+from hbl.live.sets import within
 
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
@@ -33,7 +34,7 @@ def match_once(done, own):
     the few completions near an own I/O's address found first, in one pass (the packed key
     may let others through, never keep one out)."""
     key_done, key_own = ((x[:, 0] << 48) ^ x[:, 1] for x in (done, own))
-    cand = np.flatnonzero(np.isin(key_done, key_own))
+    cand = np.flatnonzero(within(key_done, key_own))
     alike = {}
     for i, row in zip(cand.tolist(), done[cand].tolist()):
         alike.setdefault(tuple(row), []).append(i)

@@ -6,6 +6,7 @@ import time
 import numpy as np
 
 from hbl import record
+from hbl.live.sets import within
 
 # the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing): a
 # settle that runs out of time holds with a request in flight (the drain waits for it) or a
@@ -113,5 +114,5 @@ class Settle:
 
     def to_moving(self, b):
         """Which of the records `b` are requests on the dm device to a moving extent."""
-        return (b["device"] == self.c.dm_dev) & np.isin(b["offset"].astype(np.int64) // self.m.extent_bytes,
-                                                         self.moving)
+        return (b["device"] == self.c.dm_dev) & within(b["offset"].astype(np.int64) // self.m.extent_bytes,
+                                                        self.moving)
