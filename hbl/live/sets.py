@@ -21,5 +21,5 @@ def counted(x):
     """The distinct values of `x` (sorted) and how many times each occurs, as
     np.unique(x, return_counts=True)."""
     s = np.sort(x)
-    first = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+    first = np.flatnonzero(np.concatenate(([len(s) > 0], s[1:] != s[:-1])))
     return s[first], np.diff(np.append(first, len(s)))
