@@ -199,9 +199,6 @@ class FakeStack:
     def send(self, msg):
         self.messages += 1
 
-    def kernel_name(self, i):
-        return "253:%d" % i
-
     def assemble(self, meta):
         self.live = 0
 

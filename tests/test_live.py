@@ -338,52 +338,6 @@ def test_partial_table_maps_only_the_given_extents():
     assert t.sectors == layout.table(m).sectors == 86 * 2048
 
 
-def test_a_drained_views_reload_maps_the_moving_extents_and_the_rest_through_the_live_view():
-    """The reload after a batch's switch: the moving extents at their new slots, every other
-    sector onto the live view (which maps the mapping in force) at the same sector, so that a
-    bio caught in the drained view goes where the mapping says; a handful of targets, not one
-    per run of the mapping."""
-    m = meta()
-    m.dev[5], m.slot[5] = 1, 59
-    t = layout.partial_table(m, [5, 0], rest="253:7")
-    segs = [(s, x.sectors, x.type, getattr(x, "dev", None), getattr(x, "offset", None)) for s, x in t.segments()]
-    assert segs == [(0, 2048, "linear", "/dev/a", 2048), (2048, 4 * 2048, "linear", "253:7", 2048),
-                    (5 * 2048, 2048, "linear", "/dev/b", (1 + 59) * 2048),
-                    (6 * 2048, 80 * 2048, "linear", "253:7", 6 * 2048)]
-    assert t.sectors == layout.table(m).sectors
-
-
-class _View:
-    def __init__(self, major, minor):
-        self.major, self.minor, self.calls = major, minor, []
-        self.load = lambda table: self.calls.append(("load", table))
-        self.resume = lambda: self.calls.append(("resume",))
-        self.remove = lambda: self.calls.append(("remove",))
-
-
-def test_the_reload_loads_the_drained_view_with_its_small_table_and_the_live_view_is_removed_last():
-    """After the switch the drained view (the one not live) gets the reload table prepare()
-    made (the moving extents, the rest through the live view), not the whole mapping; and on
-    removal the live view goes last, since the drained view's table holds it open."""
-    import types
-    from hbl.live.batch import Batch
-    from hbl.live.stack import Stack
-    s = Stack.__new__(Stack)
-    s.paths, s.live = [_View(253, 1), _View(253, 2), _View(253, 3)], 1
-    s.top = types.SimpleNamespace(remove=lambda: None)
-    b = Batch.__new__(Batch)
-    b.c = types.SimpleNamespace(stack=s, crash=lambda point: None)
-    b.t, b.new_table, b.reload_table = {}, "whole", "small"
-    b.reload()
-    assert s.paths[0].calls == [("load", "small"), ("resume",)] and not s.paths[1].calls
-    assert s.kernel_name(1) == "253:2"
-    removed = []
-    for i, v in enumerate(s.paths):
-        v.remove = lambda i=i: removed.append(i)
-    s.remove()
-    assert removed[-1] == 1 and sorted(removed) == [0, 1, 2]
-
-
 def test_a_gone_members_extents_are_an_error_target_in_every_table(tmp_path):
     """A member removed under the device cannot be named by a table (the load fails): its
     extents map to an error target, as its I/O would fail, and the others stay where they are."""
@@ -916,28 +870,6 @@ def test_settle_copies_at_full_speed_and_ends_when_nothing_is_left():
     assert b.settle()
     assert SETTLE_S <= time.monotonic() - t0 < SETTLE_S + 1
     assert b.settle_timed_out
-
-
-def test_settle_waits_longer_each_pass_while_a_request_is_in_flight():
-    """While a request to a moving extent stays in flight, each of settle's passes waits twice
-    as long as the one before (2, 4, 8 ms, then 8) before reading the records, not 2 ms every
-    time: an HDD request takes tens of ms, and each pass costs a read of the records and a sort
-    of the requests in flight."""
-    import types
-    from hbl.live.batch import Batch
-    from hbl.live.settle import SETTLE_WAIT_MS
-    waits, in_flight = [], [1, 1, 1, 1, 1, 0]
-    c = types.SimpleNamespace(clock_offset=0, track=lambda: None)
-    c.copier = types.SimpleNamespace(flush=lambda devs: None)
-    c.in_flight = types.SimpleNamespace(count=lambda *a: in_flight.pop(0) if in_flight else 0)
-    c.cap = types.SimpleNamespace(poll=lambda timeout_ms: np.zeros(0))
-    b = Batch.__new__(Batch)
-    b.c, b.moving, b.plan = c, np.array([3], np.int64), []
-    b.settle_inflight, b.t, b.looked = 0, {"prepared": 0}, None
-    b.copy_pass = lambda limit=True, wait_ms=0: waits.append(wait_ms) or 0
-    assert b.settle() and not b.settle_timed_out
-    assert SETTLE_WAIT_MS == (2, 8)
-    assert waits == [0, 2, 4, 8, 8, 8]
 
 
 def test_settle_summary_splits_the_holds_by_whether_settle_ran_out_of_time():

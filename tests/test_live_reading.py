@@ -131,16 +131,3 @@ def test_member_latencies_in_a_few_calls_are_the_per_member_ewma():
                         reads[d] += (mem["latency_ns"][sel].sum(), sel.sum())
     assert np.allclose(o.lat, lat, rtol=1e-9) and (o.lat_n == lat_n).all() and np.allclose(o.reads, reads, rtol=1e-12)
     assert o.lat_n[2].sum() == 0 and o.lat[1, 0] > 0
-
-
-def test_within_and_counted_are_isin_and_unique():
-    """hbl.live.sets' few-call forms give what np.isin and np.unique(return_counts) give, empty
-    arrays and repeated keys included."""
-    from hbl.live.sets import counted, within
-    rng = np.random.default_rng(5)
-    for n, m in ((0, 5), (5, 0), (1, 1), (40, 8), (300, 60)):
-        x, keys = rng.integers(0, 50, n) << 40, rng.integers(0, 50, m) << 40
-        assert within(x, keys).tolist() == np.isin(x, keys).tolist()
-        u, c = counted(x)
-        uu, cc = np.unique(x, return_counts=True)
-        assert u.tolist() == uu.tolist() and c.tolist() == cc.tolist()

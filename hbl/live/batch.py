@@ -190,8 +190,8 @@ class Batch(Settle):
     def copy_failed(self, exc):
         c = self.c
         c.open_writes.undrained()
-        try:                                   # as before prepare(): every region on the live view
-            c.stack.send(Switch.mappings(np.flatnonzero(self.others), c.stack.live))
+        try:
+            c.stack.send(self.msg_back)        # as before prepare(): every region on the live view
         except DmError as dm_exc:
             self.rollback(dm_exc)
         else:
@@ -227,17 +227,13 @@ class Batch(Settle):
         # just before that batch's switch may reach it late); nothing else is routed to it
         hold_table = c.dm.prepare(layout.partial_table(new, np.concatenate([self.moving, c.last_moving]),
                                                        names, s.gone).validate())
-        # the drained view's reload, after the switch: the moving extents at their new slots, the
-        # rest onto the next view (then the live one, with the new mapping), at the same sector;
-        # a small table, where the whole mapping is ~1500 targets for the kernel to build and swap in
-        self.reload_table = c.dm.prepare(layout.partial_table(new, self.moving, names, s.gone,
-                                                              rest=s.kernel_name(s.next)).validate())
         self.old = self.m.copy()
-        self.others = np.ones(self.m.nextents, bool)
-        self.others[self.moving] = False
+        others = np.ones(self.m.nextents, bool)
+        others[self.moving] = False
         self.msg_hold = Switch.mappings(self.moving, HOLD)
         self.msg_switch = Switch.mappings(self.moving, s.next)
-        msg_others = Switch.mappings(np.flatnonzero(self.others), s.next)
+        msg_others = Switch.mappings(np.flatnonzero(others), s.next)
+        self.msg_back = Switch.mappings(np.flatnonzero(others), s.live)
         self.t["built"] = time.monotonic_ns()
         try:
             for v, table in ((s.paths[s.next], self.new_table), (s.paths[HOLD], hold_table)):
@@ -350,14 +346,12 @@ class Batch(Settle):
 
     def reload(self):
         """Every view but the hold maps the mapping in force again (the new one, persisted):
-        the drained view's suspend may have caught a bio in transit from the switch.  The drained
-        view gets the moving extents at their new slots and the rest through the live view (the
-        reload table made in prepare); the next batch's prepare loads it whole."""
+        the drained view's suspend may have caught a bio in transit from the switch."""
         c, s = self.c, self.c.stack
         t0 = time.monotonic_ns()
         old = s.paths[s.next]
         try:
-            old.load(self.reload_table)
+            old.load(self.new_table)
             old.resume()
         except DmError as exc:            # the new mapping is persisted and served: make every view say so
             c.log("reloading %s failed (%s): every view reloaded" % (old.name, exc))

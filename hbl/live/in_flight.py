@@ -2,8 +2,6 @@
 on a member."""
 import numpy as np
 
-from hbl.live.sets import counted, within
-
 IN_FLIGHT_S = 1.0      # a request to a moving extent this old with no completion seen is taken as completed
 
 
@@ -45,13 +43,13 @@ class InFlight:
         if not len(self.key) or not len(dev):
             return
         ckey = self._key(dev, off)
-        if not within(ckey, self.key).any():
+        if not np.isin(ckey, self.key).any():
             return
         order = np.lexsort((self.t, self.key))          # by address, then oldest first
         k = self.key[order]
-        first = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
-        rank = np.arange(len(k)) - np.repeat(first, np.diff(np.append(first, len(k))))
-        uk, cnt = counted(ckey)
+        first = np.r_[0, np.flatnonzero(k[1:] != k[:-1]) + 1]
+        rank = np.arange(len(k)) - np.repeat(first, np.diff(np.r_[first, len(k)]))
+        uk, cnt = np.unique(ckey, return_counts=True)
         i = np.minimum(np.searchsorted(uk, k), len(uk) - 1)
         left = np.ones(len(k), bool)
         left[order[rank < np.where(uk[i] == k, cnt[i], 0)]] = False

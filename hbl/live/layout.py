@@ -123,25 +123,22 @@ def table(meta, paths=None, gone=()):
                   for n, dd, o in zip(runs.n.tolist(), runs.dev.tolist(), runs.offset.tolist())])
 
 
-def partial_table(meta, extents, paths=None, gone=(), rest=None):
+def partial_table(meta, extents, paths=None, gone=()):
     """A table that maps only `extents` (as the mapping places them), one linear target each;
-    an extent on a member in `gone` is an error target.  The rest of the logical space is an
-    error target (what the hold's view needs: no other extent is ever routed to it, and one
-    that were would fail rather than reach a slot), or with `rest` (a device's kernel name) a
-    linear target onto that device at the same sector (a drained view's reload: the rest onto
-    a view that maps it as the mapping in force does)."""
+    the rest of the logical space is an error target (what the hold's view needs: no other
+    extent is ever routed to it, and one that were would fail rather than reach a slot), and
+    so is an extent on a member in `gone`."""
     paths = paths or kernel_names(meta.members)
     ext = meta.extent_bytes // SECTOR
-    gap = (lambda a, b: Error((b - a) * ext)) if rest is None else (lambda a, b: Linear((b - a) * ext, rest, a * ext))
     targets, at = [], 0
     for e in sorted(set(int(x) for x in extents)):
         if e > at:
-            targets.append(gap(at, e))
+            targets.append(Error((e - at) * ext))
         d = int(meta.dev[e])
         targets.append(Error(ext) if d in gone else Linear(ext, paths[d], slot_offset(meta, d, meta.slot[e]) // SECTOR))
         at = e + 1
     if at < meta.nextents:
-        targets.append(gap(at, meta.nextents))
+        targets.append(Error((meta.nextents - at) * ext))
     return Table(targets)
 
 

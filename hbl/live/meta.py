@@ -122,8 +122,8 @@ class Meta:
         slots = np.array([m["slots"] for m in self.members])
         if (self.slot < 0).any() or (self.slot >= slots[self.dev]).any():
             raise MetaError("%s: an extent maps past the end of its device" % where)
-        key = np.sort(self.dev.astype(np.int64) << 32 | self.slot.astype(np.int64))
-        if (key[1:] == key[:-1]).any():
+        key = self.dev.astype(np.int64) << 32 | self.slot.astype(np.int64)
+        if len(np.unique(key)) != len(key):
             raise MetaError("%s: two extents map to the same slot" % where)
 
     def save(self, path, data=None):

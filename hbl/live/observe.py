@@ -4,7 +4,6 @@ only searched for what the batch needs; and the requests in flight sorted out of
 import numpy as np
 
 from hbl import record
-from hbl.live.sets import counted, within
 
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
@@ -34,7 +33,7 @@ def match_once(done, own):
     the few completions near an own I/O's address found first, in one pass (the packed key
     may let others through, never keep one out)."""
     key_done, key_own = ((x[:, 0] << 48) ^ x[:, 1] for x in (done, own))
-    cand = np.flatnonzero(within(key_done, key_own))
+    cand = np.flatnonzero(np.isin(key_done, key_own))
     alike = {}
     for i, row in zip(cand.tolist(), done[cand].tolist()):
         alike.setdefault(tuple(row), []).append(i)
@@ -232,9 +231,8 @@ class Observer:
         self.win[1] += hits
         self.win[2] += pages["read_pages"]
         self.win[3] += pages["fast_read_pages"]
-        n = len(self.heat)          # (np.add.at: unbuffered, ~10x bincount's time a call)
-        self.heat += np.bincount(first, minlength=n)
-        self.rw += np.bincount(first * 2 + writes, minlength=2 * n).reshape(n, 2).astype(self.rw.dtype)
+        np.add.at(self.heat, first, 1.0)
+        np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())
         self.decide(log, last, first_writes)
 
@@ -279,7 +277,7 @@ class Observer:
         # the write frontier: unwritten extents after a first write go where
         # the policy just put new data, with a remap and no copy
         if self.options.frontier:
-            for e in counted(last[first_writes])[0].tolist():
+            for e in np.unique(last[first_writes]).tolist():
                 want = self.decider.device(e)
                 for k in range(1, self.options.frontier + 1):
                     x = e + k

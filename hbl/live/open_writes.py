@@ -31,7 +31,7 @@ class OpenWrites:
             key = self._slot(dev, part)
             order = np.argsort(key, kind="stable")
             k, lo, hi = key[order], off[order], end[order]
-            first = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+            first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
             lo, hi = np.minimum.reduceat(lo, first), np.maximum.reduceat(hi, first)
             for kk, a, z in zip(k[first].tolist(), lo.tolist(), hi.tolist()):
                 self._widen(kk, a, z)

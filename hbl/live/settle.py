@@ -6,18 +6,12 @@ import time
 import numpy as np
 
 from hbl import record
-from hbl.live.sets import within
 
 # the longest the hold waits to begin for the moving extents' I/O in flight (I/O flowing): a
 # settle that runs out of time holds with a request in flight (the drain waits for it) or a
 # write read in its last pass (re-copied in the hold), an HDD request behind the workload's
 # queue either way
 SETTLE_S = 0.3
-# settle's wait before its next pass while a request to a moving extent is in flight: the first,
-# then twice the last, up to the most (ms).  A pass reads the records and sorts out the requests in
-# flight; an HDD request behind the workload's queue takes tens of ms, and passes 2 ms apart were
-# most of settle's CPU
-SETTLE_WAIT_MS = (2, 8)
 
 
 class Settle:
@@ -37,7 +31,7 @@ class Settle:
         self.t["settle"] = t0
         deadline = t0 + int(SETTLE_S * 1e9)
         self.settle_timed_out = False
-        wait_ms = backoff = 0
+        wait_ms = 0
         try:
             while True:
                 t_pass = time.monotonic_ns()
@@ -59,11 +53,8 @@ class Settle:
                     # since this pass began is in flight, or soon written: one more round
                     if not self.last_look():
                         break
-                elif not done:             # the next pass's first poll waits, longer each time
-                    backoff = min(SETTLE_WAIT_MS[1], 2 * backoff) if backoff else SETTLE_WAIT_MS[0]
-                    wait_ms = backoff
-                else:
-                    backoff = 0
+                elif not done:
+                    wait_ms = 2            # a completion, or 2 ms: the next pass's first poll waits
         except OSError as exc:
             self.copy_failed(exc)
             return False
@@ -114,5 +105,5 @@ class Settle:
 
     def to_moving(self, b):
         """Which of the records `b` are requests on the dm device to a moving extent."""
-        return (b["device"] == self.c.dm_dev) & within(b["offset"].astype(np.int64) // self.m.extent_bytes,
-                                                        self.moving)
+        return (b["device"] == self.c.dm_dev) & np.isin(b["offset"].astype(np.int64) // self.m.extent_bytes,
+                                                         self.moving)

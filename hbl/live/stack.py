@@ -83,14 +83,8 @@ class Stack:
     def next(self):
         return 1 - self.live
 
-    def kernel_name(self, i):
-        """View number i as a table names it (MAJOR:MINOR)."""
-        return "%d:%d" % (self.paths[i].major, self.paths[i].minor)
-
     def remove(self):
         self.top.remove()
-        # a view left suspended by a batch is resumed first: nothing waits in it; the live view
-        # last, as the drained one's table (a batch's reload) may map onto it
-        for d in sorted(self.paths, key=lambda d: d is self.paths[self.live]):
+        for d in self.paths:        # a view left suspended by a batch is resumed first: nothing waits in it
             d.resume()
             d.remove()
