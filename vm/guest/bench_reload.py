@@ -14,27 +14,21 @@ time of a load and resume each:
 Prints the medians.  Writes no block device: the scratch devices are created, loaded and
 removed, never opened for I/O.
 """
-import os
 import sys
 import time
 
 sys.path.insert(0, "/hbl")
+sys.path.insert(0, "/hbl/vm/guest")
 import numpy as np  # noqa: E402
+from bench_table_load import fragmented  # noqa: E402
 from dmsetup import Linear, LinearRuns, Table  # noqa: E402
-from dmsetup.ioctl import Control  # noqa: E402
 
-MEMBERS = ["/dev/nvme0n1", "/dev/vda"]
 LIVE, DRAINED = "hbl-reload-bench-live", "hbl-reload-bench-drained"
 EXT = 2048           # sectors in a 1 MiB extent
 
 
 def main(argv):
-    n = int(argv[0]) if argv else 1518
-    repeats = int(argv[1]) if len(argv) > 1 else 15
-    ctl = Control()
-    numbers = ["%d:%d" % (os.major(os.stat(p).st_rdev), os.minor(os.stat(p).st_rdev)) for p in MEMBERS]
-    rng = np.random.default_rng(1)
-    dev, off = rng.integers(0, 2, n), rng.integers(1, 400, n) * EXT
+    n, repeats, ctl, numbers, dev, off, rng = fragmented(argv)
     whole = ctl.prepare(LinearRuns(np.full(n, EXT), dev, off, numbers).validate())
     for name in (DRAINED, LIVE):
         if name in ctl.list():
