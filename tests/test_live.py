@@ -15,6 +15,7 @@ from hbl.errors import HblError
 from hbl.live import layout
 from hbl.live.decider import Decider
 from hbl.live.meta import Meta, MetaError, new_uuid, parse_superblock, superblock
+from hbl.live.status import CpuLedger
 
 MIB = 1 << 20
 
@@ -898,6 +899,7 @@ def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_p
     c.idle_from = None
     c.check_members = lambda: None
     c.unobserved, c.full_batch, c.options = [], None, Options(max_batch=8)
+    c.cpu_ledger = CpuLedger()
     executed = []
     c.plan = lambda: [{"extent": 1}]
     c.execute = executed.append
@@ -1110,6 +1112,7 @@ def test_a_full_batch_is_measured_from_its_start_to_the_next_tick():
     c.copier = types.SimpleNamespace(throttle=copier.Throttle(8 << 20, floor=8 << 20, ceiling=8 << 20))  # never idle
     c.reads, c.idle_from, c.check_members = np.zeros((2, 2)), None, lambda: None
     c.unobserved, c.full_batch, c.options = [], None, Options(max_batch=2)
+    c.cpu_ledger = CpuLedger()
     c.queue = MoveQueue(_queue_counts())
     sizes = iter([2, 2, 1, 2, 0])
     c.plan = lambda: [{}] * next(sizes)

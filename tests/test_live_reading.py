@@ -4,6 +4,7 @@ on them, the members' latencies in a few numpy calls; none of it may miss or dou
 import types
 
 import numpy as np
+import pytest
 
 from hbl import record
 
@@ -131,3 +132,18 @@ def test_member_latencies_in_a_few_calls_are_the_per_member_ewma():
                         reads[d] += (mem["latency_ns"][sel].sum(), sel.sum())
     assert np.allclose(o.lat, lat, rtol=1e-9) and (o.lat_n == lat_n).all() and np.allclose(o.reads, reads, rtol=1e-12)
     assert o.lat_n[2].sum() == 0 and o.lat[1, 0] > 0
+
+
+def test_the_cpu_ledger_sums_each_span_under_its_name():
+    """CpuLedger.add counts the thread's user and kernel CPU from `since` to now under a name,
+    summing the spans of one name, and returns now (the next span's start)."""
+    from hbl.live.status import CpuLedger, thread_times
+    led = CpuLedger()
+    t0 = thread_times()
+    sum(i * i for i in range(200000))                 # some CPU for the span
+    t1 = led.add("a", t0)
+    assert led.spent["a"] == [t1[0] - t0[0], t1[1] - t0[1]] and sum(led.spent["a"]) > 0
+    t2 = led.add("a", t1)
+    led.add("b", t2)
+    assert led.spent["a"] == pytest.approx([t2[0] - t0[0], t2[1] - t0[1]])
+    assert set(led.spent) == {"a", "b"}

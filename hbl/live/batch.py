@@ -78,6 +78,8 @@ class Batch(Settle):
     the release, so that reading them costs the hold little.
     """
 
+    passes = 0          # copy passes so far (copy's and settle's): each reads the records
+
     def __init__(self, c, plan):
         self.c, self.plan = c, plan
         self.m = c.meta
@@ -171,6 +173,7 @@ class Batch(Settle):
         row, as after a suspend, went on as long as records kept arriving between polls; a
         write whose record is read later is copied by the next pass or the hold's recopy.)"""
         c, ext = self.c, self.m.extent_bytes
+        self.passes += 1
         c.drain_until(time.monotonic_ns() + c.clock_offset, wait_ms=wait_ms)
         done = 0
         for mv in self.plan:
@@ -400,6 +403,7 @@ class Batch(Settle):
                         "copy": (t["pass2"] - self.t_start) / 1e6,
                         "copy_again": (t["copied"] - t["pass2"]) / 1e6,
                         "settle": (t["hold"] - t["settle"]) / 1e6, "settle_in_flight": self.settle_inflight,
+                        "passes": self.passes,
                         "settle_timed_out": self.settle_timed_out,
                         "hold_ms": hold_ms, "drain": (t["drained"] - t["hold"]) / 1e6,
                         "records": (t["records"] - t["drained"]) / 1e6,

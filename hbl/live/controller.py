@@ -37,7 +37,7 @@ from hbl.live.observe import Observer
 from hbl.live.open_writes import OpenWrites
 from hbl.live.options import Options
 from hbl.live.paths import write_json_atomic
-from hbl.live.status import StepRows, cpu_s, running_status, thread_cpu_s
+from hbl.live.status import CpuLedger, StepRows, cpu_s, running_status, thread_cpu_s, thread_times
 
 NICE = -10             # the controller's thread: ahead of the application's threads for the few ms a step takes
 # the status file is written every STATUS_EVERY_S seconds, and at once when a reader asks for it
@@ -124,6 +124,7 @@ class Controller(Observer, MemberFaults):
         self.newest_ts = 0
         self.t0 = time.time()
         self.cpu0, self.cpu0_main = cpu_s(), thread_cpu_s()
+        self.times0, self.cpu_ledger = thread_times(), CpuLedger()
         self.last_stall = None
         self.held = None                                   # records read while extents are held, observed after
         self.unsorted, self.unsorted_n = [], 0             # records read, not yet given to self.in_flight
@@ -145,7 +146,9 @@ class Controller(Observer, MemberFaults):
         or none.  An interval that copies nothing gives the copy throttle its idle level; one
         is left without a batch when that level is IDLE_EVERY_S old."""
         thr = self.copier.throttle
+        t = thread_times()
         self.observe_pending()                   # the decider and the latencies up to date
+        self.cpu_ledger.add("observe", t)
         if self.full_batch is not None:          # the last tick's full batch, start to this tick
             self.queue.carried(self.options.max_batch, now - self.full_batch)
             self.full_batch = None
@@ -156,7 +159,9 @@ class Controller(Observer, MemberFaults):
         if thr.wants_idle(now):
             self.idle_from = self.reads.copy()
             return
+        t = thread_times()
         plan = self.plan()
+        self.cpu_ledger.add("plan", t)
         if plan:
             self.execute(plan)
             if len(plan) >= self.options.max_batch:      # a full batch: what the controller can carry
@@ -258,8 +263,12 @@ class Controller(Observer, MemberFaults):
 
     def execute(self, plan):
         b = Batch(self, plan)
-        if b.prepare() and b.copy() and b.hold():
-            b.commit()
+        t = thread_times()
+        for name, step in (("prepare", b.prepare), ("copy", b.copy), ("settle_hold", b.hold), ("commit", b.commit)):
+            done = step()
+            t = self.cpu_ledger.add(name, t)
+            if done is False:
+                break
 
     def release_held(self):
         """The records read while extents were held noted, as one (a note's cost is mostly per call)."""
@@ -309,7 +318,9 @@ class Controller(Observer, MemberFaults):
         except OSError as exc:
             self.log("controller priority not raised (%s): holds may be longer under CPU contention" % exc.strerror)
         while not self.stop:
+            t = thread_times()
             self.pump(50)
+            self.cpu_ledger.add("poll", t)
             now = time.monotonic()
             if now - last_mig >= self.options.interval:
                 last_mig = now
@@ -328,8 +339,10 @@ class Controller(Observer, MemberFaults):
                 asked = os.path.exists(self.paths.status_asked)
             if asked or now - last_status >= STATUS_EVERY_S:
                 last_status = now
+                t = thread_times()
                 self.observe_pending()
                 write_json_atomic(self.paths.status, running_status(self))
+                self.cpu_ledger.add("status", t)
                 if asked:
                     try:
                         os.unlink(self.paths.status_asked)

@@ -19,6 +19,30 @@ def thread_cpu_s():
     return cpu_s(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
 
 
+def thread_times():
+    """(user, kernel) CPU seconds of the calling thread."""
+    r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
+    return r.ru_utime, r.ru_stime
+
+
+class CpuLedger:
+    """The controller thread's CPU by what it was doing: name -> [user s, kernel s], summed over
+    the spans measured (the steps of the batches, the tick's planning and observing); what is
+    not in a span is the rest of the loop (polls, notes, the status).  Two getrusage calls a
+    span: a few dozen a second."""
+
+    def __init__(self):
+        self.spent = {}
+
+    def add(self, name, since):
+        """The span from `since` (a thread_times()) to now, counted to `name`; returns now."""
+        now = thread_times()
+        acc = self.spent.setdefault(name, [0.0, 0.0])
+        acc[0] += now[0] - since[0]
+        acc[1] += now[1] - since[1]
+        return now
+
+
 def pct(a, q):
     """The q-quantile of the sorted list `a` (None if empty)."""
     return a[min(len(a) - 1, int(q * len(a)))] if a else None
@@ -146,6 +170,9 @@ def running_status(c):
         "controller_cpu": (cpu_s() - c.cpu0) / wall if wall > 0 else 0.0,
         # of which the controller's thread (the rest: the agents' training thread, the uevent watch)
         "controller_cpu_main": (thread_cpu_s() - c.cpu0_main) / wall if wall > 0 else 0.0,
+        # the controller thread's CPU seconds since its start, user and kernel, and by span (CpuLedger)
+        "controller_thread_times": [a - b for a, b in zip(thread_times(), c.times0)],
+        "controller_cpu_ledger": c.cpu_ledger.spent,
         "agents": c.decider.stats().get("agents", []),
         "ebpf": {"events": cs["events"], "lost": cs["lost"]},
         "unsure_after_crash": c.unsure,

@@ -54,6 +54,36 @@ def fio(path, offset, seconds, name):
             "write_p99_us": w["clat_ns"]["percentile"]["99.000000"] / 1e3, "ios": n}
 
 
+def cpu_ledger(st0, st):
+    """The controller thread's CPU between two statuses, by span (status's controller_cpu_ledger),
+    with the batches and the requests read meanwhile; None from a controller that keeps no ledger."""
+    if "controller_cpu_ledger" not in st:
+        return None
+    d = lambda a, b: [x - y for x, y in zip(a, b)]
+    spans = {k: d(v, st0["controller_cpu_ledger"].get(k, [0, 0])) for k, v in st["controller_cpu_ledger"].items()}
+    return {"thread": d(st["controller_thread_times"], st0["controller_thread_times"]), "spans": spans,
+            "seconds": st["uptime_s"] - st0["uptime_s"], "batches": st["batches"] - st0["batches"],
+            "requests": st["reads"] + st["writes"] - st0["reads"] - st0["writes"]}
+
+
+def ledger_line(k, led):
+    """The measured phase's CPU ledger as one line: user+kernel % of a CPU in all and by span, ms a batch
+    for the batch steps, ms per 1000 requests for the rest."""
+    sec, nb, nr = led["seconds"], max(led["batches"], 1), max(led["requests"], 1)
+    u, s = led["thread"]
+    spans = dict(led["spans"])
+    spans["rest"] = [u - sum(v[0] for v in spans.values()), s - sum(v[1] for v in spans.values())]
+    batch = ("prepare", "copy", "settle_hold", "commit")
+    parts = []
+    for name, (su, ss) in sorted(spans.items(), key=lambda x: -sum(x[1])):
+        per = ("%.1f ms/batch" % (1e3 * (su + ss) / nb) if name in batch else
+               "%.1f ms/1k req" % (1e6 * (su + ss) / nr))
+        parts.append("%s %.1f%% (kernel %.1f%%; %s)" % (name, 100 * (su + ss) / sec, 100 * ss / sec, per))
+    return ("%s: controller thread over the measured phase %.1f%% of a CPU (user %.1f%%, kernel %.1f%%), %d batches, "
+            "%d requests; by span: %s" % (k, 100 * (u + s) / sec, 100 * u / sec, 100 * s / sec, led["batches"],
+                                          led["requests"], "; ".join(parts)))
+
+
 def run_hbl(policy):
     wipe()
     env = dict(os.environ, HBL_STATE_DIR=STATE)
@@ -69,6 +99,7 @@ def run_hbl(policy):
         span = st["uptime_s"] - st0["uptime_s"]
         for k in ("controller_cpu", "controller_cpu_main"):
             res[k + "_measured"] = (st[k] * st["uptime_s"] - st0[k] * st0["uptime_s"]) / span if span > 0 else None
+        res["cpu_ledger_measured"] = cpu_ledger(st0, st)
         res.update(promotions=st["promotions"], evictions=st["evictions"], migrated_mib=st["migrated_bytes"] / MIB,
                    read_hit_ratio=st["read_hit_ratio"], fast_request_share=st["fast_request_share"], stall_ms=st["stall_ms"], hold_ms=st["hold_ms"],
                    decision_to_remap_ms=st["decision_to_remap_ms"], decision_to_batch_ms=st["decision_to_batch_ms"],
@@ -178,6 +209,8 @@ def main():
                 print("%s: controller CPU over the measured phase %.0f%% (its thread %.0f%%), since its start %.0f%% "
                       "(%.0f%%)" % (k, 100 * r["controller_cpu_measured"], 100 * r["controller_cpu_main_measured"],
                                     100 * r["controller_cpu"], 100 * r["controller_cpu_main"]))
+            if r.get("cpu_ledger_measured"):
+                print(ledger_line(k, r["cpu_ledger_measured"]))
             if r.get("asked_moves") is not None:
                 print("%s: moves %d asked, %d done, %d given back stale (%.1f%% of those asked), %d refused, the "
                       "queue full (%.1f%%); the queue held at most %s at the end (%s moves/s carried)" % (

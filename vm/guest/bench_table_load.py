@@ -22,13 +22,18 @@ MEMBERS = ["/dev/nvme0n1", "/dev/vda"]
 NAME = "hbl-table-load-bench"
 
 
-def main(argv):
+def fragmented(argv):
+    """TARGETS and REPEATS from argv, /dev/mapper/control, the members as MAJOR:MINOR, and a mapping
+    of TARGETS 1 MiB extents each on its own run: (n, repeats, control, numbers, dev, offset, rng)."""
     n = int(argv[0]) if argv else 1518
     repeats = int(argv[1]) if len(argv) > 1 else 15
-    ctl = Control()
     numbers = ["%d:%d" % (os.major(os.stat(p).st_rdev), os.minor(os.stat(p).st_rdev)) for p in MEMBERS]
     rng = np.random.default_rng(1)
-    dev, off = rng.integers(0, 2, n), rng.integers(1, 400, n) * 2048
+    return n, repeats, Control(), numbers, rng.integers(0, 2, n), rng.integers(1, 400, n) * 2048, rng
+
+
+def main(argv):
+    n, repeats, ctl, numbers, dev, off, _ = fragmented(argv)
     if NAME in ctl.list():
         ctl.remove(NAME)
     ctl.create(NAME)

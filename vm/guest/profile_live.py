@@ -4,7 +4,7 @@ native frames, through the measured phase.
 
     HBL_PROFILE_POLICY=harmonia python3 /hbl/vm/guest/profile_live.py
 
-py-spy is taken from $HBL_PYSPY, else /hbl/.venv/bin/py-spy (`pip install py-spy` into the
+HBL_PYSPY_ARGS: py-spy's sampling options (default --native).  py-spy is taken from $HBL_PYSPY, else /hbl/.venv/bin/py-spy (`pip install py-spy` into the
 checkout's venv on the host: the guest has no network).  Writes /out/profile-POLICY.txt (py-spy's
 raw format: one folded stack and its sample count a line) and prints, per thread, the share of
 the samples and the frames most often on top or on the stack.
@@ -22,10 +22,14 @@ import bench_live  # noqa: E402
 POLICY = os.environ.get("HBL_PROFILE_POLICY", "harmonia")
 PYSPY = os.environ.get("HBL_PYSPY", "/hbl/.venv/bin/py-spy")
 RATE = int(os.environ.get("HBL_PROFILE_RATE", "25"))
+# py-spy's sampling mode: --native pauses the process at each sample (its C frames too; the controller then
+# does less, so its CPU is not the bench's); "--nonblocking" reads the Python frames without pausing it
+SPY_ARGS = os.environ.get("HBL_PYSPY_ARGS", "--native").split()
 
 
-def thread_cpu(pid):
-    """{tid: CPU seconds} of every thread of process pid."""
+def thread_cpu(pid, part=(11, 12)):
+    """{tid: CPU seconds} of every thread of process pid (part: the stat fields summed, after
+    the command: 11 utime, 12 stime)."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir("/proc/%d/task" % pid):
@@ -33,7 +37,7 @@ def thread_cpu(pid):
             f = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rpartition(")")[2].split()
         except OSError:
             continue
-        out[int(tid)] = (int(f[11]) + int(f[12])) / tick     # utime, stime
+        out[int(tid)] = sum(int(f[i]) for i in part) / tick
     return out
 
 
@@ -75,13 +79,13 @@ def main():
         pid = status()["pid"]
         res["warm"] = bench_live.fio("/dev/mapper/hb", 600 * bench_live.MIB, bench_live.WARM, "prof-warm")
         # no --idle: a thread is sampled only while it runs, so the samples share out its CPU time
-        spy = subprocess.Popen([PYSPY, "record", "--pid", str(pid), "--threads", "--native",
-                                "--rate", str(RATE), "--format", "raw", "--output", out,
+        spy = subprocess.Popen([PYSPY, "record", "--pid", str(pid), "--threads"] + SPY_ARGS +
+                               ["--rate", str(RATE), "--format", "raw", "--output", out,
                                 "--duration", str(bench_live.MEASURE)])
         t0 = time.time()
-        cpu0 = thread_cpu(pid)
+        cpu0, sys0 = thread_cpu(pid), thread_cpu(pid, (12,))
         res["measured"] = bench_live.fio("/dev/mapper/hb", 600 * bench_live.MIB, bench_live.MEASURE, "prof")
-        cpu1, wall = thread_cpu(pid), time.time() - t0
+        cpu1, sys1, wall = thread_cpu(pid), thread_cpu(pid, (12,)), time.time() - t0
         spy.wait(timeout=bench_live.MEASURE + 120)
         st = status()
         print("%s: IOPS %.0f; controller CPU %.0f%% (its thread %.0f%%) over %.0f s; py-spy ran %.0f s" % (
@@ -91,6 +95,8 @@ def main():
               "names them below, the one it does not name the agents' training thread): %s" % (
                   POLICY, wall, pid, ", ".join("%d %.0f%%" % (t, 100 * (c - cpu0.get(t, 0)) / wall)
                                               for t, c in sorted(cpu1.items()))))
+        print("%s: of which in the kernel (stime): %s" % (POLICY, ", ".join(
+            "%d %.0f%%" % (t, 100 * (c - sys0.get(t, 0)) / wall) for t, c in sorted(sys1.items()))))
     finally:
         subprocess.run(bench_live.HBL + ["down", "hb"], env=env)
     summarize(out)
