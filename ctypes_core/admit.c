@@ -196,30 +196,35 @@ void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *s
     }
 }
 
-/* Rules 5, 6, 8 and 9: each page below promoted while promoting pages of its access count (5) or access
- * interval (6, 8, 9) has paid (8, 9: while rule 7 has room for it); every one queued to be judged, and
- * while the fastest device is full the page a promotion pushes off too: that device's least
- * recently used page (5, 6), the read list's (8, 9). */
-static void admit_judged(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
+/* Rules 5-9: each page below promoted while promoting pages of its access count (5) or access
+ * interval (6, 8, 9) has paid (7: always) and, under rules 7-9, while there is room for it without
+ * pushing off a page read admission did not bring.  Rules 5, 6, 8 and 9 queue every one to be
+ * judged, and while the fastest device is full the page a promotion pushes off too: that device's
+ * least recently used page (5, 6), the read list's (8, 9). */
+static void admit_each(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
 {
     const struct hbl_pagetable *pt = &s->pt;
-    uint32_t horizon = hbl_characteristic_time(s);
-    int listed = a->rule >= 8;
+    int judges = hbl_admit_judges(a), listed = a->rule >= 7;
+    uint32_t horizon = judges ? hbl_characteristic_time(s) : 0;
     const uint32_t *up = listed ? a->links.prev : pt->prev;   /* toward the most recently used */
     uint32_t victim = listed ? a->reads.tail : s->lru_tail[0];
     int64_t room = listed ? hbl_admit_list_room(a, s, slots, n) : INT64_MAX;
-    int full = hbl_free_pages(s, 0) * 8 <= s->cfg.dev[0].capacity_pages;
+    int full = judges && hbl_free_pages(s, 0) * 8 <= s->cfg.dev[0].capacity_pages;
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
         if (targets[i] >= 0 || pt->dev[x] <= 0) continue;
-        uint8_t b = (uint8_t)(a->rule == 5 ? log2_bin(pt->count[x]) : interval_bin(s, x));
-        hbl_evalq_push(&a->q, s, x, &b, HBL_JUDGE_READ, 0, horizon);
-        if (full && victim != HBL_NONE) {
-            uint8_t none = 0;
-            hbl_evalq_push(&a->q, s, victim, &none, HBL_JUDGE_MOVE, 1, horizon);
-            victim = up[victim];
+        int pays = 1;
+        if (judges) {
+            uint8_t b = (uint8_t)(a->rule == 5 ? log2_bin(pt->count[x]) : interval_bin(s, x));
+            hbl_evalq_push(&a->q, s, x, &b, HBL_JUDGE_READ, 0, horizon);
+            if (full && victim != HBL_NONE) {
+                uint8_t none = 0;
+                hbl_evalq_push(&a->q, s, victim, &none, HBL_JUDGE_MOVE, 1, horizon);
+                victim = up[victim];
+            }
+            pays = a->credit[b] > 0;
         }
-        if (a->credit[b] > 0 && room > 0 && (!listed || hbl_admit_list_promote(a, x))) {
+        if (pays && room > 0 && (!listed || hbl_admit_list_promote(a, x))) {
             room--;
             targets[i] = 0;
             a->promoted++;
@@ -241,11 +246,10 @@ void hbl_admit_read(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slot
         }
         return;
     }
-    if (a->rule == 7) { hbl_admit_list_read(a, s, slots, n, targets); return; }
     int below = 0;
     for (int i = 0; i < n; i++) below += targets[i] < 0 && pt->dev[slots[i]] > 0;
     if (!below) return;
-    if (hbl_admit_judges(a)) { admit_judged(a, s, slots, n, targets); return; }
+    if (a->rule >= 5) { admit_each(a, s, slots, n, targets); return; }
     int promote = hbl_uniform(&a->rng) < a->w_promote;
     int64_t room = hbl_free_pages(s, 0);
     double cost = 0;     /* rule 4: the copies this promotion makes */

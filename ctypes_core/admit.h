@@ -71,8 +71,6 @@ void hbl_admit_list_touch(struct hbl_admit *a, const uint32_t *slots, int n, int
 int64_t hbl_admit_list_room(const struct hbl_admit *a, const struct hbl_sim *s, const uint32_t *slots, int n);
 /* Page x is promoted by read admission (listed once it has moved); 0 when out of memory. */
 int hbl_admit_list_promote(struct hbl_admit *a, uint32_t x);
-/* Rule 7: the read's pages below promoted while there is room. */
-void hbl_admit_list_read(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets);
 /* Once served: a promotion not carried out (refused) is forgotten. */
 void hbl_admit_list_served(struct hbl_admit *a, const uint32_t *slots, int n);
 

@@ -83,17 +83,6 @@ int hbl_admit_list_promote(struct hbl_admit *a, uint32_t x)
     return 1;
 }
 
-void hbl_admit_list_read(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int8_t *targets)
-{
-    int64_t room = hbl_admit_list_room(a, s, slots, n);
-    for (int i = 0; i < n; i++) {
-        uint32_t x = slots[i];
-        if (targets[i] >= 0 || s->pt.dev[x] <= 0) continue;
-        if (room > 0 && hbl_admit_list_promote(a, x)) { room--; targets[i] = 0; a->promoted++; }
-        else a->stayed++;
-    }
-}
-
 void hbl_admit_list_served(struct hbl_admit *a, const uint32_t *slots, int n)
 {
     for (int i = 0; i < n; i++)
