@@ -183,12 +183,17 @@ static void refuse(struct hbl_sim *s, uint32_t x, int from, int counted)
     s->st.moves_refused += (uint64_t)counted;
 }
 
+/* Whether queued move m of page x (its slot) still stands: not done or undone since. */
+static int stands(const struct hbl_sim *s, uint32_t x, const struct hbl_qmove *m)
+{
+    return s->pt.copy_from[x] == m->from && s->pt.dev[x] != m->from;
+}
+
 /* The page a queued move is of, HBL_NONE once it was done or undone. */
 static uint32_t queued(const struct hbl_sim *s, const struct hbl_qmove *m)
 {
-    const struct hbl_pagetable *pt = &s->pt;
-    uint32_t x = hbl_pt_find(pt, m->page);
-    return x == HBL_NONE || pt->copy_from[x] != m->from || pt->dev[x] == m->from ? HBL_NONE : x;
+    uint32_t x = hbl_pt_find(&s->pt, m->page);
+    return x != HBL_NONE && stands(s, x, m) ? x : HBL_NONE;
 }
 
 /* Free slots of each device before a batch (layout.free_slots): its capacity and spares less the
@@ -258,9 +263,9 @@ static void take(struct hbl_sim *s, double at)
     for (uint32_t i = 0; i < s->nbq; i++) {
         struct hbl_qmove m = s->bq[i];
         uint32_t x = hbl_pt_find(pt, m.page);
-        if (x != HBL_NONE) pt->queued[x] = 0;                                             /* out, unless kept */
-        x = queued(s, &m);
-        if (x == HBL_NONE) continue;                                                      /* done or undone */
+        if (x == HBL_NONE) continue;
+        pt->queued[x] = 0;                                                                /* out, unless kept */
+        if (!stands(s, x, &m)) continue;                                                  /* done or undone */
         if ((!m.own && at - m.seen > s->cfg.bg.stale_ns) || ++held > cap) { refuse(s, x, m.from, 1); continue; }
         if (s->nbatch >= s->cfg.bg.batch_moves) { s->bq[kept++] = m; pt->queued[x] = kept; continue; }
         int to = pt->dev[x], ios = 0;
