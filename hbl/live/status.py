@@ -14,15 +14,16 @@ def cpu_s(who=resource.RUSAGE_SELF):
     return r.ru_utime + r.ru_stime
 
 
-def thread_cpu_s():
-    """CPU seconds of the calling thread (the controller's; the agents train on another)."""
-    return cpu_s(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
-
-
 def thread_times():
     """(user, kernel) CPU seconds of the calling thread."""
     r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
     return r.ru_utime, r.ru_stime
+
+
+def thread_cpu_s():
+    """CPU seconds of the calling thread (the controller's; the agents train on another)."""
+    user, kernel = thread_times()
+    return user + kernel
 
 
 class CpuLedger:
