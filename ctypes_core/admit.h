@@ -61,7 +61,10 @@ void hbl_admit_moved(struct hbl_admit *a, uint32_t slot, int from, int to);
 uint32_t hbl_admit_victim(struct hbl_admit *a, const struct hbl_sim *s, int dev);
 /* Pages of the fastest device the agents are to count as free: rule 9's read list (those pages
  * leave first whenever anything needs room); 0 under every other rule. */
-int64_t hbl_admit_spare(const struct hbl_admit *a);
+static inline int64_t hbl_admit_spare(const struct hbl_admit *a)
+{
+    return a->rule == 9 ? (int64_t)a->reads.n : 0;
+}
 /* Used by admit.c: */
 void hbl_admit_list_init(struct hbl_admit *a);
 void hbl_admit_list_free(struct hbl_admit *a);

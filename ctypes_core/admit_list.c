@@ -109,8 +109,3 @@ uint32_t hbl_admit_victim(struct hbl_admit *a, const struct hbl_sim *s, int dev)
     }
     return s->lru_tail[dev];
 }
-
-int64_t hbl_admit_spare(const struct hbl_admit *a)
-{
-    return a->rule == 9 ? (int64_t)a->reads.n : 0;
-}
