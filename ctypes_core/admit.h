@@ -55,7 +55,7 @@ static inline int hbl_admit_judges(const struct hbl_admit *a) { return a->q.e !=
 
 /* ---- rules 7-9 (admit_list.c) ---- */
 /* A page changed device (the policy's on_move): the read list follows the fastest device. */
-void hbl_admit_moved(struct hbl_admit *a, uint32_t slot, int from, int to);
+void hbl_admit_moved(struct hbl_admit *a, uint32_t slot, int from, int to, int undone);
 /* Which page leaves device dev for room (the policy's victim()): on the fastest device, the read
  * list's least recently used page while there is one; else the least recently used page. */
 uint32_t hbl_admit_victim(struct hbl_admit *a, const struct hbl_sim *s, int dev);

@@ -89,8 +89,9 @@ void hbl_admit_list_served(struct hbl_admit *a, const uint32_t *slots, int n)
         if (slots[i] < a->nflag) a->flag[slots[i]] &= (uint8_t)~PENDING;
 }
 
-void hbl_admit_moved(struct hbl_admit *a, uint32_t x, int from, int to)
+void hbl_admit_moved(struct hbl_admit *a, uint32_t x, int from, int to, int undone)
 {
+    (void)undone;
     if (x >= a->nflag) return;
     if (to != 0 && listed(a, x)) unlist(a, x);
     if (to == 0 && from != 0 && (a->flag[x] & PENDING)) {
