@@ -7,14 +7,19 @@
  * pushed off by a read admission.  Whatever else needs room on the fastest device (a write placed
  * there, the migration agent's promotions) takes the list's pages first (harmonia's victim()).
  * A page leaves the list when it leaves the fastest device, and when it is written: its placement
- * is then the placement agent's.  Rule 9 (rule 8 otherwise) has the agents count the list's pages
- * as free space on the fastest device (hbl_admit_spare), as they would see it without them. */
+ * is then the placement agent's.  A move off the fastest device may be undone before it is carried
+ * out (batch_moves: an eviction refused, or the page asked back before it was taken): the page, its
+ * data never gone, is back on the list at the tail, unless written meanwhile; back by a move not
+ * undone (its eviction was carried out), it is not.  Rule 9 (rule 8 otherwise) has the agents count
+ * the list's pages as free space on the fastest device (hbl_admit_spare), as they would see it
+ * without them. */
 #include <stdlib.h>
 #include <string.h>
 #include "admit.h"
 
 #define PENDING 1u   /* promoted by this request's read admission, not moved yet */
 #define LISTED 2u    /* on the read list */
+#define LEFT 4u      /* listed when it left the fastest device: listed again if that move is undone */
 
 /* Flags and links for slot x; -1 when out of memory. */
 static int room_for(struct hbl_admit *a, uint32_t x)
@@ -58,6 +63,7 @@ void hbl_admit_list_touch(struct hbl_admit *a, const uint32_t *slots, int n, int
 {
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
+        if (write && x < a->nflag) a->flag[x] &= (uint8_t)~LEFT;
         if (!listed(a, x)) continue;
         unlist(a, x);
         if (!write) {
@@ -89,13 +95,22 @@ void hbl_admit_list_served(struct hbl_admit *a, const uint32_t *slots, int n)
         if (slots[i] < a->nflag) a->flag[slots[i]] &= (uint8_t)~PENDING;
 }
 
-void hbl_admit_moved(struct hbl_admit *a, uint32_t x, int from, int to)
+void hbl_admit_moved(struct hbl_admit *a, uint32_t x, int from, int to, int undone)
 {
     if (x >= a->nflag) return;
-    if (to != 0 && listed(a, x)) unlist(a, x);
-    if (to == 0 && from != 0 && (a->flag[x] & PENDING)) {
-        hbl_list_push(&a->links, &a->reads, x);
-        a->flag[x] |= LISTED;
+    if (to != 0 && listed(a, x)) {
+        unlist(a, x);
+        a->flag[x] |= LEFT;
+    }
+    if (to == 0 && from != 0) {
+        if (a->flag[x] & PENDING) {
+            hbl_list_push(&a->links, &a->reads, x);
+            a->flag[x] |= LISTED;
+        } else if (undone && (a->flag[x] & LEFT)) {    /* as if it never left: the least recently used */
+            hbl_list_push_tail(&a->links, &a->reads, x);
+            a->flag[x] |= LISTED;
+        }
+        a->flag[x] &= (uint8_t)~LEFT;
     }
     a->flag[x] &= (uint8_t)~PENDING;
 }

@@ -35,6 +35,16 @@ static inline void hbl_list_push(struct hbl_links *l, struct hbl_list *q, uint32
     q->n++;
 }
 
+/* At the tail: x as the oldest entry. */
+static inline void hbl_list_push_tail(struct hbl_links *l, struct hbl_list *q, uint32_t x)
+{
+    l->next[x] = HBL_NONE;
+    l->prev[x] = q->tail;
+    if (q->tail != HBL_NONE) l->next[q->tail] = x; else q->head = x;
+    q->tail = x;
+    q->n++;
+}
+
 static inline void hbl_list_unlink(struct hbl_links *l, struct hbl_list *q, uint32_t x)
 {
     uint32_t p = l->prev[x], n = l->next[x];

@@ -115,8 +115,10 @@ struct hbl_policy_ops {
                     const uint32_t *slots, int n, double latency_ns);
     /* Every migrate_every requests: up to max moves (slot, target device). */
     int (*migrate)(void *st, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max);
-    /* A page changed device (placement, migration or eviction); from may be HBL_UNPLACED. */
-    void (*on_move)(void *st, struct hbl_sim *s, uint32_t slot, int from, int to);
+    /* A page changed device (placement, migration or eviction); from may be HBL_UNPLACED.  undone:
+     * the page is back where its data is, a move asked before not carried out (batch_moves: refused,
+     * or asked back before it was taken). */
+    void (*on_move)(void *st, struct hbl_sim *s, uint32_t slot, int from, int to, int undone);
     /* Device dev is full: which page leaves it.  NULL = least recently used. */
     uint32_t (*victim)(void *st, struct hbl_sim *s, int dev);
     /* Where that victim goes: a device slower than dev.  NULL = the next one (dev + 1). */

@@ -105,13 +105,14 @@ static inline int covers(const struct hbl_request *r, uint64_t page, uint32_t ps
     return r->offset <= page * ps && r->offset + r->length >= (page + 1) * ps;
 }
 
-static int serve(struct hbl_sim *s, const struct hbl_request *r)
-{
-    uint64_t first;
-    uint32_t n = hbl_req_pages(r, s->cfg.page_size, &first);
-    if (!n) { s->st.skipped++; s->nreq++; return 0; }
-    if (ensure_scratch(s, n)) return -1;
+/* What serving a request found: when it completed, its pages on the fastest device, the slowest
+ * device it was served from, and whether it wrote a page for the first time. */
+struct served { double done; uint64_t hits; int slowest, first_write; };
 
+/* When request r arrives (live: its own time; closed loop: once one of the queue_depth before it
+ * completes; open loop: trace time / speed), the background I/O and batches due by then done. */
+static double arrive(struct hbl_sim *s, const struct hbl_request *r)
+{
     double arrival;
     if (s->live) {
         arrival = (double)r->time_ns;
@@ -131,119 +132,162 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     if (!s->live && s->cfg.bg.batch_moves)
         hbl_batch_advance(s, arrival);
     s->sync_done = arrival;
+    return arrival;
+}
 
+/* The request's n pages from `first` in s->slots (targets -1); -1 when the page table is out of memory. */
+static int look_up(struct hbl_sim *s, uint64_t first, uint32_t n, int write)
+{
     struct hbl_pagetable *pt = &s->pt;
-    uint32_t *slots = s->slots;
-    int8_t *targets = s->targets;
-    int write = r->op == HBL_OP_WRITE;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t x = slots[i] = hbl_pt_get(pt, first + i);
+        uint32_t x = s->slots[i] = hbl_pt_get(pt, first + i);
         if (x == HBL_NONE) return -1;
-        targets[i] = -1;
+        s->targets[i] = -1;
         if (!write && pt->unread[x]) {   /* a promotion read: nothing moves a page before this request's own
                                           * moves (below), so a promotion it makes stays unread */
             s->st.promoted_unread -= pt->unread[x];
             pt->unread[x] = 0;
         }
     }
-    if (s->ops->place) s->ops->place(s->pstate, s, r, slots, (int)n, targets);
+    return 0;
+}
 
-    /* A write lands where placement wants it (no copy; with batch_moves, where the page is, its
-     * placement a move).  Room is made after the request is served: the write may use a spare
-     * slot, and whatever has to leave (possibly the page just written) is copied off the request
-     * path. */
-    double done = arrival;
-    uint64_t hits = 0;
-    int slowest = 0;   /* the slowest device the request was served from */
-    int first_write = 0;   /* a page written for the first time */
-    if (s->live) {
-        /* The request was served before we saw it, where the extent was: a
-         * different choice for it becomes a move, for reads and writes alike. */
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t x = slots[i];
-            if (pt->dev[x] < 0) hbl_set_device(s, x, s->initial_dev);
-            if (pt->dev[x] == 0) hits++;
-            (write ? s->st.write_pages : s->st.read_pages)[pt->dev[x]]++;
-        }
-        done = arrival + (double)r->latency_ns;
-    } else {
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t x = slots[i];
-            int cur = pt->dev[x], t = targets[i];
-            if (t < 0 || t >= s->cfg.ndev || !write) t = cur >= 0 ? cur : s->initial_dev;
-            /* a write over part of a page that holds data elsewhere is served where the page
-             * is: the rest of the page would have to come along, so a move there is a copy */
-            if (write && cur >= 0 && t != cur && !covers(r, first + i, s->cfg.page_size))
-                t = cur;
-            /* batch_moves: a write moves no page; it is served where the page's data is, as the
-             * live device writes where the extent is mapped (a page never placed: on the slowest
-             * device, as the live decider places one), and placement's target becomes a move asked
-             * of the queue (below), a copy of what was written (hbl/live/observe.py decide) */
-            if (write && s->cfg.bg.batch_moves) t = cur >= 0 ? cur : s->initial_dev;
-            if (write) { first_write |= !pt->written[x]; pt->home_copy[x] = 0; pt->written[x] = 1; }
-            if (write && hbl_tracks_copies(s) && !s->cfg.bg.batch_moves && covers(r, first + i, s->cfg.page_size))
-                pt->copy_from[x] = HBL_UNPLACED;       /* a copy under way is overwritten */
-            if (t != cur) hbl_set_device(s, x, t);
-        }
-        for (uint32_t i = 0; i < n;) {
-            int d = hbl_serve_dev(s, slots[i], arrival);
-            uint32_t j = i + 1;
-            while (j < n && hbl_serve_dev(s, slots[j], arrival) == d) j++;
-            /* the bytes of the request that fall in these pages: a small request to a large
-             * page (a 1 MiB extent) transfers only its own bytes */
-            uint64_t lo = (first + i) * s->cfg.page_size, hi = (first + j) * s->cfg.page_size;
-            if (lo < r->offset) lo = r->offset;
-            if (hi > r->offset + r->length) hi = r->offset + r->length;
-            double end = hbl_dev_io(s, d, write, first + i, j - i, (double)(hi - lo), arrival);
-            if (end > done) done = end;
-            if (d == 0) hits += j - i;
-            if (d > slowest) slowest = d;
-            (write ? s->st.write_pages : s->st.read_pages)[d] += j - i;
-            i = j;
-        }
-    }
-    /* what placement wanted elsewhere is now a move: a read's page (just read, so only the
-     * write is left; with copy_partial_reads only if the read covered it whole, else the
-     * rest of it is read from where it is), a partly written page (copied), any written page
-     * with batch_moves, any request's page in live mode */
+/* Live mode: the request was served before we saw it, where the extent was: a different choice
+ * for it becomes a move, for reads and writes alike. */
+static void served_live(struct hbl_sim *s, const struct hbl_request *r, uint32_t n, int write,
+                        double arrival, struct served *v)
+{
+    struct hbl_pagetable *pt = &s->pt;
     for (uint32_t i = 0; i < n; i++) {
-        int t = targets[i];
-        if (t >= 0 && t < s->cfg.ndev && t != pt->dev[slots[i]])
-            hbl_migrate_page(s, slots[i], t, arrival,
+        uint32_t x = s->slots[i];
+        if (pt->dev[x] < 0) hbl_set_device(s, x, s->initial_dev);
+        if (pt->dev[x] == 0) v->hits++;
+        (write ? s->st.write_pages : s->st.read_pages)[pt->dev[x]]++;
+    }
+    v->done = arrival + (double)r->latency_ns;
+}
+
+/* Each page's device before it is served: a read's stays (a page never placed on initial_dev), a
+ * write lands where placement wants it (no copy; with batch_moves, where the page is, its
+ * placement a move).  Room is made after the request is served: the write may use a spare slot,
+ * and whatever has to leave (possibly the page just written) is copied off the request path. */
+static void land(struct hbl_sim *s, const struct hbl_request *r, uint64_t first, uint32_t n, int write,
+                 struct served *v)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = s->slots[i];
+        int cur = pt->dev[x], t = s->targets[i];
+        if (t < 0 || t >= s->cfg.ndev || !write) t = cur >= 0 ? cur : s->initial_dev;
+        /* a write over part of a page that holds data elsewhere is served where the page
+         * is: the rest of the page would have to come along, so a move there is a copy */
+        if (write && cur >= 0 && t != cur && !covers(r, first + i, s->cfg.page_size))
+            t = cur;
+        /* batch_moves: a write moves no page; it is served where the page's data is, as the
+         * live device writes where the extent is mapped (a page never placed: on the slowest
+         * device, as the live decider places one), and placement's target becomes a move asked
+         * of the queue (below), a copy of what was written (hbl/live/observe.py decide) */
+        if (write && s->cfg.bg.batch_moves) t = cur >= 0 ? cur : s->initial_dev;
+        if (write) { v->first_write |= !pt->written[x]; pt->home_copy[x] = 0; pt->written[x] = 1; }
+        if (write && hbl_tracks_copies(s) && !s->cfg.bg.batch_moves && covers(r, first + i, s->cfg.page_size))
+            pt->copy_from[x] = HBL_UNPLACED;       /* a copy under way is overwritten */
+        if (t != cur) hbl_set_device(s, x, t);
+    }
+}
+
+/* The request's I/O: one per run of its pages served from the same device, completing with the last. */
+static void do_io(struct hbl_sim *s, const struct hbl_request *r, uint64_t first, uint32_t n, int write,
+                  double arrival, struct served *v)
+{
+    for (uint32_t i = 0; i < n;) {
+        int d = hbl_serve_dev(s, s->slots[i], arrival);
+        uint32_t j = i + 1;
+        while (j < n && hbl_serve_dev(s, s->slots[j], arrival) == d) j++;
+        /* the bytes of the request that fall in these pages: a small request to a large
+         * page (a 1 MiB extent) transfers only its own bytes */
+        uint64_t lo = (first + i) * s->cfg.page_size, hi = (first + j) * s->cfg.page_size;
+        if (lo < r->offset) lo = r->offset;
+        if (hi > r->offset + r->length) hi = r->offset + r->length;
+        double end = hbl_dev_io(s, d, write, first + i, j - i, (double)(hi - lo), arrival);
+        if (end > v->done) v->done = end;
+        if (d == 0) v->hits += j - i;
+        if (d > v->slowest) v->slowest = d;
+        (write ? s->st.write_pages : s->st.read_pages)[d] += j - i;
+        i = j;
+    }
+}
+
+/* What placement wanted elsewhere is now a move: a read's page (just read, so only the
+ * write is left; with copy_partial_reads only if the read covered it whole, else the
+ * rest of it is read from where it is), a partly written page (copied), any written page
+ * with batch_moves, any request's page in live mode. */
+static void ask_moves(struct hbl_sim *s, const struct hbl_request *r, uint64_t first, uint32_t n, int write,
+                      double arrival)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        int t = s->targets[i];
+        if (t >= 0 && t < s->cfg.ndev && t != s->pt.dev[s->slots[i]])
+            hbl_migrate_page(s, s->slots[i], t, arrival,
                              !s->live && (write || (s->cfg.bg.copy_partial_reads &&
                                                           !covers(r, first + i, s->cfg.page_size))), 0);
     }
-    if (first_write && s->cfg.bg.frontier)
-        hbl_batch_frontier(s, first + n - 1, arrival);
-    for (int d = 0; d < s->cfg.ndev - 1; d++) hbl_make_room(s, d, arrival, 0);
-    if (s->sync_done > done) {   /* evictions the queues could not take */
-        s->st.sync_wait_ns += s->sync_done - done;
-        done = s->sync_done;
-    }
+}
 
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t x = slots[i];
-        pt->count[x]++;
-        pt->last[x] = s->nreq;
-        hbl_lru_touch(s, x);
-    }
-
-    double lat = done - arrival;
+/* The request's figures, once served (its latency lat). */
+static void account(struct hbl_sim *s, const struct hbl_request *r, uint32_t n, int write, double arrival,
+                    const struct served *v)
+{
+    double lat = v->done - arrival;
     s->st.requests++;
     if (write) { s->st.writes++; s->st.write_bytes += r->length; }
     else { s->st.reads++; s->st.read_bytes += r->length; s->st.read_latency_ns += lat; }
     s->st.page_accesses += n;
     if (write) s->st.write_page_accesses += n; else s->st.read_page_accesses += n;
     s->st.latency_sum_ns += lat;
-    if (!s->live) { s->st.served_requests[slowest]++; s->st.served_latency_ns[slowest] += lat; }
-    if (done > s->st.last_completion_ns) s->st.last_completion_ns = done;
+    if (!s->live) { s->st.served_requests[v->slowest]++; s->st.served_latency_ns[v->slowest] += lat; }
+    if (v->done > s->st.last_completion_ns) s->st.last_completion_ns = v->done;
     hbl_hist_add(&s->hist, (uint64_t)llround(lat));
     s->win_req++; s->win_lat += lat;
-    if (!write) { s->win_rpages += n; s->win_rhits += hits; }
-    if (s->cfg.queue_depth > 0 && !s->live) heap_push(s, done);   /* live: nothing replayed, no queue */
+    if (!write) { s->win_rpages += n; s->win_rhits += v->hits; }
+    if (s->cfg.queue_depth > 0 && !s->live) heap_push(s, v->done);   /* live: nothing replayed, no queue */
     s->last_arrival = arrival;
+}
 
-    if (s->ops->observe) s->ops->observe(s->pstate, s, r, slots, (int)n, lat);
+static int serve(struct hbl_sim *s, const struct hbl_request *r)
+{
+    uint64_t first;
+    uint32_t n = hbl_req_pages(r, s->cfg.page_size, &first);
+    if (!n) { s->st.skipped++; s->nreq++; return 0; }
+    if (ensure_scratch(s, n)) return -1;
+    double arrival = arrive(s, r);
+    int write = r->op == HBL_OP_WRITE;
+    if (look_up(s, first, n, write)) return -1;
+    if (s->ops->place) s->ops->place(s->pstate, s, r, s->slots, (int)n, s->targets);
+
+    struct served v = { arrival, 0, 0, 0 };
+    if (s->live) {
+        served_live(s, r, n, write, arrival, &v);
+    } else {
+        land(s, r, first, n, write, &v);
+        do_io(s, r, first, n, write, arrival, &v);
+    }
+    ask_moves(s, r, first, n, write, arrival);
+    if (v.first_write && s->cfg.bg.frontier)
+        hbl_batch_frontier(s, first + n - 1, arrival);
+    for (int d = 0; d < s->cfg.ndev - 1; d++) hbl_make_room(s, d, arrival, 0);
+    if (s->sync_done > v.done) {   /* evictions the queues could not take */
+        s->st.sync_wait_ns += s->sync_done - v.done;
+        v.done = s->sync_done;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = s->slots[i];
+        s->pt.count[x]++;
+        s->pt.last[x] = s->nreq;
+        hbl_lru_touch(s, x);
+    }
+    account(s, r, n, write, arrival, &v);
+
+    if (s->ops->observe) s->ops->observe(s->pstate, s, r, s->slots, (int)n, v.done - arrival);
     s->nreq++;
     if (s->ops->migrate && s->cfg.migrate_every && s->st.requests % s->cfg.migrate_every == 0)
         run_migrations(s, arrival);

@@ -110,7 +110,7 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
         uint32_t k = find(s, x);
         if (k < s->nbq) unqueue(s, k);
         pt->copy_from[x] = HBL_UNPLACED;
-        hbl_set_device(s, x, to);
+        hbl_put_back(s, x, to);
         return;
     }
     /* the room first: it may undo a queued move (the queue changes), so the page's entry after */
@@ -123,7 +123,7 @@ void hbl_batch_ask(struct hbl_sim *s, uint32_t x, int to, double now, int read_n
     uint64_t seq = s->asks;
     if (k == s->nbq) {
         if (!grow(&s->bq, s->nbq, &s->bqcap)) {
-            hbl_set_device(s, x, phys); pt->copy_from[x] = HBL_UNPLACED; s->st.moves_refused++; return;
+            hbl_put_back(s, x, phys); pt->copy_from[x] = HBL_UNPLACED; s->st.moves_refused++; return;
         }
         s->nbq++;
         s->asks++;
@@ -165,7 +165,7 @@ static void ask_later(struct hbl_sim *s)
         struct hbl_qmove m = s->later[i];
         uint32_t x = hbl_pt_find(pt, m.page);
         if (x == HBL_NONE || pt->dev[x] == m.from || find(s, x) < s->nbq) continue;
-        if (!grow(&s->bq, s->nbq, &s->bqcap)) { hbl_set_device(s, x, m.from); s->st.moves_refused++; continue; }
+        if (!grow(&s->bq, s->nbq, &s->bqcap)) { hbl_put_back(s, x, m.from); s->st.moves_refused++; continue; }
         pt->copy_from[x] = m.from;
         pt->copy_done[x] = NOT_YET;
         m.seq = s->asks++;
@@ -174,12 +174,12 @@ static void ask_later(struct hbl_sim *s)
     s->nlater = 0;
 }
 
-/* A queued move not carried out: the page back where its data is, the policy told (on_move);
+/* A queued move not carried out: the page back where its data is, the policy told it is undone (on_move);
  * `counted` as refused (past the queue's capacity or stale), not an eviction with no slot. */
 static void refuse(struct hbl_sim *s, uint32_t x, int from, int counted)
 {
     s->pt.copy_from[x] = HBL_UNPLACED;
-    hbl_set_device(s, x, from);
+    hbl_put_back(s, x, from);
     s->st.moves_refused += (uint64_t)counted;
 }
 

@@ -59,6 +59,8 @@ static inline void hbl_lru_touch(struct hbl_sim *s, uint32_t x)
 
 /* Bookkeeping of page x changing to device `to`; the caller charges any I/O. */
 void hbl_set_device(struct hbl_sim *s, uint32_t x, int to);
+/* The same for a queued move not carried out: page x back on `to`, where its data is (the policy told it is undone). */
+void hbl_put_back(struct hbl_sim *s, uint32_t x, int to);
 /* Move page x to device `to` with a copy, as background I/O; 1 when it moved. */
 int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed, int required);
 /* Until d has `room` free pages, its victim goes to the next slower device (or where evict_to says). */

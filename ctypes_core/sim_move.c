@@ -23,7 +23,7 @@ void hbl_count_move(struct hbl_sim *s, uint32_t x, int from, int to)
 }
 
 /* Bookkeeping of a device change; the caller charges any I/O. */
-void hbl_set_device(struct hbl_sim *s, uint32_t x, int to)
+static void set_device(struct hbl_sim *s, uint32_t x, int to, int undone)
 {
     int from = s->pt.dev[x];
     if (from == to) return;
@@ -36,7 +36,17 @@ void hbl_set_device(struct hbl_sim *s, uint32_t x, int to)
     s->pt.dev[x] = (int8_t)to;
     s->used[to]++;
     hbl_lru_push(s, x, to);
-    if (s->ops->on_move) s->ops->on_move(s->pstate, s, x, from, to);
+    if (s->ops->on_move) s->ops->on_move(s->pstate, s, x, from, to, undone);
+}
+
+void hbl_set_device(struct hbl_sim *s, uint32_t x, int to)
+{
+    set_device(s, x, to, 0);
+}
+
+void hbl_put_back(struct hbl_sim *s, uint32_t x, int to)
+{
+    set_device(s, x, to, 1);
 }
 
 /* Live mode: the move is queued for the controller to carry out. */

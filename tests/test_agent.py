@@ -466,6 +466,40 @@ def test_read_admit_7_pushes_off_only_what_read_admission_brought():
     assert d.moves() == (1, 0) and d.hit(100) and not d.hit(101)
 
 
+@pytest.mark.parametrize("written", [False, True])
+def test_read_admit_7_keeps_a_page_whose_eviction_was_refused_on_its_list(written):
+    # live_batches: a 65-page fast device.  Page 100 read-admitted into free space; one write of 65
+    # pages asks 64 moves into the rest and, for the 65th, 100's eviction: past the queue's capacity
+    # (64 moves), that eviction is refused and 100 is back on the fast device.  It is still read
+    # admission's page, so a later read miss (300) displaces it.  Put back off the read list, 100 was
+    # taken for a written page: the fast device seemed full of them and the read miss stayed below.
+    # Written before the batch (its placement on the fast device undoes the eviction), 100 is the
+    # placement's page, never listed again: the read miss stays below
+    from hbl import record
+    sim = Simulator(load_hss("perf"), "harmonia-migration-only", [65, None], params=["read_admit=7"],
+                    migrate_max=0, open_loop=True, live_batches=True)
+
+    def feed(at_s, op, page, n=1):
+        r = record.empty(1)
+        r["offset"], r["length"], r["op"], r["time_ns"] = page * 4096, n * 4096, op, int(at_s * 1e9)
+        sim.feed(r)
+        sim.check()
+        return sim.stats()
+
+    for at, op, page, n in ((1, record.READ, 100, 1), (2, record.READ, 100, 1), (3, record.READ, 400, 1),
+                            (4, record.WRITE, 200, 65), (4.1, record.WRITE if written else record.READ, 100, 1),
+                            (5, record.READ, 401, 1)):
+        st = feed(at, op, page, n)
+    if not written:
+        assert st.moves_refused == 2 and st.evictions == 0    # 100's eviction and the 65th page's move
+    feed(20, record.READ, 300)
+    feed(21, record.READ, 300)                            # the miss: 300 promoted in place of 100
+    hits = sim.stats().fast_read_hits
+    st = feed(22, record.READ, 300)
+    assert (st.promotions, st.evictions) == ((1 + 64, 0) if written else (1 + 64 + 1, 1))
+    assert st.fast_read_hits == hits + (not written)
+
+
 def test_read_admit_8_decides_rule_7s_promotions_in_hindsight():
     # read-only zipf: rule 8 promotes (once hindsight shows it pays) and hits more than staying, and never
     # more than rule 7, which promotes every read miss it has room for

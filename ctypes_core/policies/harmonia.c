@@ -158,10 +158,10 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
 }
 
 /* Rules 7-9 of read admission keep a list of the pages they promoted (admit_list.c). */
-static void on_move(void *v, struct hbl_sim *s, uint32_t slot, int from, int to)
+static void on_move(void *v, struct hbl_sim *s, uint32_t slot, int from, int to, int undone)
 {
     struct state *st = v;
-    hbl_admit_moved(&st->admit, slot, from, to);
+    hbl_admit_moved(&st->admit, slot, from, to, undone);
 }
 
 static uint32_t victim(void *v, struct hbl_sim *s, int dev)

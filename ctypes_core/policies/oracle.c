@@ -211,9 +211,10 @@ static void observe(void *vst, struct hbl_sim *s, const struct hbl_request *r,
     }
 }
 
-static void on_move(void *vst, struct hbl_sim *s, uint32_t x, int from, int to)
+static void on_move(void *vst, struct hbl_sim *s, uint32_t x, int from, int to, int undone)
 {
     struct state *st = vst;
+    (void)undone;
     if (from >= 0) hremove(st, s, from, x);
     hinsert(st, s, to, x);
 }

@@ -145,20 +145,21 @@ class Capture:
         self.close()
 
     def batches(self, duration=None, count=None, timeout_ms=50, stop=None):
-        """Yield batches until duration seconds pass, count records arrive, or stop() is true."""
-        t0, seen = time.time(), 0
+        """Yield batches until duration seconds pass, count records arrive, or stop() is true; then
+        what the ring holds, without waiting (the records of I/O done before the end)."""
+        t0, seen, ending = time.time(), 0, False
         while True:
-            if duration is not None and time.time() - t0 >= duration:
-                return
-            if stop is not None and stop():
-                return
-            b = self.poll(timeout_ms)
+            ending = ending or (duration is not None and time.time() - t0 >= duration) or \
+                (stop is not None and stop())
+            b = self.poll(0 if ending else timeout_ms)
             if count is not None and seen + len(b) >= count:
                 yield b[:count - seen]
                 return
             seen += len(b)
             if len(b):
                 yield b
+            if ending and len(b) < self.batch:     # less than a batch: the ring is empty
+                return
 
 
 class LibbpfLoader:
