@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""A fingerprint of the simulator's figures, to show that a change meant to keep behaviour did.
+
+Runs a fixed set of simulate() configurations and hashes every field of each result except the
+run's own speed. Run it before a change (--out before.json) and after (--against before.json): it
+prints each configuration whose figures moved, with the fields that moved, and exits 1 if any did.
+
+  scripts/fingerprint.py --set all --out /tmp/before.json        # every policy, 5 traces, 2 HSS,
+                                                                 # with and without live_batches
+  scripts/fingerprint.py --set all --against /tmp/before.json    # after the change
+  scripts/fingerprint.py --set admit ...                         # harmonia with read_admit 0, 5-9
+
+Simulations are deterministic, so the figures do not depend on the host or its load.
+"""
+import argparse
+import hashlib
+import json
+import sys
+
+TIMING = ("requests_per_second",)
+TRACES = ("bundled:hm_1", "bundled:mds_0", "bundled:proj_0", "bundled:wdev_1",
+          "synth:mixed:requests=20000,seed=3")
+READ_ONLY = "synth:zipf:read=1.0,requests=20000,pages=2000,seed=5"
+POLICIES = ("fast-only", "slow-only", "oracle", "lru", "cde", "hps", "smq", "nhit", "seqcutoff", "arc", "lirs",
+            "s3fifo", "wtinylfu", "sibyl", "harmonia", "harmonia-placement-only", "archivist", "rnn-hss",
+            "harmonia-migration-only")
+#: The live device's model: batches of moves, copies that compete with foreground I/O.
+LIVE = dict(live_batches=True, copy_partial_reads=True, serve_after_copy=True, background_compete=True)
+
+
+def configs(which, traces=None, policies=None):
+    """(trace, hss, live, policy, params) of a named set."""
+    out = []
+    if which == "admit":
+        for trace in (traces or TRACES + (READ_ONLY,)):
+            for hss in ("perf", "cost"):
+                for live in (False, True):
+                    for k in (0, 5, 6, 7, 8, 9):
+                        for pol in ("harmonia", "harmonia-migration-only"):
+                            out.append((trace, hss, live, pol, {"read_admit": k}))
+    elif which == "all":
+        for trace in (traces or TRACES):
+            for hss in ("perf", "cost"):
+                for live in (False, True):
+                    for pol in (policies or POLICIES):
+                        out.append((trace, hss, live, pol, {}))
+    else:
+        raise ValueError("unknown set %r (all, admit)" % which)
+    return out
+
+
+def key(trace, hss, live, pol, params):
+    return "%s|%s|live=%d|%s|%s" % (trace, hss, live, pol, json.dumps(params, sort_keys=True))
+
+
+def digest(obj):
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def run(cfgs, progress=None):
+    """{key: result without its timing fields} for each configuration; a configuration the
+    policy refuses records its error, which is then part of the fingerprint."""
+    from hbl.errors import HblError
+    from hbl.sim import simulate
+    out = {}
+    for n, (trace, hss, live, pol, params) in enumerate(cfgs):
+        try:
+            r = simulate(trace, hss=hss, policy=pol, fast_capacity="10%", params=params, seed=1,
+                         **(LIVE if live else {}))
+            r = {k: v for k, v in r.items() if k not in TIMING}
+        except (HblError, ValueError) as e:
+            r = {"error": str(e)}
+        k = key(trace, hss, live, pol, params)
+        out[k] = json.loads(json.dumps(r, default=str))
+        if progress:
+            progress(n + 1, len(cfgs), k, digest(out[k]))
+    return out
+
+
+def differences(before, after):
+    """[(key, [field, ...])] of the configurations whose figures differ, and those in one only."""
+    diffs = []
+    for k in sorted(set(before) | set(after)):
+        if k not in before or k not in after:
+            diffs.append((k, ["(only %s)" % ("after" if k in after else "before")]))
+            continue
+        a, b = before[k], after[k]
+        fields = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
+        if fields:
+            diffs.append((k, fields))
+    return diffs
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--set", default="all", choices=("all", "admit"), help="which configurations (default all)")
+    ap.add_argument("--trace", action="append", help="only these traces (repeatable)")
+    ap.add_argument("--policy", action="append", help="only these policies (set all; repeatable)")
+    ap.add_argument("--out", help="write the figures of every configuration to this JSON file")
+    ap.add_argument("--against", help="compare with a file written by --out; exit 1 if any figure moved")
+    ap.add_argument("--quiet", action="store_true", help="no line per configuration")
+    a = ap.parse_args(argv)
+    before = None
+    if a.against:
+        try:
+            with open(a.against) as f:
+                before = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit("fingerprint: %s: cannot read it (%s)" % (a.against, e))
+    cfgs = configs(a.set, a.trace, a.policy)
+
+    def progress(n, total, k, h):
+        if not a.quiet:
+            print("[%d/%d] %s %s" % (n, total, h[:12], k), file=sys.stderr, flush=True)
+    after = run(cfgs, progress)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(after, f, sort_keys=True)
+    print("fingerprint %s: %d configurations, sha256 %s" % (a.set, len(after), digest(after)))
+    if before is None:
+        return 0
+    diffs = differences({k: v for k, v in before.items() if k in after or not (a.trace or a.policy)}, after)
+    for k, fields in diffs:
+        print("MOVED %s: %s" % (k, ", ".join(fields)))
+    print("against %s: %s" % (a.against, "%d of %d moved" % (len(diffs), len(after)) if diffs else "identical"))
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""scripts/fingerprint.py, the check that a change meant to keep behaviour kept the simulator's
+figures: the same code gives the same fingerprint, a moved figure is named with its field and
+fails the comparison, and a parameter that changes behaviour changes the fingerprint."""
+import importlib.util
+import json
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRACE = "synth:mixed:requests=3000,seed=3"
+
+
+def fingerprint():
+    spec = importlib.util.spec_from_file_location("fingerprint", os.path.join(ROOT, "scripts", "fingerprint.py"))
+    fp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fp)
+    return fp
+
+
+def test_same_code_same_fingerprint_and_a_moved_figure_is_named(tmp_path, capsys):
+    fp = fingerprint()
+    out = tmp_path / "before.json"
+    args = ["--set", "all", "--trace", TRACE, "--policy", "lru", "--policy", "harmonia", "--quiet"]
+    assert fp.main(args + ["--out", str(out)]) == 0
+    before = json.loads(out.read_text())
+    assert len(before) == 2 * 2 * 2          # 2 policies x 2 HSS x live_batches off and on
+    assert all("requests_per_second" not in r for r in before.values())
+    capsys.readouterr()
+    assert fp.main(args + ["--against", str(out)]) == 0
+    assert "identical" in capsys.readouterr().out
+
+    k = next(k for k in before if "|lru|" in k and "live=0" in k)
+    before[k]["avg_latency_us"] = before[k]["avg_latency_us"] * 1.001
+    out.write_text(json.dumps(before))
+    assert fp.main(args + ["--against", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert "MOVED %s: avg_latency_us" % k in printed
+    assert "1 of 8 moved" in printed
+
+
+def test_a_behaviour_change_moves_the_fingerprint():
+    fp = fingerprint()
+    cfg = [(TRACE, "cost", False, "harmonia-migration-only", {})]
+    a = fp.run(cfg)
+    b = fp.run([(TRACE, "cost", False, "harmonia-migration-only", {"read_admit": 1})])
+    assert fp.digest(a) == fp.digest(fp.run(cfg))
+    assert fp.differences(a, {list(a)[0]: list(b.values())[0]})
+
+
+def test_an_unreadable_baseline_is_a_clear_error(tmp_path):
+    fp = fingerprint()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    try:
+        fp.main(["--trace", TRACE, "--policy", "lru", "--quiet", "--against", str(bad)])
+    except SystemExit as e:
+        assert "bad.json" in str(e) and "cannot read" in str(e)
+    else:
+        raise AssertionError("no error for an unreadable file")
