@@ -109,12 +109,17 @@ def test_app_slices_load(name):
 LMDB = workloads.get("lmdb-kv")
 
 
+def _script(tmp_path, recipe, name, *args):
+    """Run the Python script `name` (LOAD, MIX) of the recipe module `recipe` with its interpreter."""
+    script = tmp_path / (name + ".py")
+    script.write_text(getattr(recipe, name))
+    return subprocess.run([recipe.PY, str(script)] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=300)
+
+
 def _lmdb_script(tmp_path, name, *args):
     from hbl.trace.recipes import lmdb_kv
-    script = tmp_path / (name + ".py")
-    script.write_text(getattr(lmdb_kv, name))
-    return subprocess.run([lmdb_kv.PY, str(script)] + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=300)
+    return _script(tmp_path, lmdb_kv, name, *args)
 
 
 @pytest.mark.skipif(bool(LMDB.tools()[1]), reason="python3-lmdb is not installed (bootstrap.sh --workloads)")
