@@ -38,6 +38,7 @@ def test_a_family_stands_for_all_its_traces():
     assert split.side("workload:pgbench+sqlite") == "evaluation"
     assert split.side("synth:uniform") is None and split.side("/data/my.csv") is None
     assert split.side("workload:lmdb-kv") == split.side("workload:file-server") == "training"
+    assert split.side("workload:rrd-metrics") == split.side("workload:kyoto-hash@500000-750000") == "training"
 
 
 def test_the_evaluation_suite_is_evaluation_only():
