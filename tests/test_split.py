@@ -92,6 +92,21 @@ def test_the_capture_parts_of_choice_and_check_do_not_overlap(tmp_path):
         assert (load(path)[0] == whole[lo:hi]).all() and hi - lo == 250_000
 
 
+def test_the_apps_set_is_regimes_and_the_training_captures_parts(tmp_path):
+    """apps: regimes' traces, then a part of each other training capture; every capture holds both
+    parts (choice and check) after the 500,000 requests left for training, so no part is short."""
+    from hbl.trace import open_trace, workloads
+    apps = [label for label, _ in pretrained.validation_set("apps", 1000, 2, tmp_path)]
+    regimes = [label for label, _ in pretrained.validation_set("regimes", 1000, 2, tmp_path)]
+    assert apps[:len(regimes)] == regimes and [split.families(t)[0] for t in apps[len(regimes):]] == [
+        "app:lmdb-kv", "app:rrd-metrics", "app:kyoto-hash"]
+    real = ["app:" + c for c in pretrained.VALIDATION_SETS["apps"]["captures"]]
+    assert sorted(real) == sorted(t for t in split.TRAINING if t.startswith("app:"))   # every training capture
+    assert pretrained.CAPTURE_PARTS[2][0] >= 500_000 and pretrained.CAPTURE_PARTS[2][1] <= pretrained.CAPTURE_PARTS[3][0]
+    for c in pretrained.VALIDATION_SETS["apps"]["captures"]:
+        assert open_trace(workloads.resolve("workload:" + c)).count >= pretrained.CAPTURE_PARTS[3][1], c
+
+
 def test_validation_traces_are_training_workloads():
     """What scripts/validate_agents.py and `hbl pretrain --select` choose on."""
     assert all(split.side(t) == "training" for t in pretrained.validation_traces(1000))
