@@ -90,13 +90,9 @@ else:                           # a host's page of graphs: its metrics' recent h
         time.sleep(0.5)
 '''
 
-#: the step: the collector and the dashboard until the capture stops them (bash for wait -n: either
-#: ending is a failure the capture reports)
+#: the step: the collector and the dashboard until the capture stops them (Recipe.together)
 ROUNDS = r"""{py} {mix} {root} collector {hosts} {metrics} {t0} 1 &
 {py} {mix} {root} dashboard {hosts} {metrics} {t0} 2 &
-wait -n
-echo "rrd-metrics: a process ended (exit status $?)" >&2
-exit 1
 """
 
 
@@ -122,4 +118,4 @@ class RrdMetrics(Recipe):
     def steps(self, sc):
         mix = sc.write_tmp("rrd-mix.py", MIX)
         script = ROUNDS.format(py=PY, mix=mix, root=sc.path("rrd"), hosts=HOSTS, metrics=METRICS, t0=T0)
-        return [self.shell(sc, "sweeps", script, 1.0, sh="/bin/bash")]   # wait -n
+        return [self.together(sc, "sweeps", script, 1.0)]
