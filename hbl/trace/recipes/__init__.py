@@ -6,6 +6,7 @@ from hbl.trace.recipes.fio_zipf import FioZipf
 from hbl.trace.recipes.git_checkout import GitCheckout
 from hbl.trace.recipes.kyoto_hash import KyotoHash
 from hbl.trace.recipes.lmdb_kv import LmdbKv
+from hbl.trace.recipes.maildir_lda import MaildirLda
 from hbl.trace.recipes.nginx_static import NginxStatic
 from hbl.trace.recipes.pg_analytics import PgAnalytics
 from hbl.trace.recipes.pgbench import Pgbench
@@ -18,4 +19,5 @@ from hbl.trace.recipes.sysbench_mariadb import SysbenchMariadb
 
 RECIPES = {r.name: r for r in (Pgbench(), SysbenchMariadb(), RocksdbBench(), SqliteMix(), LinuxBuild(), FioZipf(),
                                RedisAof(), NginxStatic(), FileServer(), PgAnalytics(), GitCheckout(),
-                               SquidCache(), BeanstalkdQueue(), LmdbKv(), RrdMetrics(), KyotoHash())}
+                               SquidCache(), BeanstalkdQueue(), LmdbKv(), RrdMetrics(), KyotoHash(),
+                               MaildirLda())}
