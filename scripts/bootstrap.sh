@@ -44,7 +44,7 @@ done
 wl=(sqlite3)
 ((WORKLOADS)) && wl+=(postgresql mariadb-server sysbench rocksdb-tools linux-source xz-utils make bc flex bison
                      libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git squid beanstalkd
-                     python3-lmdb)
+                     python3-lmdb python3-rrdtool python3-kyotocabinet dovecot-core)
 for p in "${wl[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done

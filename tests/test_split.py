@@ -38,6 +38,8 @@ def test_a_family_stands_for_all_its_traces():
     assert split.side("workload:pgbench+sqlite") == "evaluation"
     assert split.side("synth:uniform") is None and split.side("/data/my.csv") is None
     assert split.side("workload:lmdb-kv") == split.side("workload:file-server") == "training"
+    assert split.side("workload:rrd-metrics") == split.side("workload:kyoto-hash@500000-750000") == "training"
+    assert split.side("apps:maildir-lda") == "training"
 
 
 def test_the_evaluation_suite_is_evaluation_only():
@@ -89,6 +91,21 @@ def test_the_capture_parts_of_choice_and_check_do_not_overlap(tmp_path):
     for s, path in zip((2, 3), parts):
         lo, hi = pretrained.CAPTURE_PARTS[s]
         assert (load(path)[0] == whole[lo:hi]).all() and hi - lo == 250_000
+
+
+def test_the_apps_set_is_regimes_and_the_training_captures_parts(tmp_path):
+    """apps: regimes' traces, then a part of each other training capture long enough to hold both parts
+    (choice and check) after the 500,000 requests left for training, so no part is short."""
+    from hbl.trace import open_trace, workloads
+    apps = [label for label, _ in pretrained.validation_set("apps", 1000, 2, tmp_path)]
+    regimes = [label for label, _ in pretrained.validation_set("regimes", 1000, 2, tmp_path)]
+    assert apps[:len(regimes)] == regimes and [split.families(t)[0] for t in apps[len(regimes):]] == [
+        "app:lmdb-kv", "app:rrd-metrics", "app:kyoto-hash"]
+    assert pretrained.CAPTURE_PARTS[2][0] >= 500_000 and pretrained.CAPTURE_PARTS[2][1] <= pretrained.CAPTURE_PARTS[3][0]
+    long = sorted(t for t in split.TRAINING if t.startswith("app:")
+                  and open_trace(workloads.resolve("workload:" + t[4:])).count >= pretrained.CAPTURE_PARTS[3][1])
+    assert sorted("app:" + c for c in pretrained.VALIDATION_SETS["apps"]["captures"]) == long   # every one long enough
+    assert "app:maildir-lda" in split.TRAINING and "app:maildir-lda" not in long           # 719,304 records
 
 
 def test_validation_traces_are_training_workloads():

@@ -38,7 +38,8 @@ def _add_pretrain(sub):
     pt.add_argument("--validation", default="families", metavar="NAME",
                     help="the validation set --select chooses on (hbl/sim/pretrained.py VALIDATION_SETS): "
                          "families (default: the five training families), regimes (those, synth:burst, "
-                         "synth:log and the training captures' later parts)")
+                         "synth:log and the redis-aof and file-server captures' later parts), apps (regimes "
+                         "and the other training captures' later parts)")
     pt.add_argument("--list", action="store_true", help="list the shipped pretrained agents instead")
     pt.add_argument("--json", action="store_true")
     pt.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -60,9 +60,14 @@ def validation_traces(requests=None, families=TRAINING_SUITE, seed=2):
 #:             background queue; synth:log: an fsynced write-once log) and the two training captures'
 #:             later parts, the regimes where harmonia loses on the evaluation
 #:             (results/diagnosis/migration.txt, results/pretrain/valset.txt)
+#:   apps      regimes and the later parts of the three other training captures (lmdb-kv, rrd-metrics,
+#:             kyoto-hash): five real applications beside the seven families, so that a choice is also
+#:             made on real I/O (results/pretrain/apps-set.txt)
 VALIDATION_SETS = {
     "families": dict(families=TRAINING_SUITE, captures=()),
     "regimes": dict(families=TRAINING_SUITE + split.NAMED_ONLY, captures=("redis-aof", "file-server")),
+    "apps": dict(families=TRAINING_SUITE + split.NAMED_ONLY,
+                 captures=("redis-aof", "file-server", "lmdb-kv", "rrd-metrics", "kyoto-hash")),
 }
 #: A capture has no generator seed: the part of it that stands for the families' seed-2 (validation)
 #: and seed-3 (check) traces; requests 0-500,000 are left for training (scripts/migration_diag.py --cut).

@@ -7,6 +7,14 @@ import glob
 import subprocess
 
 
+#: The end of a step of processes side by side (Recipe.together): bash's wait -n returns when the first ends,
+#: and any of them ending is a failure the capture reports.
+TOGETHER = """wait -n
+echo "%s: a process of the mix ended (exit status $?)" >&2
+exit 1
+"""
+
+
 @dataclasses.dataclass
 class Step:
     """One captured phase: a command, and the share of the remaining budget (time and
@@ -62,3 +70,8 @@ class Recipe:
     def shell(self, sc, label, script, share=None, sh="/bin/sh"):
         """A step that runs `script` with /bin/sh (or `sh`), written beside the scratch file system."""
         return Step(label, [sh, sc.write_tmp("%s-%s.sh" % (self.name, label), script)], share)
+
+    def together(self, sc, label, script, share=None):
+        """A step of the processes `script` starts in the background (lines ending in &), until the capture
+        stops them; one of them ending by itself is a failure."""
+        return self.shell(sc, label, script + TOGETHER % self.name, share, sh="/bin/bash")

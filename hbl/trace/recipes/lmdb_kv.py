@@ -81,13 +81,9 @@ else:
                     txn.get(key())
 '''
 
-#: the step: three readers and the writer, until the capture stops them (bash for wait -n: any of them
-#: ending is a failure the capture reports)
+#: the step: three readers and the writer, until the capture stops them (Recipe.together)
 ROUNDS = r"""for i in 1 2 3; do {py} {mix} {db} reader {n} {s} {spread} $i & done
 {py} {mix} {db} writer {n} {s} {spread} 9 &
-wait -n
-echo "lmdb-kv: a process of the mix ended (exit status $?)" >&2
-exit 1
 """
 
 
@@ -112,7 +108,7 @@ class LmdbKv(Recipe):
     def _phase(self, sc, label, s, spread, share):
         mix = sc.write_tmp("lmdb-mix.py", MIX)
         script = ROUNDS.format(py=PY, mix=mix, db=sc.path("lmdb"), n=KEYS, s=s, spread=spread)
-        return self.shell(sc, label, script, share, sh="/bin/bash")   # wait -n
+        return self.together(sc, label, script, share)
 
     def steps(self, sc):
         return [self._phase(sc, "skew-0.9", 0.9, 0.618034, 0.5), self._phase(sc, "skew-1.1", 1.1, 0.414214, 1.0)]
