@@ -121,3 +121,26 @@ def test_training_on_an_evaluation_workload_is_refused(tmp_path):
     with pytest.raises(HblError, match="apps:sqlite is an evaluation workload"):
         pretrained.pretrain("harmonia", "perf", 1, tmp_path / "x.agent", traces=["synth:src", "apps:sqlite"])
     assert not list(tmp_path.iterdir())
+
+
+def test_a_part_of_a_capture_is_its_requests_in_order():
+    import numpy as np
+    from hbl.errors import TraceError
+    from hbl.trace import load, open_trace
+    whole, _ = load("workload:redis-aof")
+    got = np.concatenate(list(open_trace("workload:redis-aof@1000-71000")))
+    assert len(got) == 70_000 and (got == whole[1000:71000]).all()
+    with pytest.raises(TraceError, match="has %d requests: no part" % len(whole)):
+        list(open_trace("workload:redis-aof@0-%d" % (len(whole) + 1)))
+    with pytest.raises(TraceError, match="ends .* before it starts"):
+        open_trace("workload:redis-aof@9-3")
+    with pytest.raises(TraceError, match="workload:NAME@START-END"):
+        open_trace("workload:redis-aof@first-half")
+
+
+def test_pretraining_on_a_validation_part_is_refused(tmp_path):
+    for t in ("workload:lmdb-kv", "workload:kyoto-hash@400000-600000", "workload:redis-aof@750000-800000"):
+        with pytest.raises(HblError, match="train on workload:[a-z-]+@0-500000"):
+            pretrained.pretrain_all(["harmonia"], ["perf"], 1, tmp_path, traces=["synth:src", t])
+    assert not list(tmp_path.iterdir())
+    pretrained.check_not_validation(["workload:lmdb-kv@0-500000", "workload:maildir-lda", "synth:src"], "x")

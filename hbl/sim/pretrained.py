@@ -96,6 +96,23 @@ def validation_set(name="families", requests=None, seed=2, workdir=None):
     return out
 
 
+def check_not_validation(traces, what):
+    """HblError naming the first trace that holds requests of a validation set's capture parts
+    (CAPTURE_PARTS): a capture a validation set uses is trained on by its first part only,
+    workload:NAME@0-500000, never whole."""
+    from hbl.trace import part
+    held = {c for v in VALIDATION_SETS.values() for c in v["captures"]}
+    first = min(start for start, _ in CAPTURE_PARTS.values())
+    for t in traces:
+        p = part.parse(t)
+        capture = p[0] if p else t
+        if capture.startswith("workload:") and capture.split(":", 1)[1] in held and (p is None or p[2] > first):
+            raise HblError("%s: %s holds requests that validation sets choose and check on (requests %s of %s, "
+                           "hbl/sim/pretrained.py CAPTURE_PARTS); train on %s@0-%d" % (
+                               what, t, ", ".join("%d-%d" % r for r in CAPTURE_PARTS.values()), capture, capture,
+                               first))
+
+
 def _capture_part(spec, start, end, path):
     """Requests start..end of a training capture, written once to path (a native trace)."""
     from hbl import trace as tracemod
@@ -146,6 +163,7 @@ def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, pr
     from hbl.sim import simulate
     traces = list(traces or training_traces())
     split.check_training(traces, "pretrain")
+    check_not_validation(traces, "pretrain")
     if passes < 1:
         raise HblError("passes must be at least 1")
     out = Path(out)
@@ -186,6 +204,7 @@ def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, par
     out = Path(out)
     traces = list(traces or training_traces())
     split.check_training(traces, "hbl pretrain --trace")
+    check_not_validation(traces, "hbl pretrain --trace")
     out.mkdir(parents=True, exist_ok=True)
     with open(out / RECIPE, "w") as f:
         json.dump(dict(policies=list(policies), hss=list(hss_list), seeds=seeds, traces=traces, passes=passes,

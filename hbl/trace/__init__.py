@@ -10,13 +10,15 @@ A trace name may also be `synth:PRESET[:key=value,...]` for a generated workload
 (see hbl.trace.synthetic), `bundled:NAME` for one of the MSR slices shipped
 with hbl, `workload:NAME` for a real application's capture or `apps:NAME` for
 its shipped first 20,000 requests (see hbl.trace.workloads), and `workload:A+B` for captures replayed
-together as tenants of one host (see hbl.trace.mix).
+together as tenants of one host (see hbl.trace.mix), and `workload:NAME@START-END` for requests
+START..END of a capture (see hbl.trace.part).
 """
 import pathlib
 
 from hbl.errors import TraceError
 # the files under the names: hbl.trace offers them too
 from hbl.trace.files import BINARY_READERS, READERS, detect, format_for_path, open_file, writer  # noqa: F401
+from hbl.trace import part
 from hbl.trace.mix import MixReader, is_mix
 
 BUNDLED_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "traces" / "msr"
@@ -49,6 +51,11 @@ def open_trace(name, fmt=None, lenient=False, chunk=1 << 16, **options):
     if name.startswith("synth:"):
         from hbl.trace.synthetic import SyntheticTrace
         return SyntheticTrace(name, chunk=chunk)
+    p = part.parse(name)
+    if p:
+        capture, start, end = p
+        return part.PartReader(name, open_trace(capture, fmt=fmt, lenient=lenient, chunk=chunk, **options),
+                               start, end)
     if is_mix(name):
         if fmt:
             raise TraceError(name, "a mix takes no --format: its tenants' formats are detected")
