@@ -433,3 +433,25 @@ def test_bcc_counts_what_its_sector_keyed_table_cannot_hold(loopdev):
     d, st = capture_while([dev], io, backend="bcc", settle=1.0)
     assert len(d) + st["lost"] >= n and len(d) <= n
     assert (d["offset"] == 0).all() and (d["op"] == record.READ).all()
+
+
+def test_the_drain_after_a_stop_ends_under_a_ring_that_never_empties():
+    """A load that fills the ring as fast as it is read: the drain reads DRAIN_POLLS batches, not forever
+    (a unit test of batches() over a ring that is always full; needs no BPF)."""
+    import hbl.capture as cap
+    from hbl import record
+
+    class FullRing:
+        polls = 0
+
+        def poll(self, timeout_ms, batch):
+            FullRing.polls += 1
+            assert FullRing.polls <= 10 * cap.DRAIN_POLLS, "the drain does not end"
+            return record.empty(batch)
+
+        def close(self):
+            pass
+    c = object.__new__(cap.Capture)
+    c._impl, c.batch = FullRing(), 8
+    got = sum(len(b) for b in c.batches(duration=0))
+    assert FullRing.polls == cap.DRAIN_POLLS and got == cap.DRAIN_POLLS * 8

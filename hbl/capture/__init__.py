@@ -83,6 +83,11 @@ def check_environment(mount_tracefs=True):
                                "mount -t tracefs tracefs %s" % TRACEFS)
 
 
+#: The most batches read without waiting once a capture is told to end (64 x 65,536 records: more
+#: than the default ring holds).
+DRAIN_POLLS = 64
+
+
 class Capture:
     """A running capture on some devices; iterate batches, read stats(), close().
 
@@ -146,11 +151,17 @@ class Capture:
 
     def batches(self, duration=None, count=None, timeout_ms=50, stop=None):
         """Yield batches until duration seconds pass, count records arrive, or stop() is true; then
-        what the ring holds, without waiting (the records of I/O done before the end)."""
-        t0, seen, ending = time.time(), 0, False
+        what the ring holds, without waiting (the records of I/O done before the end), at most
+        DRAIN_POLLS batches of it: under a load that fills the ring as fast as it is read, the
+        drain ends there instead of never."""
+        t0, seen, ending, drained = time.time(), 0, False, 0
         while True:
             ending = ending or (duration is not None and time.time() - t0 >= duration) or \
                 (stop is not None and stop())
+            if ending:
+                if drained >= DRAIN_POLLS:
+                    return
+                drained += 1
             b = self.poll(0 if ending else timeout_ms)
             if count is not None and seen + len(b) >= count:
                 yield b[:count - seen]
