@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--set", default="families", metavar="NAME",
                     help="the named validation set (hbl/sim/pretrained.py VALIDATION_SETS; default families, "
                          "the five training families; regimes adds synth:burst, synth:log and the redis-aof and "
-                         "file-server captures' later parts; apps adds the other training captures' too)")
+                         "file-server captures' later parts; apps adds lmdb-kv's, rrd-metrics' and kyoto-hash's)")
     ap.add_argument("--selected", action="store_true",
                     help="run each candidate's chosen agents (DIR/POLICY-HSS.agent, hbl pretrain --select's "
                          "choice) for every online seed, not pretraining seed K's for online seed K")

@@ -130,6 +130,7 @@ def test_a_part_of_a_capture_is_its_requests_in_order():
     whole, _ = load("workload:redis-aof")
     got = np.concatenate(list(open_trace("workload:redis-aof@1000-71000")))
     assert len(got) == 70_000 and (got == whole[1000:71000]).all()
+    assert open_trace("workload:redis-aof@1000-71000").count == 70_000
     with pytest.raises(TraceError, match="has %d requests: no part" % len(whole)):
         list(open_trace("workload:redis-aof@0-%d" % (len(whole) + 1)))
     with pytest.raises(TraceError, match="ends .* before it starts"):
@@ -139,7 +140,8 @@ def test_a_part_of_a_capture_is_its_requests_in_order():
 
 
 def test_pretraining_on_a_validation_part_is_refused(tmp_path):
-    for t in ("workload:lmdb-kv", "workload:kyoto-hash@400000-600000", "workload:redis-aof@750000-800000"):
+    for t in ("workload:lmdb-kv", "workload:kyoto-hash@400000-600000", "workload:redis-aof@750000-800000",
+              "workload:maildir-lda+rrd-metrics"):
         with pytest.raises(HblError, match="train on workload:[a-z-]+@0-500000"):
             pretrained.pretrain_all(["harmonia"], ["perf"], 1, tmp_path, traces=["synth:src", t])
     assert not list(tmp_path.iterdir())

@@ -39,7 +39,7 @@ def _add_pretrain(sub):
                     help="the validation set --select chooses on (hbl/sim/pretrained.py VALIDATION_SETS): "
                          "families (default: the five training families), regimes (those, synth:burst, "
                          "synth:log and the redis-aof and file-server captures' later parts), apps (regimes "
-                         "and the other training captures' later parts)")
+                         "and the later parts of lmdb-kv, rrd-metrics and kyoto-hash)")
     pt.add_argument("--list", action="store_true", help="list the shipped pretrained agents instead")
     pt.add_argument("--json", action="store_true")
     pt.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -104,13 +104,15 @@ def check_not_validation(traces, what):
     held = {c for v in VALIDATION_SETS.values() for c in v["captures"]}
     first = min(start for start, _ in CAPTURE_PARTS.values())
     for t in traces:
-        p = part.parse(t)
-        capture = p[0] if p else t
-        if capture.startswith("workload:") and capture.split(":", 1)[1] in held and (p is None or p[2] > first):
-            raise HblError("%s: %s holds requests that validation sets choose and check on (requests %s of %s, "
-                           "hbl/sim/pretrained.py CAPTURE_PARTS); train on %s@0-%d" % (
-                               what, t, ", ".join("%d-%d" % r for r in CAPTURE_PARTS.values()), capture, capture,
-                               first))
+        kind, _, names = t.partition(":")
+        for one in (kind + ":" + n for n in names.split("+")) if kind == "workload" else [t]:
+            p = part.parse(one)
+            capture = p[0] if p else one
+            if capture.startswith("workload:") and capture.split(":", 1)[1] in held and (p is None or p[2] > first):
+                raise HblError("%s: %s holds requests that validation sets choose and check on (requests %s of "
+                               "%s, hbl/sim/pretrained.py CAPTURE_PARTS); train on %s@0-%d" % (
+                                   what, t, ", ".join("%d-%d" % r for r in CAPTURE_PARTS.values()), capture,
+                                   capture, first))
 
 
 def _capture_part(spec, start, end, path):

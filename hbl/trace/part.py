@@ -26,17 +26,25 @@ def parse(name):
 
 
 class PartReader:
-    """Chunks of requests start..end of a reader; the rest of its attributes are the reader's."""
+    """Chunks of requests start..end of a reader.  It has no file of its own (path None) and counts
+    its own requests; what the reader skipped or found wrong is the reader's."""
 
     name = "part"
     description = "a part of a capture (workload:NAME@START-END)"
+    path = None
 
     def __init__(self, spec, reader, start, end):
         self.spec, self.reader, self.start, self.end = spec, reader, start, end
+        self.count = end - start
         self.source = "%s (requests %d-%d)" % (getattr(reader, "source", spec) or spec, start, end)
 
-    def __getattr__(self, attr):
-        return getattr(self.__dict__["reader"], attr)
+    @property
+    def skipped(self):
+        return getattr(self.reader, "skipped", 0)
+
+    @property
+    def problems(self):
+        return getattr(self.reader, "problems", [])
 
     def __iter__(self):
         seen = 0

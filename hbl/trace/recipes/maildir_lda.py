@@ -103,8 +103,11 @@ class MaildirLda(Recipe):
     def prepare(self, sc):
         sc.mkdir("mail", "mail")
         msgs = os.path.join(sc.tmp, "messages")     # beside the scratch file system: reading them is not captured
-        os.mkdir(msgs, 0o755)
+        os.mkdir(msgs)
+        os.chmod(msgs, 0o755)                       # whatever the umask: the mail user reads them
         sc.run([PY, sc.write_tmp("maildir-messages.py", MESSAGES), msgs, "400"])
+        for f in os.listdir(msgs):
+            os.chmod(os.path.join(msgs, f), 0o644)
 
     def steps(self, sc):
         mix = sc.write_tmp("maildir-mix.py", MIX)
