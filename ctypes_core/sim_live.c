@@ -13,15 +13,28 @@ struct hbl_sim *hbl_live_new(const struct hbl_sim_config *cfg, const char *polic
     return hbl_sim_create(cfg, policy, params, NULL, 1, err, errlen);
 }
 
-int32_t hbl_live_set_devices(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n)
+static int32_t live_place(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n, int undone)
 {
     for (uint64_t i = 0; i < n; i++) {
         if (devs[i] < 0 || devs[i] >= s->cfg.ndev) return -1;
         uint32_t x = hbl_pt_get(&s->pt, extents[i]);
         if (x == HBL_NONE) return -1;
-        hbl_set_device(s, x, devs[i]);
+        if (undone)
+            hbl_put_back(s, x, devs[i]);
+        else
+            hbl_set_device(s, x, devs[i]);
     }
     return 0;
+}
+
+int32_t hbl_live_set_devices(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n)
+{
+    return live_place(s, extents, devs, n, 0);
+}
+
+int32_t hbl_live_put_back(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n)
+{
+    return live_place(s, extents, devs, n, 1);
 }
 
 int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent)

@@ -68,6 +68,25 @@ def test_decider_put_back_restores_a_move_not_done():
     e.check()
 
 
+def test_a_refused_eviction_keeps_a_read_admitted_extent_on_the_read_list():
+    """read_admit=7 pushes off only extents read admission brought.  When the controller does not
+    carry out such an extent's eviction (put_back), it is still read-admitted: a later read miss may
+    push it off again; told as a plain placement it would count as placed by a write and stay."""
+    def third_moves(tell):
+        e = Decider("harmonia", MIB, [1, 1000], params={"read_admit": 7})
+        e.set_devices(np.arange(1000), np.ones(1000))
+        e.feed(requests([100], [record.READ]))
+        assert e.take_moves() == {100: 0}                     # the read miss admitted
+        e.feed(requests([200], [record.WRITE], t0=10**6))
+        asked = e.take_moves()
+        assert asked == {100: 1, 200: 0}                      # a write placed, the read-admitted one evicted
+        tell(e)(sorted(asked), [0, 1])                        # neither move done: both where they were
+        e.feed(requests([300, 300], [record.READ] * 2, t0=2 * 10**6))
+        return e.take_moves()
+    assert third_moves(lambda e: e.put_back) == {100: 1, 300: 0}
+    assert third_moves(lambda e: e.set_devices) == {}         # what put_back is for
+
+
 def test_decider_refuses_bad_input():
     with pytest.raises(HblError):
         Decider("no-such-policy", MIB, [2, 10])
@@ -1078,7 +1097,7 @@ def test_plan_asks_the_queue_for_no_more_than_the_carried_rate_holds():
     told = {}
     asked = iter([{e: 0 for e in range(100)}, {e: 0 for e in range(100, 110)}])
     c.decider = types.SimpleNamespace(take_moves=lambda: next(asked),
-                                      set_devices=lambda ex, d: told.update(zip(list(ex), list(d))))
+                                      put_back=lambda ex, d: told.update(zip(list(ex), list(d))))
     c.check_lost = lambda: None
     c.flip, c.failed, c.unsure = [], {}, False
     c.free = [list(range(1000, 1300)), []]

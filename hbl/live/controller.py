@@ -254,7 +254,7 @@ class Controller(Observer, MemberFaults):
             want = (int(m.dev[e]) + 1) % len(m.members)
             self.decider.set_devices([e], [want])
             self.queue.ask(e, want, 0, int(m.dev[e]))
-        stay = lambda ex: self.decider.set_devices(ex, m.dev[ex])
+        stay = lambda ex: self.decider.put_back(ex, m.dev[ex])
         o = self.options
         return [{"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want, "dst_slot": slot,
                  "copy": bool(m.written[e]) or self.unsure, "seen_ns": t_seen}
@@ -301,7 +301,7 @@ class Controller(Observer, MemberFaults):
         for mv in plan:
             self.free[mv["dst"]].insert(0, mv["dst_slot"])
         ex = [mv["extent"] for mv in plan]
-        self.decider.set_devices(ex, self.meta.dev[ex])
+        self.decider.put_back(ex, self.meta.dev[ex])
 
     # ---- the loop ----
 

@@ -39,7 +39,12 @@ class Decider:
         self._moves = np.zeros(65536, np.uint64)
 
     def set_devices(self, extents, devices):
+        """Where extents are (at start-up, or moved by the controller's own rule)."""
         self.sim.set_devices(extents, devices)
+
+    def put_back(self, extents, devices):
+        """Moves the policy asked for and the controller did not do: the extents are still on devices."""
+        self.sim.set_devices(extents, devices, undone=True)
 
     def device(self, extent):
         return lib.hbl_live_device(self.sim.sim, int(extent))

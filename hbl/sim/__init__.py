@@ -358,14 +358,16 @@ class Simulator:
         if lib.hbl_sim_set_future(self.sim, ptr, len(keep)):
             raise HblError("policy %s does not take future knowledge (or out of memory)" % self.policy)
 
-    def set_devices(self, pages, devices):
-        """Page pages[i] is on device devices[i] (where a live device's mapping has it), the policy told."""
+    def set_devices(self, pages, devices, undone=False):
+        """Page pages[i] is on device devices[i] (where a live device's mapping has it), the policy told;
+        undone: because the moves it asked for them were not done."""
         e = np.ascontiguousarray(pages, dtype=np.uint64)
         d = np.ascontiguousarray(devices, dtype=np.int8)
         if len(e) != len(d):
             raise ValueError("one device per page")
-        if lib.hbl_live_set_devices(self.sim, ffi.cast("uint64_t *", ffi.from_buffer(e)),
-                                    ffi.cast("int8_t *", ffi.from_buffer(d)), len(e)):
+        place = lib.hbl_live_put_back if undone else lib.hbl_live_set_devices
+        if place(self.sim, ffi.cast("uint64_t *", ffi.from_buffer(e)), ffi.cast("int8_t *", ffi.from_buffer(d)),
+                 len(e)):
             raise HblError("the engine refused a placement (bad device or out of memory)")
 
     def feed(self, chunk):
