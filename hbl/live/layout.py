@@ -107,17 +107,28 @@ def table(meta, paths=None, gone=()):
     (removed: a table cannot name it) are an error target, as its I/O would be."""
     paths = paths or kernel_names(meta.members)
     ext = meta.extent_bytes // SECTOR
-    dev, slot = meta.dev, meta.slot
-    n = len(dev)
-    # a run breaks where the device changes or the slot does not follow
+    return linear_runs(meta.dev.astype(np.int64), member_sectors(meta), ext, paths, gone)
+
+
+def member_sectors(meta):
+    """Per extent, the first sector of its slot on its member."""
+    ext = meta.extent_bytes // SECTOR
+    data_start = np.array([m["data_start"] // SECTOR for m in meta.members], np.int64)
+    return data_start[meta.dev.astype(np.int64)] + meta.slot.astype(np.int64) * ext
+
+
+def linear_runs(d, off, ext, paths, gone=()):
+    """The table that maps extent e onto paths[d[e]] from sector off[e], one linear target per
+    run of extents that follow each other there; the extents on a path in `gone` an error target."""
+    n = len(d)
+    # a run breaks where the path changes or the sector does not follow
     brk = np.ones(n, bool)
-    brk[1:] = (dev[1:] != dev[:-1]) | (slot[1:] != slot[:-1] + 1)
+    brk[1:] = (d[1:] != d[:-1]) | (off[1:] != off[:-1] + ext)
     starts = np.flatnonzero(brk)
     ends = np.append(starts[1:], n)
-    data_start = np.array([m["data_start"] // SECTOR for m in meta.members], np.int64)
-    d = dev[starts].astype(np.int64)
-    runs = LinearRuns((ends - starts) * ext, d, data_start[d] + slot[starts].astype(np.int64) * ext, paths)
-    if not gone or not set(gone) & set(d.tolist()):
+    ds = d[starts]
+    runs = LinearRuns((ends - starts) * ext, ds, off[starts], paths)
+    if not gone or not set(gone) & set(ds.tolist()):
         return runs
     return Table([Error(n) if dd in gone else Linear(n, paths[dd], o)
                   for n, dd, o in zip(runs.n.tolist(), runs.dev.tolist(), runs.offset.tolist())])
