@@ -134,23 +134,22 @@ def linear_runs(d, off, ext, paths, gone=()):
                   for n, dd, o in zip(runs.n.tolist(), runs.dev.tolist(), runs.offset.tolist())])
 
 
-def partial_table(meta, extents, paths=None, gone=()):
-    """A table that maps only `extents` (as the mapping places them), one linear target each;
-    the rest of the logical space is an error target (what the hold's view needs: no other
-    extent is ever routed to it, and one that were would fail rather than reach a slot), and
-    so is an extent on a member in `gone`."""
+def over_base(meta, differ, base, paths=None, gone=()):
+    """A view's table over a base device (the whole mapping as it stood when the base was
+    loaded): the extents in `differ` (moved since, and those on a member in `gone`) where the
+    mapping places them, every other extent onto `base` at its own sector, one target per
+    run between them."""
     paths = paths or kernel_names(meta.members)
     ext = meta.extent_bytes // SECTOR
-    targets, at = [], 0
-    for e in sorted(set(int(x) for x in extents)):
-        if e > at:
-            targets.append(Error((e - at) * ext))
-        d = int(meta.dev[e])
-        targets.append(Error(ext) if d in gone else Linear(ext, paths[d], slot_offset(meta, d, meta.slot[e]) // SECTOR))
-        at = e + 1
-    if at < meta.nextents:
-        targets.append(Error((meta.nextents - at) * ext))
-    return Table(targets)
+    on_base = len(paths)
+    d = np.where(differ, meta.dev.astype(np.int64), on_base)
+    off = np.where(differ, member_sectors(meta), np.arange(meta.nextents, dtype=np.int64) * ext)
+    return linear_runs(d, off, ext, list(paths) + [base], gone)
+
+
+def whole_onto(path, sectors):
+    """One linear target: the whole of `path`, sector for sector."""
+    return Table([Linear(sectors, path, 0)])
 
 
 def free_slots(meta):
