@@ -175,7 +175,6 @@ class FakeCopier:
 class FakeView:
     def __init__(self, name):
         self.name, self.path = name, "/dev/mapper/" + name
-        self.major = self.minor = None
 
     def load(self, table):
         pass
@@ -188,46 +187,20 @@ class FakeView:
 
 
 class FakeStack:
-    """The real Stack's table building (its views over a base), the dm operations faked."""
-
-    def __init__(self, c):
-        from hbl.live.stack import Stack
-        self.real = Stack.__new__(Stack)
-        self.real.dm, self.real.gone, self.real.live = c.dm, set(), 0
-        self.real.paths = [FakeView("hb.0"), FakeView("hb.1"), FakeView("hb.hold0"), FakeView("hb.hold1")]
-        self.real.bases = [FakeView("hb.base0"), FakeView("hb.base1")]
-        self.real.base, self.real.view_base, self.real.base_gone = 0, [None, None], set()
-        self.real.base_map = (c.meta.dev.copy(), c.meta.slot.copy())
-        self.paths, self.gone, self.messages = self.real.paths, self.real.gone, 0
+    def __init__(self):
+        self.paths = [FakeView("hb.0"), FakeView("hb.1"), FakeView("hb.hold")]
+        self.live, self.gone, self.messages = 0, set(), 0
         self.top = FakeView("hb")
-
-    @property
-    def live(self):
-        return self.real.live
-
-    @live.setter
-    def live(self, v):
-        self.real.live = v
 
     @property
     def next(self):
         return 1 - self.live
-
-    def next_table(self, meta):
-        return self.real.next_table(meta)
-
-    def load_view(self, v, table):
-        self.real.load_view(v, table)
-
-    def hold_of(self, v):
-        return self.real.hold_of(v)
 
     def send(self, msg):
         self.messages += 1
 
     def assemble(self, meta):
         self.live = 0
-        self.real.base, self.real.view_base, self.real.base_map = 0, [None, None], (meta.dev.copy(), meta.slot.copy())
 
     def remove(self):
         pass
@@ -281,7 +254,7 @@ def one(seconds, policy, state, scale, profile=False):
     c.member_rdev = {}
     c.copier = FakeCopier(world, Throttle(c.options.copy_rate, ceiling=c.options.copy_limit))
     c.dm = Control.__new__(Control)           # prepare() only: the tables packed as for the kernel
-    c.stack = FakeStack(c)
+    c.stack = FakeStack()
     c.dev = c.stack.top
     c.clock_offset = time.time_ns() - time.monotonic_ns()
     c.log = lambda msg: None

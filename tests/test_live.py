@@ -325,25 +325,17 @@ def test_tables_name_block_members_by_number(tmp_path):
         assert t.text().splitlines()[-1].split()[3] == names[2]
 
 
-def test_a_view_over_a_base_maps_only_what_differs_onto_the_members():
-    """A view's table over a base: the extents that differ from the base where the mapping puts
-    them, every run between them onto the base at its own sectors (one target each), and an
-    extent on a gone member an error target."""
+def test_partial_table_maps_only_the_given_extents():
+    """The hold's table: the extents given, each where the mapping puts it, and an error
+    target everywhere else (no other extent is routed to the hold)."""
     m = meta()
     m.dev[5], m.slot[5] = 1, 59
-    m.dev[85], m.slot[85] = 0, 29
-    differ = np.zeros(m.nextents, bool)
-    differ[[5, 85]] = True
-    t = layout.over_base(m, differ, "/dev/mapper/t.base0")
+    t = layout.partial_table(m, [5, 0, 85, 5])
     segs = [(s, x.sectors, x.type, getattr(x, "dev", None), getattr(x, "offset", None)) for s, x in t.segments()]
-    assert segs == [(0, 5 * 2048, "linear", "/dev/mapper/t.base0", 0),
-                    (5 * 2048, 2048, "linear", "/dev/b", (1 + 59) * 2048),
-                    (6 * 2048, 79 * 2048, "linear", "/dev/mapper/t.base0", 6 * 2048),
-                    (85 * 2048, 2048, "linear", "/dev/a", (1 + 29) * 2048)]
+    assert segs == [(0, 2048, "linear", "/dev/a", 2048), (2048, 4 * 2048, "error", None, None),
+                    (5 * 2048, 2048, "linear", "/dev/b", (1 + 59) * 2048), (6 * 2048, 79 * 2048, "error", None, None),
+                    (85 * 2048, 2048, "linear", "/dev/b", (1 + 58) * 2048)]
     assert t.sectors == layout.table(m).sectors == 86 * 2048
-    assert len(layout.over_base(m, np.zeros(m.nextents, bool), "/dev/mapper/t.base0")) == 1
-    gone = [x.type for _, x in layout.over_base(m, differ, "/dev/mapper/t.base0", gone={1}).segments()]
-    assert gone == ["linear", "error", "linear", "linear"]
 
 
 def test_a_gone_members_extents_are_an_error_target_in_every_table(tmp_path):
@@ -358,6 +350,8 @@ def test_a_gone_members_extents_are_an_error_target_in_every_table(tmp_path):
     assert not any(getattr(x, "dev", None) == "/dev/b" for _, x in t.segments())
     assert t.sectors == layout.table(m).sectors
     assert next(layout.table(m, gone={0}).segments())[1].type == "error"
+    hold = layout.partial_table(m, [0, 5], gone={1})
+    assert [x.type for _, x in hold.segments()][:3] == ["linear", "error", "error"]
     f = tmp_path / "img"
     f.write_bytes(b"")
     assert layout.gone_members([{"path": str(f)}, {"path": str(tmp_path / "removed")}]) == {1}

@@ -4,7 +4,7 @@
     meta.py        the persistent mapping: versioned, checksummed, atomic
     layout.py      extents, slots and the dm-linear table built from them
     safety.py      refusals: mounted, in use, signatures
-    stack.py       the dm-switch over its views and holds, the views' bases, routing messages
+    stack.py       the dm-switch over its three views, and routing messages
     copier.py      O_DIRECT copy jobs with a latency-aware bandwidth limit
     paths.py       where a device's files live (state and run directories)
     host.py        dm and eBPF usable, members checked, the device assembled

@@ -13,6 +13,7 @@ from dmsetup import Switch
 from dmsetup.device import DmError
 from hbl.live import layout
 from hbl.live.settle import Settle
+from hbl.live.stack import HOLD
 from hbl.live.status import step_row
 
 CRASH_POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "after_meta", "after_release",
@@ -34,11 +35,12 @@ class Batch(Settle):
     identical for it, by a message.  I/O to the moving extents waits in the hold
     from hold() to release().
 
-        prepare   the next view loaded with the new mapping (a small table over the stack's
-                  base), while it receives no I/O, and the hold over it suspended (so that
-                  releasing it later is a resume without a table swap); every extent not
-                  moving routed to the next view, which maps it alike (first, so that its
-                  I/O in flight on the live view has long completed when that view is drained)
+        prepare   the next view loaded with the new mapping, the hold with the moving extents'
+                  part of it (and the last batch's), while neither receives I/O, the hold then
+                  suspended (so that releasing it later is a
+                  resume without a table swap); every extent not moving routed to the
+                  next view, which maps it alike (first, so that its I/O in flight on
+                  the live view has long completed when that view is drained)
         copy      old slots -> new slots, I/O flowing, then what was written meanwhile,
                   until a pass finds nothing (COPY_PASSES at most)
                                                                   crash point after_copy
@@ -61,7 +63,7 @@ class Batch(Settle):
                                                                   crash point after_release
         switch    the moving extents routed to the next view, which is now the live one
                                                                   crash point after_switch
-        reload    the old view, drained, loaded with the next view's table and resumed: a bio the
+        reload    the old view, drained, loaded with the new mapping and resumed: a bio the
                   switch had sent to it just before it was suspended waited there, and now
                   goes to the slots in force (resumed with the next batch's table instead,
                   it would land on a slot that batch is about to copy over)
@@ -219,22 +221,26 @@ class Batch(Settle):
         new.counters = dict(c.count)
         new.validate(c.paths.meta)
         self.new, self.new_bytes = new, new.encode()
+        names = layout.kernel_names(new.members)
+        self.new_table = c.dm.prepare(layout.table(new, names, s.gone).validate())
+        # the hold maps the moving extents, and the last batch's (a request routed to the hold
+        # just before that batch's switch may reach it late); nothing else is routed to it
+        hold_table = c.dm.prepare(layout.partial_table(new, np.concatenate([self.moving, c.last_moving]),
+                                                       names, s.gone).validate())
         self.old = self.m.copy()
         others = np.ones(self.m.nextents, bool)
         others[self.moving] = False
-        self.hold_path = s.hold_of(s.next)        # the hold over the next view, which maps the new mapping
-        self.msg_hold = Switch.mappings(self.moving, self.hold_path)
+        self.msg_hold = Switch.mappings(self.moving, HOLD)
         self.msg_switch = Switch.mappings(self.moving, s.next)
         msg_others = Switch.mappings(np.flatnonzero(others), s.next)
         self.msg_back = Switch.mappings(np.flatnonzero(others), s.live)
         self.t["built"] = time.monotonic_ns()
         try:
-            # the next view (and a new base first, now and then), then its hold suspended: neither
-            # receives I/O, so no one waits on the swap or the suspend
-            self.new_table = s.next_table(new)
-            s.load_view(s.next, self.new_table)
-            self.t["next_loaded"] = time.monotonic_ns()
-            s.paths[self.hold_path].suspend(flush=True)
+            for v, table in ((s.paths[s.next], self.new_table), (s.paths[HOLD], hold_table)):
+                v.load(table)             # neither receives I/O: no one waits on the swap
+                v.resume()
+                self.t.setdefault("next_loaded", time.monotonic_ns())
+            s.paths[HOLD].suspend(flush=True)
             # the extents not moving leave the live view now (the next one maps them alike),
             # so that draining the live view later waits only for the moving extents' I/O
             t0 = time.monotonic_ns()
@@ -325,7 +331,7 @@ class Batch(Settle):
         self.c.crash("after_meta")
 
     def release(self):
-        self.c.stack.paths[self.hold_path].resume()    # onto the next view: the new mapping, loaded in prepare()
+        self.c.stack.paths[HOLD].resume()          # with the new mapping, made live in prepare()
         self.t["released"] = time.monotonic_ns()
         self.c.crash("after_release")
 
@@ -343,10 +349,12 @@ class Batch(Settle):
         the drained view's suspend may have caught a bio in transit from the switch."""
         c, s = self.c, self.c.stack
         t0 = time.monotonic_ns()
+        old = s.paths[s.next]
         try:
-            s.load_view(s.next, self.new_table)     # onto the base, as the live view (never onto that view)
+            old.load(self.new_table)
+            old.resume()
         except DmError as exc:            # the new mapping is persisted and served: make every view say so
-            c.log("reloading %s failed (%s): every view reloaded" % (s.paths[s.next].name, exc))
+            c.log("reloading %s failed (%s): every view reloaded" % (old.name, exc))
             self.assemble(self.new)
         self.t["reload"] = time.monotonic_ns() - t0
         c.crash("after_reload")
@@ -377,6 +385,7 @@ class Batch(Settle):
 
     def give_back(self, why):
         self.c.batch = None
+        self.c.last_moving = self.moving      # (some may have been routed to the hold)
         self.c.give_back_moves(self.plan, why)
 
     def finish(self):
@@ -413,6 +422,7 @@ class Batch(Settle):
         if hold_ms > 200:
             c.log("long hold %.0f ms: %s" % (hold_ms, json.dumps(c.last_stall)))
         c.batch = None
+        c.last_moving = self.moving
         c.release_held()
         new = self.new
         new.written |= m.written          # writes observed since the new mapping was prepared

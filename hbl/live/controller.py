@@ -120,6 +120,7 @@ class Controller(Observer, MemberFaults):
         self.idle_from = None                              # self.reads when an interval without copies began
         self.win = [0, 0, 0, 0]     # the current timeline window: requests, fast hits, page reads, fast page reads
         self.batch = None                                  # the Batch under way
+        self.last_moving = np.zeros(0, np.int64)          # the extents the last batch moved
         self.newest_ts = 0
         self.t0 = time.time()
         self.cpu0, self.cpu0_main = cpu_s(), thread_cpu_s()

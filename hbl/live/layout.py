@@ -107,49 +107,39 @@ def table(meta, paths=None, gone=()):
     (removed: a table cannot name it) are an error target, as its I/O would be."""
     paths = paths or kernel_names(meta.members)
     ext = meta.extent_bytes // SECTOR
-    return linear_runs(meta.dev.astype(np.int64), member_sectors(meta), ext, paths, gone)
-
-
-def member_sectors(meta):
-    """Per extent, the first sector of its slot on its member."""
-    ext = meta.extent_bytes // SECTOR
-    data_start = np.array([m["data_start"] // SECTOR for m in meta.members], np.int64)
-    return data_start[meta.dev.astype(np.int64)] + meta.slot.astype(np.int64) * ext
-
-
-def linear_runs(d, off, ext, paths, gone=()):
-    """The table that maps extent e onto paths[d[e]] from sector off[e], one linear target per
-    run of extents that follow each other there; the extents on a path in `gone` an error target."""
-    n = len(d)
-    # a run breaks where the path changes or the sector does not follow
+    dev, slot = meta.dev, meta.slot
+    n = len(dev)
+    # a run breaks where the device changes or the slot does not follow
     brk = np.ones(n, bool)
-    brk[1:] = (d[1:] != d[:-1]) | (off[1:] != off[:-1] + ext)
+    brk[1:] = (dev[1:] != dev[:-1]) | (slot[1:] != slot[:-1] + 1)
     starts = np.flatnonzero(brk)
     ends = np.append(starts[1:], n)
-    ds = d[starts]
-    runs = LinearRuns((ends - starts) * ext, ds, off[starts], paths)
-    if not gone or not set(gone) & set(ds.tolist()):
+    data_start = np.array([m["data_start"] // SECTOR for m in meta.members], np.int64)
+    d = dev[starts].astype(np.int64)
+    runs = LinearRuns((ends - starts) * ext, d, data_start[d] + slot[starts].astype(np.int64) * ext, paths)
+    if not gone or not set(gone) & set(d.tolist()):
         return runs
     return Table([Error(n) if dd in gone else Linear(n, paths[dd], o)
                   for n, dd, o in zip(runs.n.tolist(), runs.dev.tolist(), runs.offset.tolist())])
 
 
-def over_base(meta, differ, base, paths=None, gone=()):
-    """A view's table over a base device (the whole mapping as it stood when the base was
-    loaded): the extents in `differ` (moved since, and those on a member in `gone`) where the
-    mapping places them, every other extent onto `base` at its own sector, one target per
-    run between them."""
+def partial_table(meta, extents, paths=None, gone=()):
+    """A table that maps only `extents` (as the mapping places them), one linear target each;
+    the rest of the logical space is an error target (what the hold's view needs: no other
+    extent is ever routed to it, and one that were would fail rather than reach a slot), and
+    so is an extent on a member in `gone`."""
     paths = paths or kernel_names(meta.members)
     ext = meta.extent_bytes // SECTOR
-    on_base = len(paths)
-    d = np.where(differ, meta.dev.astype(np.int64), on_base)
-    off = np.where(differ, member_sectors(meta), np.arange(meta.nextents, dtype=np.int64) * ext)
-    return linear_runs(d, off, ext, list(paths) + [base], gone)
-
-
-def whole_onto(path, sectors):
-    """One linear target: the whole of `path`, sector for sector."""
-    return Table([Linear(sectors, path, 0)])
+    targets, at = [], 0
+    for e in sorted(set(int(x) for x in extents)):
+        if e > at:
+            targets.append(Error((e - at) * ext))
+        d = int(meta.dev[e])
+        targets.append(Error(ext) if d in gone else Linear(ext, paths[d], slot_offset(meta, d, meta.slot[e]) // SECTOR))
+        at = e + 1
+    if at < meta.nextents:
+        targets.append(Error((meta.nextents - at) * ext))
+    return Table(targets)
 
 
 def free_slots(meta):

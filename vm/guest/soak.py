@@ -226,10 +226,7 @@ class Soak:
     # ---- the soak ----
 
     def setup(self, a):
-        # each device before what it maps onto: NAME, its holds, its views, its bases, the members
-        order = lambda n: 0 if "." not in n and not n.startswith("soak") else (
-            1 if ".hold" in n else 3 if ".base" in n else 2 if "." in n else 4)
-        for name in sorted(os.listdir("/dev/mapper"), key=order):
+        for name in sorted(os.listdir("/dev/mapper"), key=lambda n: "." in n):
             if name != "control":
                 subprocess.run(["dmsetup", "remove", "--force", name], capture_output=True)
         for p in DISKS:

@@ -86,8 +86,7 @@ def heads():
 
 def wipe():
     names = os.listdir("/dev/mapper") if os.path.isdir("/dev/mapper") else []
-    # each device before what it maps onto: NAME, its holds, its views, its bases
-    for name in sorted(names, key=lambda n: 0 if "." not in n else 1 if ".hold" in n else 3 if ".base" in n else 2):
+    for name in sorted(names, key=lambda n: "." in n):     # a device before its views (NAME.0, NAME.hold)
         if name.startswith("h") and name != "control":
             subprocess.run(["dmsetup", "remove", "--force", name], capture_output=True)
     for p in (FAST, SLOW):
