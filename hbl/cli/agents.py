@@ -44,7 +44,9 @@ def _add_pretrain(sub):
     pt.add_argument("--json", action="store_true")
     pt.add_argument("--quiet", action="store_true", help="no progress on stderr")
     pt.add_argument("--trace", action="append", metavar="TRACE",
-                    help="training trace (repeatable; default: the training suite)")
+                    help="training trace (repeatable; default: the training suite): a training workload of "
+                         "hbl/trace/split.py or a file of yours; a capture a validation set uses only "
+                         "by its first part, e.g. workload:lmdb-kv@0-500000")
     pt.add_argument("--param", action="append", metavar="NAME=VALUE",
                     help="policy parameter for the training runs (repeatable; see `hbl policies`)")
     pt.set_defaults(func=cmd_pretrain)
