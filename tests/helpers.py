@@ -1,10 +1,19 @@
 """Helpers several test files share (tests/ is on sys.path under pytest: `from helpers import ...`)."""
+import importlib.util
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HBL = [sys.executable, "-m", "hbl.cli"]
+
+
+def script(name):
+    """scripts/NAME.py loaded as a module (a fresh one each call), so a test calls its functions."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def hbl(*args, check=True, timeout=300, **kw):

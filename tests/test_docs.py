@@ -3,12 +3,13 @@ READMEs leads to a file (and heading) that exists, every `hbl` command they name
 parsers, and docs/cli.md is what scripts/gen_cli_docs.py writes."""
 import functools
 import glob
-import importlib.util
 import os
 import re
 import sys
 
 import pytest
+
+from helpers import script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = sorted([os.path.join(ROOT, "README.md")] + glob.glob(os.path.join(ROOT, "docs", "*.md")) +
@@ -26,10 +27,7 @@ COMMAND = re.compile(r"(?:^[ \t]*(?:\$ )?(?:sudo )?(?:\w+=\S* )*(?:[\w.~-]*/)*|[
 
 
 def gen_cli_docs():
-    spec = importlib.util.spec_from_file_location("gen_cli_docs", os.path.join(ROOT, "scripts", "gen_cli_docs.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script("gen_cli_docs")
 
 
 def read(path):

@@ -1,19 +1,15 @@
 """scripts/fingerprint.py, the check that a change meant to keep behaviour kept the simulator's
 figures: the same code gives the same fingerprint, a moved figure is named with its field and
 fails the comparison, and a parameter that changes behaviour changes the fingerprint."""
-import importlib.util
 import json
-import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import script
+
 TRACE = "synth:mixed:requests=3000,seed=3"
 
 
 def fingerprint():
-    spec = importlib.util.spec_from_file_location("fingerprint", os.path.join(ROOT, "scripts", "fingerprint.py"))
-    fp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fp)
-    return fp
+    return script("fingerprint")
 
 
 def test_same_code_same_fingerprint_and_a_moved_figure_is_named(tmp_path, capsys):

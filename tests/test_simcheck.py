@@ -1,7 +1,6 @@
 """scripts/simcheck.py's host half on a made-up guest output (the guest half needs the
 testbed: vm/guest/tests/test_simcheck.py): it compares the read hit ratio, the figure the
 simulator and `hbl status` share, and names an output too old to carry it."""
-import importlib.util
 import json
 import os
 
@@ -11,6 +10,7 @@ import pytest
 from hbl import record
 from hbl.errors import HblError
 from hbl.trace import files
+from helpers import script
 
 MiB = 1 << 20
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -21,10 +21,7 @@ SLOW = {"read_latency_us": 9660.4, "write_latency_us": 9524.7, "read_mb_s": 108.
 
 
 def simcheck():
-    spec = importlib.util.spec_from_file_location("simcheck", os.path.join(ROOT, "scripts", "simcheck.py"))
-    sc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sc)
-    return sc
+    return script("simcheck")
 
 
 def guest_output(d, live):
@@ -141,13 +138,13 @@ def test_simcheck_writes_its_results_into_a_directory_it_makes(tmp_path):
     guest = tmp_path / "guest"
     guest.mkdir()
     guest_output(guest, {"read_hit_ratio": 0.4, "fast_request_share": 0.9})
-    script = os.path.join(ROOT, "scripts", "simcheck.py")
+    path = os.path.join(ROOT, "scripts", "simcheck.py")
     out = tmp_path / "new" / "results"
-    p = subprocess.run([sys.executable, script, "--from", str(guest), "--policies", "lru", "--results", str(out)],
+    p = subprocess.run([sys.executable, path, "--from", str(guest), "--policies", "lru", "--results", str(out)],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert json.loads((out / "simcheck.json").read_text())["results"]["lru"]["live"]["read_hit_ratio"] == 0.4
     (tmp_path / "file").write_text("")
-    p = subprocess.run([sys.executable, script, "--from", str(guest), "--results", str(tmp_path / "file" / "x")],
+    p = subprocess.run([sys.executable, path, "--from", str(guest), "--results", str(tmp_path / "file" / "x")],
                        capture_output=True, text=True)
     assert p.returncode != 0 and p.stderr.startswith("simcheck: ") and "Traceback" not in p.stderr
