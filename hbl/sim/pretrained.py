@@ -100,12 +100,11 @@ def check_not_validation(traces, what):
     """HblError naming the first trace that holds requests of a validation set's capture parts
     (CAPTURE_PARTS): a capture a validation set uses is trained on by its first part only,
     workload:NAME@0-500000, never whole."""
-    from hbl.trace import part
+    from hbl.trace import mix, part
     held = {c for v in VALIDATION_SETS.values() for c in v["captures"]}
     first = min(start for start, _ in CAPTURE_PARTS.values())
     for t in traces:
-        kind, _, names = t.partition(":")
-        for one in (kind + ":" + n for n in names.split("+")) if kind == "workload" else [t]:
+        for one in mix.tenants(t) if mix.is_mix(t) else [t]:
             p = part.parse(one)
             capture = p[0] if p else one
             if capture.startswith("workload:") and capture.split(":", 1)[1] in held and (p is None or p[2] > first):
