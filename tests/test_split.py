@@ -131,6 +131,7 @@ def test_a_part_of_a_capture_is_its_requests_in_order():
     got = np.concatenate(list(open_trace("workload:redis-aof@1000-71000")))
     assert len(got) == 70_000 and (got == whole[1000:71000]).all()
     assert open_trace("workload:redis-aof@1000-71000").count == 70_000
+    assert sum(len(c) for c in open_trace("workload:redis-aof@0-1000+lmdb-kv@0-2000")) == 3000   # tenants
     with pytest.raises(TraceError, match="has %d requests: no part" % len(whole)):
         list(open_trace("workload:redis-aof@0-%d" % (len(whole) + 1)))
     with pytest.raises(TraceError, match="ends .* before it starts"):

@@ -15,7 +15,7 @@ def parse(name):
     is not after its start is an error naming it."""
     m = PART.match(name)
     if not m:
-        if name.startswith("workload:") and "@" in name:
+        if name.startswith("workload:") and "@" in name and "+" not in name:     # a mix's tenants are parsed alone
             raise TraceError(name, "a part of a capture is workload:NAME@START-END (requests from 0, END "
                                    "excluded), e.g. workload:lmdb-kv@0-500000")
         return None
