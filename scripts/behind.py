@@ -31,7 +31,9 @@ import sys
 import tempfile
 
 from hbl.errors import HblError
-from hbl.sim import DEFAULTS, policy_names, policy_params, simulate
+from hbl.sim import simulate
+from hbl.sim.model import DEFAULTS
+from hbl.sim.registry import policy_names, policy_params
 from migration_diag import cut
 from quality_targets import load, targets
 

@@ -36,13 +36,14 @@ sys.path.insert(0, ROOT)
 from hbl.devices import load_hss  # noqa: E402
 from hbl.errors import HblError  # noqa: E402
 from hbl.live import layout  # noqa: E402
-from hbl.sim import LIVE_BATCH, LIVE_COPY, LIVE_INTERVAL_S, LIVE_STALE_S, Simulator  # noqa: E402
+from hbl.sim import Simulator  # noqa: E402
+from hbl.sim.model import LIVE_BATCH, LIVE_COPY, LIVE_INTERVAL_S, LIVE_STALE_S
 from hbl.trace import native  # noqa: E402
 
 HIT_TARGET, LATENCY_TARGET = 0.05, 0.25
 QUEUE_DEPTH = 4                       # fio's iodepth in bench_live.py
 MAX_BATCH = 8                         # hbl up's --max-batch: extents moved by one batch at most
-# The simulator's copies as the live device makes them (hbl.sim.LIVE_COPY): a page read in part is
+# The simulator's copies as the live device makes them (hbl.sim.model.LIVE_COPY): a page read in part is
 # copied whole, served from where it was until its copy completes, by a copier that takes its turn
 # with the application's I/O.  The simulator as `hbl compare` runs it (none of them) is shown beside.
 LIVE_COPIES = {k: True for k in LIVE_COPY}

@@ -515,7 +515,7 @@ def rounds(args):
     (expected return per target device; the agent as it is at the end of the round, trained online)
     and what it did."""
     import collections
-    from hbl.sim import DEFAULTS
+    from hbl.sim.model import DEFAULTS
     every = SIM.get("migrate_every", DEFAULTS["migrate_every"])
     p = print
     pol = args.policies if args.policies in ("harmonia", "harmonia-migration-only") else "harmonia"

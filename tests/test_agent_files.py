@@ -5,7 +5,8 @@ import pytest
 from hbl.devices import load_hss
 from hbl.errors import HblError
 from hbl.live.decider import Decider
-from hbl.sim import Simulator, policy_names, simulate
+from hbl.sim import Simulator, simulate
+from hbl.sim.registry import policy_names
 from hbl.sim.agent_files import QUEUE_FEATURE_POLICIES, QUEUE_FEATURES, run_params
 
 TRACE = "synth:zipf:requests=3000"
@@ -77,7 +78,7 @@ def test_the_queue_feature_policies_are_those_it_widens():
 
 
 def _takes(policy):
-    from hbl.sim import policy_params
+    from hbl.sim.registry import policy_params
     return policy_params(policy_names().index(policy))
 
 

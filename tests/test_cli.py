@@ -231,7 +231,8 @@ def test_agent_defaults_listed_are_the_agents_configuration(live):
     in the simulator and on a live device."""
     from hbl.core import ffi, lib
     from hbl.live.decider import Decider
-    from hbl.sim import Simulator, load_hss, policy_names, policy_params
+    from hbl.sim import Simulator, load_hss
+    from hbl.sim.registry import policy_names, policy_params
     listed = {k: v["live_default" if live else "default"]
               for k, v in policy_params(policy_names().index("harmonia")).items()}
     sim = Decider("harmonia", 1 << 20, [100, 1000]).sim if live else Simulator(load_hss("cost"), "harmonia",
@@ -248,7 +249,7 @@ def test_agent_defaults_listed_are_the_agents_configuration(live):
 
 
 def _policies_with_parameters():
-    from hbl.sim import policy_names, policy_params
+    from hbl.sim.registry import policy_names, policy_params
     return [n for i, n in enumerate(policy_names()) if n != "python" and policy_params(i)]
 
 
@@ -256,7 +257,8 @@ def _policies_with_parameters():
 def test_listed_defaults_are_what_init_reads(policy):
     """Passing every listed default explicitly changes nothing (against passing one, so that the oracle,
     which tries its family of variants when given no parameter, takes the same path both times)."""
-    from hbl.sim import policy_names, policy_params, simulate
+    from hbl.sim import simulate
+    from hbl.sim.registry import policy_names, policy_params
     listed = {k: v["default"] for k, v in policy_params(policy_names().index(policy)).items()
               if v["default"] is not None}
     items = list(listed.items())
@@ -271,7 +273,7 @@ def test_listed_defaults_are_what_init_reads(policy):
 
 def test_compare_seeds_exactly_the_learning_policies():
     from hbl.experiments.compare import LEARNING, compare
-    from hbl.sim import policy_names
+    from hbl.sim.registry import policy_names
     assert LEARNING == set(policy_names("learns"))
     s = compare(traces=["synth:zipf:requests=3000"], hss_list=["cost"], policies="lru,archivist,cde,sibyl",
                 seeds=2, progress=False, jobs=1)

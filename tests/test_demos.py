@@ -7,7 +7,8 @@ from hbl.sim import pretrained
 from hbl.sim.agent import Agent
 from hbl.core import ffi, lib
 from hbl.errors import HblError
-from hbl.sim import simulate, wants_future
+from hbl.sim import simulate
+from hbl.sim.registry import wants_future
 
 TRACE = "synth:mixed:requests=30000,seed=2"
 LEARN_FAST = ["train_every=25", "sync_every=100"]

@@ -85,7 +85,7 @@ def test_a_param_reaches_the_policies_that_take_it_and_a_scoped_one_only_its_pol
 
 
 def test_simulate_refuses_a_param_scoped_to_another_policy():
-    from hbl.sim import parse_params
+    from hbl.sim.registry import parse_params
     assert parse_params(["smq.promote=8"], "smq") == {"promote": 8.0}
     with pytest.raises(HblError, match="for policy smq, not lru"):
         parse_params(["smq.promote=8"], "lru")

@@ -6,7 +6,8 @@ import pytest
 from hbl import record
 from hbl.devices import PROFILES, load_hss
 from hbl.errors import HblError
-from hbl.sim import LIVE_COPY, Simulator, simulate
+from hbl.sim import Simulator, simulate
+from hbl.sim.model import LIVE_COPY
 
 
 def reqs(pages, op=record.READ, npages=1, gap_ns=0):
@@ -309,7 +310,7 @@ def test_live_batches_carry_the_evictions_that_make_room(policy, hss, pages):
     # whose data is there): it never holds more.  Evictions outside the batches carried 10-15 moves a
     # batch; a page evicted while its promotion's batch ran was undone, its copy made and the eviction
     # never counted; a promotion taken with its eviction refused overfilled the device
-    from hbl.sim import LIVE_BATCH, live_spares
+    from hbl.sim.model import LIVE_BATCH, live_spares
     rng = np.random.default_rng(1)
     cap = 16
     s = Simulator(load_hss(hss), policy, [cap, None], open_loop=True, page_size=1 << 20, live_batches=True,
@@ -387,7 +388,7 @@ def test_live_batches_keep_each_devices_data_within_its_slots(policy):
 def test_live_batches_check_a_device_whose_data_outgrows_its_slots():
     # the check counts each page where its data is: 21 pages on a 16-page fast device with 4 spare
     # slots are one too many, and it says so (before the policy's view is checked)
-    from hbl.sim import live_spares
+    from hbl.sim.model import live_spares
     assert live_spares(16) == 4
     s = Simulator(load_hss("cost"), "lru", [16, None], open_loop=True, page_size=1 << 20, live_batches=True)
     s.set_devices(np.arange(21), np.zeros(21, np.int8))
@@ -454,7 +455,7 @@ def test_live_batches_check_a_device_over_its_capacity_within_its_spares():
     # the spare slots take a move's data (sim_batch.c), never a page of the policy's view: 17 pages
     # put on a 16-page fast device (4 spare slots) break the invariant, and the check says so (a
     # request would make room: the check comes before one)
-    from hbl.sim import live_spares
+    from hbl.sim.model import live_spares
     assert live_spares(16) > 1
     s = Simulator(load_hss("cost"), "lru", [16, None], open_loop=True, page_size=1 << 20, live_batches=True,
                   **{k: True for k in LIVE_COPY})
@@ -469,7 +470,7 @@ def test_live_batches_take_the_live_controllers_defaults():
     from hbl.live.layout import default_spares
     from hbl.live.moves import STALE_S
     from hbl.live.options import Options
-    from hbl.sim import LIVE_BATCH, LIVE_FRONTIER, LIVE_INTERVAL_S, LIVE_STALE_S, live_spares
+    from hbl.sim.model import LIVE_BATCH, LIVE_FRONTIER, LIVE_INTERVAL_S, LIVE_STALE_S, live_spares
     assert (LIVE_BATCH, LIVE_INTERVAL_S, LIVE_STALE_S) == (Options.max_batch, Options.interval, STALE_S)
     assert LIVE_FRONTIER == Options.frontier
     for slots in (6, 399, 400, 511, 1023, 6463, 6464, 10 ** 6):

@@ -5,7 +5,8 @@ from hbl import record
 from hbl.devices import load_hss
 from hbl.errors import HblError
 from hbl.sim.plugin import Policy
-from hbl.sim import Simulator, footprint_pages, policy_names, simulate
+from hbl.sim import Simulator, footprint_pages, simulate
+from hbl.sim.registry import policy_names
 from hbl.trace import load
 
 POLICIES = [p for p in policy_names() if p != "python"]

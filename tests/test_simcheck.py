@@ -96,10 +96,10 @@ def test_simcheck_splits_the_live_hit_ratio_by_phase(tmp_path):
 
 
 def test_simcheck_simulates_the_live_devices_copies_and_shows_the_compare_model_beside(tmp_path):
-    """The row compared runs the simulator with the live device's copies (hbl.sim.LIVE_COPY) and its
+    """The row compared runs the simulator with the live device's copies (hbl.sim.model.LIVE_COPY) and its
     controller's batches; the simulator as hbl compare runs it, the live copies alone and less each
     part, and the live model less its batches or its initial mapping, are kept as diagnoses."""
-    from hbl.sim import LIVE_COPY
+    from hbl.sim.model import LIVE_COPY
     guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.5})
     sc = simcheck()
     s = sc.check(str(tmp_path), ["lru"])
@@ -121,7 +121,7 @@ def test_simcheck_starts_the_simulator_from_the_live_devices_initial_mapping(tmp
     (hbl/live/layout.py initial_mapping): the NVMe is full before the first request, so every
     promotion is made room for by an eviction (the spare slots aside), and a first write goes where
     its extent is.  Without the mapping the NVMe starts empty, and a page first written lands there."""
-    from hbl.sim import live_spares
+    from hbl.sim.model import live_spares
     guest_output(tmp_path, {"read_hit_ratio": 0.4, "fast_request_share": 0.5})
     r = simcheck().check(str(tmp_path), ["lru"])["results"]["lru"]
     sim, empty = r["sim"], r["diagnosis"]["without_initial_mapping"]

@@ -53,7 +53,7 @@ def _add_pretrain(sub):
 
 
 def cmd_policies(a):
-    from hbl.sim import policies, policy_params
+    from hbl.sim.registry import policies, policy_params
     rows = [dict(p, params=policy_params(i)) for i, p in enumerate(policies())]
     if a.json:
         print_json(rows)
@@ -95,7 +95,7 @@ def cmd_pretrain(a):
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
     traces = a.trace or pretrained.training_traces(a.requests)
     from hbl.devices import load_hss
-    from hbl.sim import parse_params
+    from hbl.sim.registry import parse_params
     if a.validation not in pretrained.VALIDATION_SETS:
         raise HblError("--validation %s: no such validation set (have: %s)"
                        % (a.validation, ", ".join(pretrained.VALIDATION_SETS)))

@@ -92,7 +92,7 @@ def check_sim(a, hss_names):
     the HSS configurations (their JSON profiles included), the fast capacity against the
     page size, and the policy parameters."""
     from hbl.devices import load_hss
-    from hbl.sim import parse_params
+    from hbl.sim.registry import parse_params
     for name in hss_names:
         if name.endswith(".json"):
             _check_hss_json(name)

@@ -31,7 +31,8 @@ def add_parsers(sub):
 
 def cmd_simulate(a):
     from hbl.devices import load_hss
-    from hbl.sim import Simulator, replay_label, simulate
+    from hbl.sim import Simulator, simulate
+    from hbl.sim.model import replay_label
     plugin, policy = None, a.policy
     if policy == "python":
         raise HblError("--policy python needs a plugin class: --policy python:FILE.py:CLASS")

@@ -13,7 +13,9 @@ import numpy as np
 
 from hbl.sim import pretrained
 from hbl import record
-from hbl.sim import Simulator, footprint_pages, policy_names, replay_label
+from hbl.sim import Simulator, footprint_pages
+from hbl.sim.model import replay_label
+from hbl.sim.registry import policy_names
 from hbl.devices import load_hss
 from hbl.trace.synthetic import SyntheticTrace
 

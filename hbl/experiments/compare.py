@@ -13,7 +13,8 @@ from hbl import trace as tracemod
 from hbl.devices import load_hss
 from hbl.experiments.engine import Grid
 from hbl.errors import HblError
-from hbl.sim import policy_names, replay_label, replay_mode
+from hbl.sim.model import replay_label, replay_mode
+from hbl.sim.registry import policy_names
 from hbl.sim.agent_files import in_directory
 from hbl.experiments.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE

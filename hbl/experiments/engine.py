@@ -29,7 +29,8 @@ from hbl import trace as tracemod
 from hbl.errors import HblError
 from hbl.pool import each
 from hbl.progress import Progress
-from hbl.sim import check_params_for, footprint_pages, params_for, policy_names, simulate
+from hbl.sim import footprint_pages, simulate
+from hbl.sim.registry import check_params_for, params_for, policy_names
 
 
 @dataclasses.dataclass
@@ -179,7 +180,7 @@ def code_identity():
 def cell_key(cell, trace_digest, options):
     """The hash of everything a cell's result depends on; the simulator's defaults are included,
     so changing a default changes the keys."""
-    from hbl.sim import DEFAULTS
+    from hbl.sim.model import DEFAULTS
     ident = dict(trace=trace_digest, hbl=code_identity(), hss=hss_identity(cell["hss"]), policy=cell["policy"],
                  params=cell["params"], seed=cell["seed"],
                  options=dict(DEFAULTS, **{k: v for k, v in options.items() if k != "params"}))

@@ -14,7 +14,7 @@ import os
 
 from hbl.experiments.tables import BASELINE
 from hbl.errors import HblError
-from hbl.sim import params_for
+from hbl.sim.registry import params_for
 from hbl.trace.split import check_training
 from hbl.experiments.engine import Grid, cell_key, prepare
 from hbl.experiments.sweep import Session

@@ -7,7 +7,7 @@ import math
 import os
 import textwrap
 
-from hbl.sim import policy_names
+from hbl.sim.registry import policy_names
 
 BASELINE = "fast-only"
 ORACLE = "oracle"

@@ -127,7 +127,7 @@ def create(a, paths):
     from hbl.live import layout, meta as metamod, safety
     from hbl.live.host import preflight
     from hbl.live.decider import Decider
-    from hbl.sim import parse_params, policy_names
+    from hbl.sim.registry import parse_params, policy_names
     if os.path.exists(paths.meta):
         raise HblError("%s already exists (metadata at %s): hbl up %s re-assembles it without --dev" % (
             a.name, paths.meta, a.name))
@@ -158,7 +158,7 @@ def create(a, paths):
 def cmd_up(a):
     from hbl.live.controller import Controller
     from hbl.live.paths import controller_pid
-    from hbl.sim import parse_params
+    from hbl.sim.registry import parse_params
     from hbl.live import layout
     copy_limit = layout.parse_size(a.copy_limit) if a.copy_limit else None     # before anything is written
     if copy_limit is not None and copy_limit < 1 << 20:

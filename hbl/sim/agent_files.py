@@ -54,7 +54,7 @@ class ContradictingParams(HblError):
 
 
 def run_params(path, policy, params):
-    """The parameters (a dict, as hbl.sim.parse_params gives) a run of `policy` needs to load the
+    """The parameters (a dict, as hbl.sim.registry.parse_params gives) a run of `policy` needs to load the
     agents in `path`: an agent file carries its placement agent's width, so one of 8 features runs
     with queue_feature=1 and one of 7 without, whatever the caller passed; an explicit queue_feature
     that contradicts the file is an error naming it (ContradictingParams; a file it cannot read, an

@@ -138,7 +138,7 @@ FUTURE = frozenset(x + y for x in ("", "m_") for y in ("demo", "demo_margin", "d
 
 def pass_params(params, p):
     """The policy parameters of pass p (from 0): params without WARM's, plus their follow for warm passes."""
-    from hbl.sim import parse_params
+    from hbl.sim.registry import parse_params
     if not params:
         return params
     out = parse_params(params)
@@ -152,7 +152,7 @@ def validation_params(params):
     """The policy parameters a validation run of agents trained with `params` takes: those without
     pretraining's own (WARM), which no policy knows, and without the demonstrations (FUTURE), which
     read the validation trace's future."""
-    from hbl.sim import parse_params
+    from hbl.sim.registry import parse_params
     if not params:
         return params
     return {k: v for k, v in parse_params(params).items() if k not in WARM and k not in FUTURE}
@@ -197,7 +197,7 @@ def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, par
                  progress=True):
     """pretrain() for every policy x HSS x seed 1..seeds, in parallel; one file each in `out`."""
     from hbl.pool import run_all
-    from hbl.sim import policy_names
+    from hbl.sim.registry import policy_names
     known = policy_names()
     for p in policies:
         if p not in known:
