@@ -61,6 +61,18 @@ static void live_queue(struct hbl_sim *s, uint32_t x)
     s->mq[s->nmq++] = s->pt.page[x];
 }
 
+/* Live mode: the controller copies; nothing is kept twice. */
+static void live_move(struct hbl_sim *s, uint32_t x, int to, double now)
+{
+    int from = s->pt.dev[x];
+    hbl_make_room(s, to, now, 1);
+    s->pt.last_mig[x] = s->nreq;
+    hbl_count_move(s, x, from, to);
+    s->st.migrated_bytes += s->cfg.page_size;
+    live_queue(s, x);
+    hbl_set_device(s, x, to);
+}
+
 /* serve_after_copy: page x's copy from `from` to `to` is queued (`ios` background I/Os); until
  * they complete the page is served from where its data is.  Moved back there before that,
  * it is in force there at once. */
@@ -96,13 +108,8 @@ void hbl_copy_started(struct hbl_sim *s, const struct hbl_bgop *op, double done)
 int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed, int required)
 {
     int from = s->pt.dev[x];
-    if (s->live) {                 /* the controller copies; nothing is kept twice */
-        hbl_make_room(s, to, now, 1);
-        s->pt.last_mig[x] = s->nreq;
-        hbl_count_move(s, x, from, to);
-        s->st.migrated_bytes += s->cfg.page_size;
-        live_queue(s, x);
-        hbl_set_device(s, x, to);
+    if (s->live) {
+        live_move(s, x, to, now);
         return 1;
     }
     if (s->cfg.bg.batch_moves) {
