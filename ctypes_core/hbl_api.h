@@ -343,7 +343,8 @@ int32_t hbl_sim_background_training(struct hbl_sim *s, int32_t on, double budget
  * Pages are extents.  The controller feeds requests it observed (latency_ns
  * measured), and the policy's choices come back as moves to carry out: the
  * table believes a move at once; a move that could not be done is put back
- * with hbl_live_put_back.  No device model, no time of its own. */
+ * with hbl_live_put_back, and one the policy reverses before the controller
+ * took it is undone as a put-back is.  No device model, no time of its own. */
 struct hbl_sim *hbl_live_new(const struct hbl_sim_config *cfg, const char *policy,
                              const struct hbl_params *params, char *err, int32_t errlen);
 /* Where extents are now (at start-up: every extent). -1 on a bad device. */
@@ -353,7 +354,8 @@ int32_t hbl_live_set_devices(struct hbl_sim *s, const uint64_t *extents, const i
 int32_t hbl_live_put_back(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n);
 /* Device the policy wants an extent on, -1 if never seen. */
 int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent);
-/* Extents whose device changed since the last call, oldest first (may repeat). */
+/* Extents whose device changed since the last call, oldest first (may repeat; a move undone before it
+ * was taken is there too, the extent's device where the controller has it). */
 uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max);
 
 /* Python plugin policies (policy "python"): implemented in hbl/sim/plugin.py. */

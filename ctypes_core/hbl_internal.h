@@ -45,9 +45,11 @@ struct hbl_pagetable {
     uint32_t *aux32;
     uint32_t *decision;  /* the placement agent's decision awaiting this page's next access (index + 1), 0 = none */
     uint8_t *unread;     /* promotions of this page since its last read (<= devices - 1: a move down clears it) */
-    /* the copy arrays, kept only after hbl_pt_track_copies (the simulator's serve_after_copy, batch_moves) */
+    /* the copy arrays, kept only after hbl_pt_track_copies (the simulator's serve_after_copy, batch_moves;
+     * live mode) */
     int copies;
-    int8_t *copy_from;   /* serve_after_copy: the device a moved page's data is still read from, -1 = none */
+    int8_t *copy_from;   /* serve_after_copy: the device a moved page's data is still read from, -1 = none;
+                          * live: where the controller has a page whose move it has not taken yet */
     uint16_t *copy_ios;  /* ... its copy's background I/Os not yet started */
     double *copy_done;   /* ... when the started ones complete (ns) */
     uint32_t *queued;    /* batch_moves: the page's place in the move queue + 1, 0 = not queued */

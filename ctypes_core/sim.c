@@ -360,7 +360,7 @@ struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *pol
     s->mtargets = malloc(mm);
     s->inflight = malloc(((size_t)(cfg->queue_depth > 0 ? cfg->queue_depth : 1) + 1) * sizeof(double));
     if (!s->mslots || !s->mtargets || !s->inflight || hbl_pt_init(&s->pt, 1 << 16) ||
-        (hbl_tracks_copies(s) && hbl_pt_track_copies(&s->pt)) || ensure_scratch(s, 256)) {
+        ((hbl_tracks_copies(s) || live) && hbl_pt_track_copies(&s->pt)) || ensure_scratch(s, 256)) {
         snprintf(err, errlen, "out of memory");
         hbl_sim_free(s);
         return NULL;

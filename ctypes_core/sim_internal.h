@@ -88,7 +88,8 @@ int hbl_batch_check_slots(const struct hbl_sim *s, char *err, int32_t errlen);
 
 /* Whether a page's data can be elsewhere than its device while a copy is under way
  * (serve_after_copy, batch_moves): without either, the page table has no copy arrays
- * (pt.copy_from and its kin, hbl_pt_track_copies) and nothing may read or write them. */
+ * (pt.copy_from and its kin, hbl_pt_track_copies) and nothing may read or write them; live
+ * mode keeps them too, for pt.copy_from alone (sim_move.c live_move, sim_live.c). */
 static inline int hbl_tracks_copies(const struct hbl_sim *s)
 {
     return s->cfg.bg.serve_after_copy || s->cfg.bg.batch_moves;

@@ -19,6 +19,7 @@ static int32_t live_place(struct hbl_sim *s, const uint64_t *extents, const int8
         if (devs[i] < 0 || devs[i] >= s->cfg.ndev) return -1;
         uint32_t x = hbl_pt_get(&s->pt, extents[i]);
         if (x == HBL_NONE) return -1;
+        s->pt.copy_from[x] = HBL_UNPLACED;     /* where the controller has it: no move of it waits */
         if (undone)
             hbl_put_back(s, x, devs[i]);
         else
@@ -47,6 +48,10 @@ uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max)
 {
     uint64_t n = s->nmq < max ? s->nmq : max;
     memcpy(extents, s->mq, n * sizeof(*extents));
+    for (uint64_t i = 0; i < n; i++) {       /* the controller has them now: a move back is a move */
+        uint32_t x = hbl_pt_find(&s->pt, extents[i]);
+        if (x != HBL_NONE) s->pt.copy_from[x] = HBL_UNPLACED;
+    }
     memmove(s->mq, s->mq + n, (s->nmq - n) * sizeof(*s->mq));
     s->nmq -= n;
     return n;

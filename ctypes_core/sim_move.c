@@ -49,16 +49,42 @@ void hbl_put_back(struct hbl_sim *s, uint32_t x, int to)
     set_device(s, x, to, 1);
 }
 
-/* Live mode: the move is queued for the controller to carry out. */
-static void live_queue(struct hbl_sim *s, uint32_t x)
+/* Live mode: page x's move is queued for the controller to carry out; 0 when it could not be (no
+ * memory: the move stays in the table, hbl_live_device tells). */
+static int live_queue(struct hbl_sim *s, uint32_t x)
 {
     if (s->nmq == s->mqcap) {
         uint64_t cap = s->mqcap ? s->mqcap * 2 : 1024;
         uint64_t *q = realloc(s->mq, cap * sizeof(*q));
-        if (!q) return;           /* the move stays in the table; hbl_live_device tells */
+        if (!q) return 0;
         s->mq = q; s->mqcap = cap;
     }
     s->mq[s->nmq++] = s->pt.page[x];
+    return 1;
+}
+
+/* Live mode: the controller copies; nothing is kept twice.  Every move the policy asks is counted
+ * (the decider's figures are of moves asked; the controller counts those it carries).  Until the
+ * controller takes the page's move (hbl_live_take_moves), pt.copy_from holds where the controller
+ * has the page; moved back there before that, the move is undone (hbl_put_back: the policy is told),
+ * as in the simulator's batch path (sim_batch.c hbl_batch_ask) and as the controller drops it
+ * (MoveQueue.ask: a move to where the extent is).  A page queued already is not queued again: its
+ * move is read from the table when taken. */
+static void live_move(struct hbl_sim *s, uint32_t x, int to, double now)
+{
+    struct hbl_pagetable *pt = &s->pt;
+    int from = pt->dev[x];
+    hbl_make_room(s, to, now, 1);
+    pt->last_mig[x] = s->nreq;
+    hbl_count_move(s, x, from, to);
+    s->st.migrated_bytes += s->cfg.page_size;
+    if (pt->copy_from[x] == to) {
+        pt->copy_from[x] = HBL_UNPLACED;
+        hbl_put_back(s, x, to);
+        return;
+    }
+    if (pt->copy_from[x] == HBL_UNPLACED && live_queue(s, x)) pt->copy_from[x] = (int8_t)from;
+    hbl_set_device(s, x, to);
 }
 
 /* serve_after_copy: page x's copy from `from` to `to` is queued (`ios` background I/Os); until
@@ -96,13 +122,8 @@ void hbl_copy_started(struct hbl_sim *s, const struct hbl_bgop *op, double done)
 int hbl_migrate_page(struct hbl_sim *s, uint32_t x, int to, double now, int read_needed, int required)
 {
     int from = s->pt.dev[x];
-    if (s->live) {                 /* the controller copies; nothing is kept twice */
-        hbl_make_room(s, to, now, 1);
-        s->pt.last_mig[x] = s->nreq;
-        hbl_count_move(s, x, from, to);
-        s->st.migrated_bytes += s->cfg.page_size;
-        live_queue(s, x);
-        hbl_set_device(s, x, to);
+    if (s->live) {
+        live_move(s, x, to, now);
         return 1;
     }
     if (s->cfg.bg.batch_moves) {

@@ -87,6 +87,27 @@ def test_a_refused_eviction_keeps_a_read_admitted_extent_on_the_read_list():
     assert third_moves(lambda e: e.set_devices) == {}         # what put_back is for
 
 
+def test_an_eviction_asked_back_before_it_was_taken_keeps_a_read_admitted_extent_on_the_read_list():
+    """read_admit=7 on a 2-extent fast device.  Extent 100 is read-admitted, then evicted for a write
+    (200); before the controller takes that eviction, the migration agent asks 100 back (m_fill: a hot
+    extent below, free space above).  The eviction is undone, 100's data never left: it is read
+    admission's extent again, so a later read miss (300) takes its place, as in the simulator's batch
+    path (sim_batch.c); told as a plain promotion it counted as placed and the read miss stayed below."""
+    e = Decider("harmonia-migration-only", MIB, [2, 1000], params={"read_admit": 7, "m_fill": 1}, migrate_every=5)
+    e.set_devices(np.arange(1000), np.ones(1000))
+    e.feed(requests([201, 100], [record.WRITE, record.READ]))     # 201 placed by a write, 100 read-admitted
+    assert e.take_moves() == {201: 0, 100: 0}
+    e.feed(requests([200, 100], [record.WRITE, record.READ], t0=10**6))   # 100 evicted for 200; the read stays
+    assert e.device(100) == 1
+    e.set_devices([200], [1])                 # the controller says 200 is below: a free extent above
+    e.feed(requests([201], [record.READ], t0=2 * 10**6))          # the 5th request: the migration round
+    assert e.device(100) == 0                                     # asked back by the migration agent
+    e.take_moves()
+    e.check()
+    e.feed(requests([300], [record.READ], t0=3 * 10**6))
+    assert e.take_moves() == {300: 0, 100: 1}
+
+
 def test_decider_refuses_bad_input():
     with pytest.raises(HblError):
         Decider("no-such-policy", MIB, [2, 10])

@@ -16,6 +16,7 @@ from hbl.trace.recipes.base import Recipe
 
 PY = "/usr/bin/python3"
 LDA = "/usr/lib/dovecot/dovecot-lda"
+DOVEADM = "/usr/bin/doveadm"
 USERS = 2000
 
 #: Dovecot's settings: Maildir under each mailbox's home, every write synced, files owned by Debian's mail user
@@ -44,8 +45,8 @@ for i in range(n):
 
 #: one process of the mix, as the mail user: a deliverer (dovecot-lda) or a reader (doveadm fetch, flags,
 #: expunge); argv: role, root of the mailboxes, configuration, messages directory, users, random seed and, for
-#: a bounded run, rounds (-1: until stopped)
-MIX = r'''import os, pwd, random, subprocess, sys
+#: a bounded run, rounds (-1: until stopped).  Its first line names the binaries it runs: those the recipe checks
+MIX = "LDA, DOVEADM = %r, %r\n" % (LDA, DOVEADM) + r'''import os, pwd, random, subprocess, sys
 role, root, conf, msgs, users, seed = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 rounds = int(sys.argv[7]) if len(sys.argv) > 7 else -1
 if os.getuid() == 0:
@@ -71,14 +72,14 @@ while rounds:
     u = user()
     if role == "deliver":
         with open(os.path.join(msgs, rnd.choice(files))) as f:
-            run(u, ["/usr/lib/dovecot/dovecot-lda", "-c", conf, "-f", "sender@example.org"], stdin=f)
+            run(u, [LDA, "-c", conf, "-f", "sender@example.org"], stdin=f)
     else:
         if not os.path.isdir(os.path.join(root, u, "Maildir")):
             continue
-        run(u, ["doveadm", "-c", conf, "fetch", "text", "mailbox", "INBOX", "unseen"])
-        run(u, ["doveadm", "-c", conf, "flags", "add", "\\Seen", "mailbox", "INBOX", "unseen"])
+        run(u, [DOVEADM, "-c", conf, "fetch", "text", "mailbox", "INBOX", "unseen"])
+        run(u, [DOVEADM, "-c", conf, "flags", "add", "\\Seen", "mailbox", "INBOX", "unseen"])
         if rnd.random() < 0.3:
-            run(u, ["doveadm", "-c", conf, "expunge", "mailbox", "INBOX", "seen"])
+            run(u, [DOVEADM, "-c", conf, "expunge", "mailbox", "INBOX", "seen"])
 '''
 
 #: the step: four deliverers and two readers until the capture stops them (Recipe.together)
@@ -98,7 +99,7 @@ class MaildirLda(Recipe):
     cache_bound = "memory cgroup of 128 MiB around the deliverers and readers"
     memory_mib = 128
     fs_gib = 8
-    binaries = ((PY, "python3"), (LDA, "dovecot-core"), ("/usr/bin/doveadm", "dovecot-core"))
+    binaries = ((PY, "python3"), (LDA, "dovecot-core"), (DOVEADM, "dovecot-core"))
 
     def prepare(self, sc):
         sc.mkdir("mail", "mail")
