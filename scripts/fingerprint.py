@@ -9,6 +9,12 @@ prints each configuration whose figures moved, with the fields that moved, and e
                                                                  # with and without live_batches
   scripts/fingerprint.py --set all --against /tmp/before.json    # after the change
   scripts/fingerprint.py --set admit ...                         # harmonia with read_admit 0, 5-9
+  scripts/fingerprint.py --set live ...                          # the live decider (hbl up's C core)
+
+The live set feeds every live policy's decider (hbl/live/decider.py, the C core in live mode) a fixed
+stream of requests on a 2- and a 3-device shape, takes its moves two feeds in three (the third's are
+asked back or replaced before the controller takes them) and puts a fifth of the taken ones back, as a
+controller that refuses them would: the moves taken, in order, and the decider's counters are its figures.
 
 Simulations are deterministic, so the figures do not depend on the host or its load.
 """
@@ -44,9 +50,62 @@ def configs(which, traces=None, policies=None):
                 for live in (False, True):
                     for pol in (policies or POLICIES):
                         out.append((trace, hss, live, pol, {}))
+    elif which == "live":
+        return [("live:" + "/".join(map(str, shape)), "-", True, pol, params)
+                for shape, pol, params in live_configs(policies)]
     else:
-        raise ValueError("unknown set %r (all, admit)" % which)
+        raise ValueError("unknown set %r (all, admit, live)" % which)
     return out
+
+
+#: The live set: shapes (extents per device), and the policies beyond POLICIES' live ones with parameters.
+LIVE_SHAPES = ((16, 400), (8, 32, 400))
+LIVE_PARAMS = tuple(("harmonia", {"read_admit": k}) for k in (1, 7, 8, 9)) + \
+    tuple(("harmonia-migration-only", {"read_admit": k}) for k in (1, 7))
+
+
+def live_configs(policies=None):
+    """(shape, policy, params) of the live set: every policy that can run live, then LIVE_PARAMS."""
+    from hbl.sim.registry import policy_names
+    live = [p for p in POLICIES if p in policy_names("live")]
+    pairs = [(p, {}) for p in (policies or live)] + [x for x in LIVE_PARAMS if not policies or x[0] in policies]
+    return [(shape, pol, params) for shape in LIVE_SHAPES for pol, params in pairs]
+
+
+def live_run(shape, pol, params, feeds=150, per_feed=32):
+    """One live configuration's figures: {moves: a hash of the moves taken in order, stats}."""
+    import numpy as np
+    from hbl import record
+    from hbl.live.decider import Decider
+    mib = 1 << 20
+    n, slowest = shape[-1], len(shape) - 1
+    d = Decider(pol, mib, list(shape), params=params or None, migrate_every=64)
+    d.set_devices(np.arange(n), np.full(n, slowest))
+    stream, refuse = np.random.default_rng(7), np.random.default_rng(8)
+    at = np.full(n, slowest)           # where the controller has each extent
+    h = hashlib.sha256()
+    for k in range(feeds):
+        ex = stream.zipf(1.2, per_feed) % n
+        r = record.empty(per_feed)
+        r["offset"], r["length"], r["op"] = ex * mib, 4096, stream.integers(0, 2, per_feed)
+        r["latency_ns"] = 100_000 + (ex % 7) * 10_000
+        r["time_ns"] = k * 10**6 + np.arange(per_feed) * 1000
+        d.feed(r)
+        if k % 3 == 2:
+            continue
+        moves = list(d.take_moves().items())
+        h.update(repr(moves).encode())
+        back = [(x, int(at[x])) for x, to in moves if to != at[x] and refuse.random() < 0.2]
+        for x, to in moves:
+            at[x] = to
+        for x, was in back:
+            at[x] = was
+        if back:
+            d.put_back([x for x, _ in back], [was for _, was in back])
+    d.check()
+    stats = d.stats()
+    stats.pop("agents", None)
+    return {"moves": h.hexdigest(), "stats": stats}
 
 
 def key(trace, hss, live, pol, params):
@@ -65,9 +124,12 @@ def run(cfgs, progress=None):
     out = {}
     for n, (trace, hss, live, pol, params) in enumerate(cfgs):
         try:
-            r = simulate(trace, hss=hss, policy=pol, fast_capacity="10%", params=params, seed=1,
-                         **(LIVE if live else {}))
-            r = {k: v for k, v in r.items() if k not in TIMING}
+            if trace.startswith("live:"):
+                r = live_run(tuple(int(x) for x in trace[5:].split("/")), pol, params)
+            else:
+                r = simulate(trace, hss=hss, policy=pol, fast_capacity="10%", params=params, seed=1,
+                             **(LIVE if live else {}))
+                r = {k: v for k, v in r.items() if k not in TIMING}
         except (HblError, ValueError) as e:
             r = {"error": str(e)}
         k = key(trace, hss, live, pol, params)
@@ -94,7 +156,7 @@ def differences(before, after):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--set", default="all", choices=("all", "admit"), help="which configurations (default all)")
+    ap.add_argument("--set", default="all", choices=("all", "admit", "live"), help="which configurations (default all)")
     ap.add_argument("--trace", action="append", help="only these traces (repeatable)")
     ap.add_argument("--policy", action="append", help="only these policies (set all; repeatable)")
     ap.add_argument("--out", help="write the figures of every configuration to this JSON file")

@@ -52,3 +52,17 @@ def test_an_unreadable_baseline_is_a_clear_error(tmp_path):
         assert "bad.json" in str(e) and "cannot read" in str(e)
     else:
         raise AssertionError("no error for an unreadable file")
+
+
+def test_the_live_set_runs_the_decider_and_a_parameter_that_changes_it_moves_it():
+    """The live set drives hbl up's decider (the C core in live mode), which simulate() never runs:
+    the same code gives the same figures, and a live policy told to act otherwise moves them."""
+    fp = fingerprint()
+    cfgs = fp.configs("live", policies=["lru"])
+    assert [c[0] for c in cfgs] == ["live:16/400", "live:8/32/400"]
+    a = fp.run(cfgs)
+    assert all(r.get("stats", {}).get("requests") for r in a.values()), a
+    assert fp.digest(a) == fp.digest(fp.run(cfgs))
+    moved = fp.run([("live:16/400", "-", True, "harmonia-migration-only", {"read_admit": 1})])
+    same = fp.run([("live:16/400", "-", True, "harmonia-migration-only", {})])
+    assert fp.differences({"k": list(same.values())[0]}, {"k": list(moved.values())[0]})
