@@ -1,0 +1,223 @@
+/*
+ * Diagnostics of migration decisions (hbl_api.h: hbl_sim_diag_*): one decision of a
+ * replay flipped (a move migrate() asked for dropped, or one it did not ask for made),
+ * and the hindsight credit (hindsight.c) of chosen decisions computed as the
+ * migration agent's m_reward=2 computes it.  scripts/credit_check.py replays a
+ * non-learning policy with and without one decision: the difference is the decision's
+ * true value, set beside its credit.  Nothing here changes a replay that does not ask.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "sim_internal.h"
+#include "hindsight.h"
+
+struct hbl_diag_watch { uint64_t round, page; double scale; };
+
+struct hbl_diag {
+    int flip;                               /* a flip is set */
+    uint64_t flip_round, flip_page;
+    int32_t flip_to;
+    struct hbl_diag_watch *watch; uint32_t nwatch, wcap, cursor;   /* sorted by round once feeding starts */
+    struct hbl_evalq q; int have_q;         /* an entry's state: the round it was decided at */
+    struct hbl_diag_credit *out; uint64_t nout, ocap;
+    struct hbl_diag_move *moves; uint64_t nmoves, mcap;
+};
+
+static struct hbl_diag *diag_of(struct hbl_sim *s)
+{
+    if (s->live || !s->ops || (s->ops->flags & HBL_POLICY_LEARNS)) return NULL;
+    if (!s->diag) s->diag = calloc(1, sizeof(*s->diag));
+    return s->diag;
+}
+
+void hbl_diag_free(struct hbl_diag *d)
+{
+    if (!d) return;
+    if (d->have_q) hbl_evalq_free(&d->q);
+    free(d->watch); free(d->out); free(d->moves);
+    free(d);
+}
+
+int32_t hbl_sim_diag_start(struct hbl_sim *s)
+{
+    return diag_of(s) ? 0 : -1;
+}
+
+int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to)
+{
+    struct hbl_diag *d = diag_of(s);
+    if (!d || to >= s->cfg.ndev) return -1;
+    d->flip = 1; d->flip_round = round; d->flip_page = page; d->flip_to = to;
+    return 0;
+}
+
+int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, double scale)
+{
+    struct hbl_diag *d = diag_of(s);
+    if (!d || d->have_q || !(scale > 0)) return -1;   /* watches before the first round only */
+    if (d->nwatch == d->wcap) {
+        uint32_t cap = d->wcap ? d->wcap * 2 : 64;
+        struct hbl_diag_watch *w = realloc(d->watch, cap * sizeof(*w));
+        if (!w) return -1;
+        d->watch = w; d->wcap = cap;
+    }
+    d->watch[d->nwatch++] = (struct hbl_diag_watch){round, page, scale};
+    return 0;
+}
+
+static int grow(void **p, uint64_t *cap, uint64_t n, size_t size)
+{
+    if (n < *cap) return 0;
+    uint64_t c = *cap ? *cap * 2 : 1024;
+    void *q = realloc(*p, c * size);
+    if (!q) return -1;
+    *p = q; *cap = c;
+    return 0;
+}
+
+/* An entry's state: the request count it was decided at, then its kind. */
+static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struct hbl_judged *e, int ended)
+{
+    uint64_t round;
+    memcpy(&round, e->s, sizeof(round));
+    double bg = hbl_background_share(s);
+    *c = (struct hbl_diag_credit){round, s->pt.page[e->slot], e->from, e->kind, e->full, e->mark, e->horizon,
+                                  e->accesses,
+                                  s->nreq, ended, {0}, bg, {0}, {0}, {0}};
+    for (int t = 0; t < s->cfg.ndev; t++) {
+        c->cost[t] = e->cost[t];
+        c->benefit[t] = hbl_evalq_benefit(s, e, t, NULL, bg);
+        if (t != e->from)
+            c->copy[t] = e->kind == HBL_JUDGE_READ ? hbl_page_time(&s->cfg.dev[t], 1, 1, s->cfg.page_size)
+                                                   : hbl_copy_time(s, e->from, t);
+        c->chain[t] = t < hbl_slowest(s) ? hbl_copy_time(s, t, t + 1) : 0;
+    }
+}
+
+static int by_round(const void *a, const void *b)
+{
+    uint64_t x = ((const struct hbl_diag_watch *)a)->round, y = ((const struct hbl_diag_watch *)b)->round;
+    return (x > y) - (x < y);
+}
+
+/* The watches of this request count: [*first, return value). */
+static uint32_t watched(struct hbl_diag *d, const struct hbl_sim *s, uint32_t *first)
+{
+    if (!d->have_q && d->nwatch) {
+        if (hbl_evalq_init(&d->q, d->nwatch, sizeof(uint64_t) + 1, 0)) return *first = 0;
+        qsort(d->watch, d->nwatch, sizeof(*d->watch), by_round);
+        d->have_q = 1;
+    }
+    while (d->cursor < d->nwatch && d->watch[d->cursor].round < s->nreq) d->cursor++;
+    uint32_t end = *first = d->cursor;
+    while (end < d->nwatch && d->watch[end].round == s->nreq) end++;
+    return end;
+}
+
+static void judge(struct hbl_diag *d, struct hbl_sim *s, uint32_t x, double scale, enum hbl_judged_kind kind,
+                  int cold)
+{
+    uint8_t st[sizeof(uint64_t) + 1];
+    memcpy(st, &s->nreq, sizeof(uint64_t));
+    st[sizeof(uint64_t)] = (uint8_t)kind;
+    uint32_t h = (uint32_t)(scale * hbl_characteristic_time(s) + 0.5);
+    hbl_evalq_push(&d->q, s, x, st, kind, cold, h ? h : 1);
+}
+
+void hbl_diag_moved(struct hbl_sim *s, uint32_t x, int from, int to)
+{
+    struct hbl_diag *d = s->diag;
+    if (grow((void **)&d->moves, &d->mcap, d->nmoves, sizeof(*d->moves))) return;
+    d->moves[d->nmoves++] = (struct hbl_diag_move){s->nreq, s->pt.page[x], from, to};
+}
+
+/* A watch of the fastest device's k-th least recently used page: its slot, or HBL_NONE. */
+static uint32_t cold(const struct hbl_sim *s, uint64_t page)
+{
+    uint64_t k = HBL_DIAG_COLD - page;
+    if (k >= 64) return HBL_NONE;
+    uint32_t x = s->lru_tail[0];
+    while (k-- && x != HBL_NONE) x = s->pt.prev[x];
+    return x == HBL_NONE ? s->pt.n : x;   /* past the list's end: no page, but a cold watch */
+}
+
+int hbl_diag_round(struct hbl_sim *s, int m)
+{
+    struct hbl_diag *d = s->diag;
+    uint32_t i, end = watched(d, s, &i);
+    for (; i < end; i++) {   /* queued as the migration agent queues its candidates: before the moves */
+        uint32_t x = cold(s, d->watch[i].page);
+        int c = x != HBL_NONE;
+        if (!c) x = hbl_pt_find(&s->pt, d->watch[i].page);
+        if (x < s->pt.n && s->pt.dev[x] >= 0) judge(d, s, x, d->watch[i].scale, HBL_JUDGE_MOVE, c);
+    }
+    if (d->flip && d->flip_round == s->nreq) {
+        uint32_t x = hbl_pt_find(&s->pt, d->flip_page);
+        int k = 0, asked = 0;
+        for (int j = 0; j < m; j++) {
+            if (s->mslots[j] == x) { asked = 1; if (d->flip_to < 0) continue; }
+            s->mslots[k] = s->mslots[j]; s->mtargets[k] = s->mtargets[j]; k++;
+        }
+        m = k;
+        if (x != HBL_NONE && d->flip_to >= 0 && !asked) {   /* mslots holds migrate_max + 1 */
+            s->mslots[m] = x; s->mtargets[m] = (int8_t)d->flip_to; m++;
+        }
+    }
+    return m;
+}
+
+void hbl_diag_ask(struct hbl_sim *s, int n, int write)
+{
+    struct hbl_diag *d = s->diag;
+    uint32_t first, end = watched(d, s, &first);
+    for (uint32_t w = first; w < end && !s->ops->migrate; w++) {   /* cold pages, as admit.c judges victims */
+        uint32_t x = cold(s, d->watch[w].page);
+        if (x < s->pt.n) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_MOVE, 1);
+    }
+    for (int i = 0; i < n; i++) {
+        uint32_t x = s->slots[i];
+        int t = s->targets[i];
+        if (t < 0 || t >= s->cfg.ndev || t == s->pt.dev[x]) continue;
+        uint64_t page = s->pt.page[x];
+        if (!write)   /* a read's promotion, judged as the read admission judges it (admit.c) */
+            for (uint32_t w = first; w < end; w++)
+                if (d->watch[w].page == page) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_READ, 0);
+        if (d->flip && d->flip_round == s->nreq && d->flip_page == page && d->flip_to < 0)
+            s->targets[i] = -1;
+    }
+}
+
+void hbl_diag_served(struct hbl_sim *s, const uint32_t *slots, int n, int write)
+{
+    struct hbl_diag *d = s->diag;
+    if (!d->have_q) return;
+    const struct hbl_judged *e;
+    while ((e = hbl_evalq_pop_due(&d->q, s)))
+        if (!grow((void **)&d->out, &d->ocap, d->nout, sizeof(*d->out))) fill(&d->out[d->nout++], s, e, 0);
+    hbl_evalq_observe(&d->q, s, slots, n, write);
+}
+
+uint64_t hbl_sim_diag_credits(const struct hbl_sim *s, struct hbl_diag_credit *out, uint64_t max)
+{
+    struct hbl_diag *d = s->diag;
+    if (!d) return 0;
+    uint64_t n = d->nout, k = 0;
+    for (uint64_t i = 0; i < n && i < max; i++) out[k++] = d->out[i];
+    if (!d->have_q) return n;
+    for (uint32_t i = 0; i < d->q.n; i++) {   /* still in their horizon: credited with what they had */
+        uint32_t j = (d->q.head + i) % d->q.cap;
+        const struct hbl_judged *e = &d->q.e[j];
+        if (!e->live) continue;
+        if (k < max) fill(&out[k++], s, e, 1);
+        n++;
+    }
+    return n;
+}
+
+uint64_t hbl_sim_diag_moves(const struct hbl_sim *s, struct hbl_diag_move *out, uint64_t max)
+{
+    struct hbl_diag *d = s->diag;
+    if (!d) return 0;
+    for (uint64_t i = 0; i < d->nmoves && i < max; i++) out[i] = d->moves[i];
+    return d->nmoves;
+}
