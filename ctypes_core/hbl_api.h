@@ -338,7 +338,7 @@ void hbl_c51_project(float reward, float gamma, const float *p, int32_t atoms, f
 int32_t hbl_sim_diag_start(struct hbl_sim *s);
 /* At decision `round`, page `page`: to < 0, drop the move migrate() or the read asks for it;
  * to >= 0, at a migrate() call, move it there (a background copy, as migrate()'s moves) if
- * migrate() does not.  One flip a simulator. */
+ * migrate() does not (one such a round: the first).  Each call adds a flip. */
 int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to);
 /* At decision `round`, before its moves, queue page `page` for hindsight credit
  * (ctypes_core/hindsight.c): at a migrate() call as the migration agent's m_reward=2 queues its

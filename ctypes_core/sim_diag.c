@@ -1,5 +1,5 @@
 /*
- * Diagnostics of migration decisions (hbl_api.h: hbl_sim_diag_*): one decision of a
+ * Diagnostics of migration decisions (hbl_api.h: hbl_sim_diag_*): decisions of a
  * replay flipped (a move migrate() asked for dropped, or one it did not ask for made),
  * and the hindsight credit (hindsight.c) of chosen decisions computed as the
  * migration agent's m_reward=2 computes it.  scripts/credit_check.py replays a
@@ -12,11 +12,11 @@
 #include "hindsight.h"
 
 struct hbl_diag_watch { uint64_t round, page; double scale; };
+struct hbl_diag_flip { uint64_t round, page; int32_t to; };
 
 struct hbl_diag {
-    int flip;                               /* a flip is set */
-    uint64_t flip_round, flip_page;
-    int32_t flip_to;
+    struct hbl_diag_flip *flip; uint32_t nflip, fcap, fcursor;     /* sorted by round once feeding starts */
+    int started;                            /* fed: watches and flips sorted, no more of them */
     struct hbl_diag_watch *watch; uint32_t nwatch, wcap, cursor;   /* sorted by round once feeding starts */
     struct hbl_evalq q; int have_q;         /* an entry's state: the round it was decided at */
     struct hbl_diag_credit *out; uint64_t nout, ocap;
@@ -34,7 +34,7 @@ void hbl_diag_free(struct hbl_diag *d)
 {
     if (!d) return;
     if (d->have_q) hbl_evalq_free(&d->q);
-    free(d->watch); free(d->out); free(d->moves);
+    free(d->watch); free(d->flip); free(d->out); free(d->moves);
     free(d);
 }
 
@@ -47,14 +47,21 @@ int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int3
 {
     struct hbl_diag *d = diag_of(s);
     if (!d || to >= s->cfg.ndev) return -1;
-    d->flip = 1; d->flip_round = round; d->flip_page = page; d->flip_to = to;
+    if (d->started) return -1;
+    if (d->nflip == d->fcap) {
+        uint32_t cap = d->fcap ? d->fcap * 2 : 64;
+        struct hbl_diag_flip *f = realloc(d->flip, cap * sizeof(*f));
+        if (!f) return -1;
+        d->flip = f; d->fcap = cap;
+    }
+    d->flip[d->nflip++] = (struct hbl_diag_flip){round, page, to};
     return 0;
 }
 
 int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, double scale)
 {
     struct hbl_diag *d = diag_of(s);
-    if (!d || d->have_q || !(scale > 0)) return -1;   /* watches before the first round only */
+    if (!d || d->started || !(scale > 0)) return -1;
     if (d->nwatch == d->wcap) {
         uint32_t cap = d->wcap ? d->wcap * 2 : 64;
         struct hbl_diag_watch *w = realloc(d->watch, cap * sizeof(*w));
@@ -100,14 +107,36 @@ static int by_round(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int flip_by_round(const void *a, const void *b)
+{
+    uint64_t x = ((const struct hbl_diag_flip *)a)->round, y = ((const struct hbl_diag_flip *)b)->round;
+    return (x > y) - (x < y);
+}
+
+/* Feeding starts: watches and flips in the order of their request counts, the queue made. */
+static void start(struct hbl_diag *d)
+{
+    d->started = 1;
+    qsort(d->watch, d->nwatch, sizeof(*d->watch), by_round);
+    qsort(d->flip, d->nflip, sizeof(*d->flip), flip_by_round);
+    if (d->nwatch && !hbl_evalq_init(&d->q, d->nwatch, sizeof(uint64_t) + 1, 0)) d->have_q = 1;
+}
+
+/* The flips of this request count: [*first, return value). */
+static uint32_t flips_now(struct hbl_diag *d, const struct hbl_sim *s, uint32_t *first)
+{
+    if (!d->started) start(d);
+    while (d->fcursor < d->nflip && d->flip[d->fcursor].round < s->nreq) d->fcursor++;
+    uint32_t end = *first = d->fcursor;
+    while (end < d->nflip && d->flip[end].round == s->nreq) end++;
+    return end;
+}
+
 /* The watches of this request count: [*first, return value). */
 static uint32_t watched(struct hbl_diag *d, const struct hbl_sim *s, uint32_t *first)
 {
-    if (!d->have_q && d->nwatch) {
-        if (hbl_evalq_init(&d->q, d->nwatch, sizeof(uint64_t) + 1, 0)) return *first = 0;
-        qsort(d->watch, d->nwatch, sizeof(*d->watch), by_round);
-        d->have_q = 1;
-    }
+    if (!d->started) start(d);
+    if (!d->have_q) return *first = 0;
     while (d->cursor < d->nwatch && d->watch[d->cursor].round < s->nreq) d->cursor++;
     uint32_t end = *first = d->cursor;
     while (end < d->nwatch && d->watch[end].round == s->nreq) end++;
@@ -151,16 +180,18 @@ int hbl_diag_round(struct hbl_sim *s, int m)
         if (!c) x = hbl_pt_find(&s->pt, d->watch[i].page);
         if (x < s->pt.n && s->pt.dev[x] >= 0) judge(d, s, x, d->watch[i].scale, HBL_JUDGE_MOVE, c);
     }
-    if (d->flip && d->flip_round == s->nreq) {
-        uint32_t x = hbl_pt_find(&s->pt, d->flip_page);
-        int k = 0, asked = 0;
+    uint32_t f, fend = flips_now(d, s, &f);
+    for (int forced = 0; f < fend; f++) {
+        uint32_t x = hbl_pt_find(&s->pt, d->flip[f].page);
+        int k = 0, asked = 0, to = d->flip[f].to;
         for (int j = 0; j < m; j++) {
-            if (s->mslots[j] == x) { asked = 1; if (d->flip_to < 0) continue; }
+            if (s->mslots[j] == x) { asked = 1; if (to < 0) continue; }
             s->mslots[k] = s->mslots[j]; s->mtargets[k] = s->mtargets[j]; k++;
         }
         m = k;
-        if (x != HBL_NONE && d->flip_to >= 0 && !asked) {   /* mslots holds migrate_max + 1 */
-            s->mslots[m] = x; s->mtargets[m] = (int8_t)d->flip_to; m++;
+        if (x != HBL_NONE && to >= 0 && !asked && !forced) {   /* mslots holds migrate_max + 1: one a round */
+            s->mslots[m] = x; s->mtargets[m] = (int8_t)to; m++;
+            forced = 1;
         }
     }
     return m;
@@ -169,7 +200,7 @@ int hbl_diag_round(struct hbl_sim *s, int m)
 void hbl_diag_ask(struct hbl_sim *s, int n, int write)
 {
     struct hbl_diag *d = s->diag;
-    uint32_t first, end = watched(d, s, &first);
+    uint32_t first, end = watched(d, s, &first), f, fend = flips_now(d, s, &f);
     for (uint32_t w = first; w < end && !s->ops->migrate; w++) {   /* cold pages, as admit.c judges victims */
         uint32_t x = cold(s, d->watch[w].page);
         if (x < s->pt.n) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_MOVE, 1);
@@ -182,8 +213,8 @@ void hbl_diag_ask(struct hbl_sim *s, int n, int write)
         if (!write)   /* a read's promotion, judged as the read admission judges it (admit.c) */
             for (uint32_t w = first; w < end; w++)
                 if (d->watch[w].page == page) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_READ, 0);
-        if (d->flip && d->flip_round == s->nreq && d->flip_page == page && d->flip_to < 0)
-            s->targets[i] = -1;
+        for (uint32_t g = f; g < fend; g++)
+            if (d->flip[g].page == page && d->flip[g].to < 0) s->targets[i] = -1;
     }
 }
 

@@ -62,16 +62,17 @@ def load(trace):
 
 
 class Run:
-    """One replay of `policy`, one decision flipped (flip = (round, page, to)) and decisions judged
+    """One replay of `policy`, decisions flipped (flip or flips: (round, page, to)) and decisions judged
     (judge = [(round, page)], horizon `scale`): its total latency, per-window latency sums, counters,
     the moves it made and the credits of the judged decisions (cold: the fastest device's pages)."""
 
-    def __init__(self, policy, cfg, caps, data, flip=None, judge=(), scale=1.0):
+    def __init__(self, policy, cfg, caps, data, flip=None, judge=(), scale=1.0, flips=()):
         sim = Simulator(cfg, policy, caps, timeline_every=WINDOW)
         if lib.hbl_sim_diag_start(sim.sim):
             raise HblError("hbl_sim_diag_start refused")
-        if flip and lib.hbl_sim_diag_flip(sim.sim, flip[0], flip[1], flip[2]):
-            raise HblError("hbl_sim_diag_flip refused")
+        for f in ([flip] if flip else []) + list(flips):
+            if lib.hbl_sim_diag_flip(sim.sim, f[0], f[1], f[2]):
+                raise HblError("hbl_sim_diag_flip refused")
         for rnd, page in judge:
             if lib.hbl_sim_diag_judge(sim.sim, rnd, page, scale):
                 raise HblError("hbl_sim_diag_judge refused")
@@ -211,6 +212,91 @@ def check(policy, hss, trace, k, seed, out):
     return rows
 
 
+SET_GROUPS = ("unread", "read-", "read+")
+
+
+def group_of(c, space):
+    """A judged decision's group: its page not accessed in the horizon (unread), or accessed and
+    credited below zero (read-) or at or above (read+)."""
+    if c["accesses"] == 0:
+        return "unread"
+    return "read-" if benefit(c, space=space) < 0 else "read+"
+
+
+def terms(c, space, judged, key):
+    """What the credit is made of, and its variants, for one judged decision."""
+    out = dict(credit=benefit(c, space=space), reads=c["cost"][c["src"]] - c["cost"][0],
+               copy=c["bg"] * c["copy"][0], push=(c["bg"] * c["chain"][0] + space) if c["full"] & 1 else 0.0,
+               bg1=benefit(c, space=space, bg=1.0), bg0=benefit(c, space=space, bg=0.0),
+               nopush=benefit(c, push=False), accesses=c["accesses"], full=c["full"] & 1, bg=c["bg"])
+    for s, run in judged.items():
+        cs = run.credits.get(key)
+        out["h%g" % s] = benefit(cs, space=space) if cs else out["credit"]
+    return out
+
+
+def left_candidates(base, data, n_req, rng):
+    """One (round, page) a round that the policy did not move: a page the round before touched."""
+    every, lo, ps = 1000, n_req // 10, 4096
+    moved = {(r, p) for r, p, f, t in base.moves}
+    out = []
+    for r in range(max(lo, every), n_req, every):
+        for _ in range(5):
+            page = int(data["offset"][rng.randrange(r - every, r)]) // ps
+            if (r, page) not in moved:
+                out.append((r, page))
+                break
+    return out
+
+
+def check_sets(policy, hss, trace, reps, frac, seed, out):
+    """Sets of decisions flipped together: per repetition, a random share `frac` of the promotions
+    made (and for a policy that migrates, one left candidate a round), judged, split into
+    SET_GROUPS, each group flipped at once: its true value is the latency difference, its credit the
+    sum of its decisions'.  One JSON line per (repetition, kind, group) to out."""
+    cfg = load_hss(hss)
+    data, fp = load(trace)
+    caps = cfg.capacity_pages(fp, 4096)
+    n_req = len(data)
+    base = Run(policy, cfg, caps, data)
+    made = [(r, p) for r, p, f, t in base.moves if t == 0 and f > 0 and r >= n_req // 10]
+    head = dict(policy=policy, hss=hss, trace=trace, requests=n_req, base_latency=base.latency,
+                promotions=base.counters["promotions"], made=len(made))
+    for rep in range(reps):
+        rng = random.Random(seed * 1000 + rep)
+        prom = rng.sample(made, min(len(made), max(1, int(frac * len(made))), 2000))
+        left = left_candidates(base, data, n_req, rng) if policy == "hps" else []
+        rounds = sorted({r for r, _ in prom + left})
+        cold = [(r, COLD - j) for r in rng.sample(rounds, min(len(rounds), 200)) for j in range(NCOLD)]
+        judged = {s: Run(policy, cfg, caps, data, judge=prom + left + cold, scale=s) for s in SCALES}
+        one = judged[1.0]
+        if abs(one.latency - base.latency) > 1e-6 * base.latency:
+            raise AssertionError("judging changed the replay")
+        space, nspace = space_of(one)
+        for kind, decisions, to in (("promoted", prom, -1), ("left", left, 0)):
+            groups = {}
+            for d in decisions:
+                c = one.credits.get(d)
+                if c and not c["ended"] and c["src"] > 0:
+                    groups.setdefault(group_of(c, space), []).append(d)
+            for g, ds in sorted(groups.items()):
+                flip = Run(policy, cfg, caps, data, flips=[(r, p, to) for r, p in ds])
+                with_, without = (base, flip) if kind == "promoted" else (flip, base)
+                done = {(m[0], m[1]) for m in with_.moves if m[3] == 0}
+                ds = [d for d in ds if d in done]
+                if not ds:
+                    continue
+                sums = {}
+                for d in ds:
+                    for k, v in terms(one.credits[d], space, judged, d).items():
+                        sums[k] = sums.get(k, 0.0) + v
+                out.write(json.dumps(dict(head, rep=rep, kind=kind, group=g, n=len(ds), space=space, nspace=nspace,
+                                          truth=without.latency - with_.latency, sums=sums,
+                                          d={k: without.counters[k] - with_.counters[k] for k in with_.counters}))
+                          + "\n")
+                out.flush()
+
+
 GROUPS = (("all", lambda r: True), ("unread", lambda r: r["accesses"] == 0),
           ("read", lambda r: r["accesses"] > 0))
 VARIANTS = (("credit", "the credit (space as the agent's)"), ("nopush", "no push-off term"),
@@ -274,6 +360,122 @@ def report(path, out=sys.stdout):
             w("%-4s %-5s %-9s %-6s %s\n" % (pol, hss, kind, g, " ".join("%12.1f" % c["bias"] if c else "%12s" % "-"
                                                                          for c in cells)))
     w("  variants: %s\n" % "; ".join("%s = %s" % v for v in VARIANTS))
+    w("\nthe true weight of each term of the credit, pooled over traces: least squares of truth on the credit's\n"
+      "terms, truth = a + w_reads * reads - w_copy * copy - w_push * push (a right credit: 1, 1, 1, a = 0);\n"
+      "(standard errors); reads = cost[from] - cost[0] over the horizon, copy = bg * the copy's device time,\n"
+      "push = bg * the copy down of the page pushed off + space, when the fastest device was full\n")
+    w("%-4s %-5s %-9s %5s %16s %16s %16s %16s\n" % ("pol", "hss", "decision", "n", "a (us)", "w_reads", "w_copy",
+                                                  "w_push"))
+    for (pol, hss, kind, g), sel in sorted(pooled.items()):
+        if g != "all" or len(sel) < 8:
+            continue
+        fit = weights(sel)
+        w("%-4s %-5s %-9s %5d %s\n" % (pol, hss, kind, len(sel), " ".join(
+            "%16s" % ("%.2f (%.2f)" % (v, e) if np.isfinite(v) else "-") for v, e in fit)))
+
+
+SET_VARIANTS = ("credit", "nopush", "bg0", "bg1", "h0.5", "h2")
+
+
+def per_decision(lines):
+    """Σ over the sets of (truth, credit terms, counters) / Σ n: us (counters as they are) per
+    decision, and the standard error of the truth over the repetitions."""
+    n = sum(x["n"] for x in lines)
+    v = dict(n=n, truth=sum(x["truth"] for x in lines) / n / 1e3)
+    for k in lines[0]["sums"]:
+        v[k] = sum(x["sums"][k] for x in lines) / n / (1 if k in ("accesses", "full", "bg") else 1e3)
+    for k in lines[0]["d"]:
+        v["d_" + k] = sum(x["d"][k] for x in lines) / n / (1e3 if "wait" in k else 1)
+    reps = {}
+    for x in lines:
+        a = reps.setdefault(x["rep"], [0.0, 0])
+        a[0] += x["truth"] / 1e3
+        a[1] += x["n"]
+    per = np.array([s / k for s, k in reps.values()])
+    v["se"] = per.std(ddof=1) / np.sqrt(len(per)) if len(per) > 1 else float("nan")
+    return v
+
+
+def report_sets(path, out=sys.stdout):
+    """The tables of results/diagnosis/credit.txt from the JSON lines of a sets run."""
+    lines = [json.loads(x) for x in open(path)]
+    w = out.write
+    w("us per decision, sets of decisions flipped together (Σ over repetitions / Σ decisions); truth: what the\n"
+      "decisions saved (> 0: they paid back), se its standard error over the repetitions; credit: the mean\n"
+      "credit; bias = credit - truth; acc: accesses in the horizon the credit counted; hits: page reads on the\n"
+      "fastest device the decisions truly bought; waits: background and synchronous waits they truly cost;\n"
+      "groups: unread (no access in the horizon), read- / read+ (accessed, credit < 0 / >= 0).\n\n")
+    head = "%-4s %-5s %-30s %-8s %-6s %5s %8s %7s %8s %8s %6s %6s %7s %7s %7s %7s\n"
+    fmt = "%-4s %-5s %-30s %-8s %-6s %5d %8.1f %7.1f %8.1f %8.1f %6.2f %6.2f %7.1f %7.1f %7.1f %7.1f\n"
+    w(head % ("pol", "hss", "trace", "decision", "group", "n", "truth", "se", "credit", "bias", "acc", "hits",
+              "reads", "copy", "push", "waits"))
+    keys = sorted({(x["policy"], x["hss"], x["trace"], x["kind"], x["group"]) for x in lines})
+    pooled = {}
+    for k in keys:
+        sel = [x for x in lines if (x["policy"], x["hss"], x["trace"], x["kind"], x["group"]) == k]
+        for g in (k[4], "all"):
+            pooled.setdefault((k[0], k[1], k[3], g), []).extend(sel)
+        pooled.setdefault((k[0], k[1], k[2], k[3], "all"), []).extend(sel)
+        v = per_decision(sel)
+        w(fmt % (k[0], k[1], k[2][:30], k[3], k[4], v["n"], v["truth"], v["se"], v["credit"], v["credit"] - v["truth"],
+                 v["accesses"], -v["d_fast_reads"] if k[3] == "promoted" else -v["d_fast_reads"], v["reads"], v["copy"],
+                 v["push"], v["d_bg_wait"] + v["d_sync_wait"]))
+    w("\nall groups of a trace together\n")
+    for k, sel in sorted(pooled.items()):
+        if len(k) == 5:
+            v = per_decision(sel)
+            w(fmt % (k[0], k[1], k[2][:30], k[3], "all", v["n"], v["truth"], v["se"], v["credit"],
+                     v["credit"] - v["truth"], v["accesses"], -v["d_fast_reads"], v["reads"], v["copy"], v["push"],
+                     v["d_bg_wait"] + v["d_sync_wait"]))
+    w("\npooled over traces (every decision one weight)\n")
+    for k, sel in sorted(pooled.items()):
+        if len(k) == 4:
+            v = per_decision(sel)
+            w(fmt % (k[0], k[1], "(all traces)", k[2], k[3], v["n"], v["truth"], v["se"], v["credit"],
+                     v["credit"] - v["truth"], v["accesses"], -v["d_fast_reads"], v["reads"], v["copy"], v["push"],
+                     v["d_bg_wait"] + v["d_sync_wait"]))
+    w("\nattribution, pooled over traces: bias (credit - truth, us per decision) of the credit with one term changed\n")
+    w("%-4s %-5s %-8s %-6s %s\n" % ("pol", "hss", "decision", "group", " ".join("%9s" % v for v in SET_VARIANTS)))
+    for k, sel in sorted(pooled.items()):
+        if len(k) == 4:
+            v = per_decision(sel)
+            w("%-4s %-5s %-8s %-6s %s\n" % (k + (" ".join("%9.1f" % (v[x] - v["truth"]) for x in SET_VARIANTS),)))
+    w("  %s\n" % "; ".join("%s = %s" % x for x in VARIANTS))
+    w("\nthe true weight of each term, pooled over traces and groups: least squares over the sets of\n"
+      "truth = a n + w_reads Σreads - w_copy Σcopy - w_push Σpush (a right credit: a = 0, each w = 1)\n")
+    for pk in sorted({(x["policy"], x["hss"]) for x in lines}):
+        for kind in ("promoted", "left"):
+            sel = [x for x in lines if (x["policy"], x["hss"], x["kind"]) == pk + (kind,)]
+            if len(sel) < 6:
+                continue
+            fit = set_weights(sel)
+            w("%-4s %-5s %-8s sets %3d  a %s  w_reads %s  w_copy %s  w_push %s\n" % (
+                pk + (kind, len(sel)) + tuple("%.2f (%.2f)" % f if np.isfinite(f[0]) else "-" for f in fit)))
+
+
+def set_weights(lines):
+    """Least squares of the sets' truth on (n, Σreads, -Σcopy, -Σpush), us."""
+    rows = [dict(truth=x["truth"], n=x["n"] * 1e3, reads=x["sums"]["reads"], copy=x["sums"]["copy"],
+                 push=x["sums"]["push"]) for x in lines]
+    return weights(rows, ones="n")
+
+
+def weights(rows, ones=None):
+    """Least squares of truth on (1, reads, -copy, -push), us: [(coefficient, standard error)]; a
+    term that does not vary over the rows gets nan."""
+    y = np.array([r["truth"] for r in rows]) / 1e3
+    cols = [np.ones(len(rows)) if ones is None else np.array([r[ones] for r in rows]) / 1e3] + [np.array([s * r[k] for r in rows]) / 1e3 for k, s in
+                                   (("reads", 1), ("copy", -1), ("push", -1))]
+    keep = [0] + [i for i in (1, 2, 3) if cols[i].std() > 1e-9 * (1 + abs(cols[i]).max())]
+    x = np.stack([cols[i] for i in keep], axis=1)
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ coef
+    dof = max(len(y) - len(keep), 1)
+    cov = np.linalg.pinv(x.T @ x) * (resid @ resid) / dof
+    out = [(float("nan"), float("nan"))] * 4
+    for j, i in enumerate(keep):
+        out[i] = (float(coef[j]), float(np.sqrt(max(cov[j, j], 0))))
+    return out
 
 
 def main(argv=None):
@@ -282,19 +484,29 @@ def main(argv=None):
     ap.add_argument("--policy", default="hps", choices=POLICIES)
     ap.add_argument("--trace", action="append")
     ap.add_argument("--report", metavar="JSONL", help="print the tables of a run's --out file instead")
-    ap.add_argument("--samples", type=int, default=40, help="decisions per kind per (HSS, trace)")
+    ap.add_argument("--report-singles", metavar="JSONL", help="the same for a run with --singles")
+    ap.add_argument("--singles", type=int, metavar="K", help="flip K decisions per kind one at a time "
+                    "(one JSON line per (HSS, trace)) instead of sets")
+    ap.add_argument("--reps", type=int, default=3, help="sets: repetitions, each a new random share")
+    ap.add_argument("--frac", type=float, help="sets: share of the promotions made (hps 0.25, lru 0.02)")
     ap.add_argument("--seed", type=int, default=1, help="which decisions are sampled")
     ap.add_argument("--out", default="-", help="JSON lines of every decision (default stdout)")
     a = ap.parse_args(argv)
+    if a.report_singles:
+        return report(a.report_singles)
     if a.report:
-        return report(a.report)
+        return report_sets(a.report)
     if not a.trace:
         ap.error("--trace is required (or --report)")
     out = sys.stdout if a.out == "-" else open(a.out, "w")
     try:
         for hss in a.hss.split(","):
             for t in a.trace:
-                check(a.policy, hss, t, a.samples, a.seed, out)
+                if a.singles:
+                    check(a.policy, hss, t, a.singles, a.seed, out)
+                else:
+                    check_sets(a.policy, hss, t, a.reps, a.frac or {"hps": 0.25, "lru": 0.02}[a.policy], a.seed,
+                               out)
     except HblError as e:
         sys.exit("credit_check: %s" % e)
 

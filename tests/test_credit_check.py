@@ -76,3 +76,14 @@ def test_diagnostics_refuse_a_learning_policy_and_evaluation_workloads(tmp_path)
     cc = script("credit_check")
     with pytest.raises(HblError, match="not a training workload"):
         cc.load("synth:hm:requests=1000")
+
+
+def test_a_set_of_flips_drops_each_of_its_moves_and_no_other(tmp_path):
+    cc = script("credit_check")
+    cfg, caps, data = _trace(tmp_path / "hot.csv")
+    plain = cc.Run("lru", cfg, caps, data)
+    promotions = [m for m in plain.moves if m[3] == 0]
+    dropped = promotions[100:105]
+    flipped = cc.Run("lru", cfg, caps, data, flips=[(r, p, -1) for r, p, _, _ in dropped])
+    assert not set(dropped) & set(flipped.moves)
+    assert flipped.counters["promotions"] == plain.counters["promotions"] - len(dropped)
