@@ -356,6 +356,8 @@ struct hbl_diag_credit {
     int32_t kind;              /* 0: a move (migrate()'s), 1: a read's promotion (hindsight.h enum hbl_judged_kind) */
     uint32_t full;             /* bit d: device d was full then (hbl_judged.full) */
     uint32_t cold;             /* 1: judged as HBL_DIAG_COLD - k, a page of the fastest device */
+    uint32_t victim_clean;     /* two devices: the fastest device's least recently used page then had a
+                                * valid copy on the slow one (its eviction is free, no copy) */
     uint32_t horizon, accesses;
     uint64_t credited_at;      /* request count when the horizon ended (or the trace did: ended = 1) */
     int32_t ended;

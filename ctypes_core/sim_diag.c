@@ -82,14 +82,15 @@ static int grow(void **p, uint64_t *cap, uint64_t n, size_t size)
     return 0;
 }
 
-/* An entry's state: the request count it was decided at, then its kind. */
+/* An entry's state: the request count it was decided at, its kind, whether the fastest device's
+ * least recently used page was clean then (its eviction a remap, no copy). */
 static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struct hbl_judged *e, int ended)
 {
     uint64_t round;
     memcpy(&round, e->s, sizeof(round));
     double bg = hbl_background_share(s);
-    *c = (struct hbl_diag_credit){round, s->pt.page[e->slot], e->from, e->kind, e->full, e->mark, e->horizon,
-                                  e->accesses,
+    *c = (struct hbl_diag_credit){round, s->pt.page[e->slot], e->from, e->kind, e->full, e->mark,
+                                  e->s[sizeof(uint64_t) + 1], e->horizon, e->accesses,
                                   s->nreq, ended, {0}, bg, {0}, {0}, {0}};
     for (int t = 0; t < s->cfg.ndev; t++) {
         c->cost[t] = e->cost[t];
@@ -119,7 +120,7 @@ static void start(struct hbl_diag *d)
     d->started = 1;
     qsort(d->watch, d->nwatch, sizeof(*d->watch), by_round);
     qsort(d->flip, d->nflip, sizeof(*d->flip), flip_by_round);
-    if (d->nwatch && !hbl_evalq_init(&d->q, d->nwatch, sizeof(uint64_t) + 1, 0)) d->have_q = 1;
+    if (d->nwatch && !hbl_evalq_init(&d->q, d->nwatch, sizeof(uint64_t) + 2, 0)) d->have_q = 1;
 }
 
 /* The flips of this request count: [*first, return value). */
@@ -146,9 +147,11 @@ static uint32_t watched(struct hbl_diag *d, const struct hbl_sim *s, uint32_t *f
 static void judge(struct hbl_diag *d, struct hbl_sim *s, uint32_t x, double scale, enum hbl_judged_kind kind,
                   int cold)
 {
-    uint8_t st[sizeof(uint64_t) + 1];
+    uint8_t st[sizeof(uint64_t) + 2];
     memcpy(st, &s->nreq, sizeof(uint64_t));
     st[sizeof(uint64_t)] = (uint8_t)kind;
+    uint32_t v = s->lru_tail[0];   /* the page a move onto the full fastest device pushes off */
+    st[sizeof(uint64_t) + 1] = v != HBL_NONE && hbl_slowest(s) == 1 && s->pt.home_copy[v];
     uint32_t h = (uint32_t)(scale * hbl_characteristic_time(s) + 0.5);
     hbl_evalq_push(&d->q, s, x, st, kind, cold, h ? h : 1);
 }

@@ -95,9 +95,10 @@ class Run:
         lib.hbl_sim_diag_credits(sim.sim, cr, n)
         self.credits, self.cold = {}, []
         for c in (cr[i] for i in range(n)):
-            v = dict(src=getattr(c, "from"), kind=c.kind, full=c.full, horizon=c.horizon, accesses=c.accesses,
-                     at=c.credited_at, ended=c.ended, cost=list(c.cost)[:cfg_n], bg=c.bg,
-                     benefit=list(c.benefit)[:cfg_n], copy=list(c.copy)[:cfg_n], chain=list(c.chain)[:cfg_n])
+            v = dict(src=getattr(c, "from"), kind=c.kind, full=c.full, victim_clean=c.victim_clean,
+                     horizon=c.horizon, accesses=c.accesses, at=c.credited_at, ended=c.ended,
+                     cost=list(c.cost)[:cfg_n], bg=c.bg, benefit=list(c.benefit)[:cfg_n],
+                     copy=list(c.copy)[:cfg_n], chain=list(c.chain)[:cfg_n])
             if c.cold:
                 self.cold.append(v)
             else:
@@ -108,12 +109,13 @@ class Run:
         return self.cum[min(req // WINDOW, len(self.cum) - 1)]
 
 
-def benefit(c, to=0, space=0.0, bg=None, push=True):
-    """hbl_evalq_benefit for kind MOVE, recomputed from its parts (checked against C's at space 0)."""
+def benefit(c, to=0, space=0.0, bg=None, push=True, clean=False):
+    """hbl_evalq_benefit, recomputed from its parts (checked against C's at space 0); clean: the
+    page pushed off copied down only if it was dirty (a diagnosis variant)."""
     bg = c["bg"] if bg is None else bg
     b = c["cost"][c["src"]] - c["cost"][to] - bg * c["copy"][to]
     if push and c["full"] & (1 << to) and to < len(c["cost"]) - 1:   # a page pushed off `to`, copied down
-        b -= bg * c["chain"][to] + space
+        b -= bg * c["chain"][to] * (0 if clean and c.get("victim_clean") else 1) + space
     return b
 
 
@@ -199,7 +201,7 @@ def check(policy, hss, trace, k, seed, out):
                        reads=c["cost"][c["src"]] - c["cost"][0], copy=c["bg"] * c["copy"][0],
                        push=(c["bg"] * c["chain"][0] + space) if c["full"] & 1 else 0.0,
                        bg1=benefit(c, space=space, bg=1.0), bg0=benefit(c, space=space, bg=0.0),
-                       nopush=benefit(c, push=False))
+                       nopush=benefit(c, push=False), clean=benefit(c, space=space, clean=True))
             for s in SCALES:
                 cs = judged[s].credits.get((rnd, page))
                 row["h%g" % s] = benefit(cs, space=space) if cs else float("nan")
@@ -228,7 +230,8 @@ def terms(c, space, judged, key):
     out = dict(credit=benefit(c, space=space), reads=c["cost"][c["src"]] - c["cost"][0],
                copy=c["bg"] * c["copy"][0], push=(c["bg"] * c["chain"][0] + space) if c["full"] & 1 else 0.0,
                bg1=benefit(c, space=space, bg=1.0), bg0=benefit(c, space=space, bg=0.0),
-               nopush=benefit(c, push=False), accesses=c["accesses"], full=c["full"] & 1, bg=c["bg"])
+               nopush=benefit(c, push=False), clean=benefit(c, space=space, clean=True), accesses=c["accesses"],
+               full=c["full"] & 1, bg=c["bg"], victim_clean=c["victim_clean"] if c["full"] & 1 else 0)
     for s, run in judged.items():
         cs = run.credits.get(key)
         out["h%g" % s] = benefit(cs, space=space) if cs else out["credit"]
@@ -300,6 +303,7 @@ def check_sets(policy, hss, trace, reps, frac, seed, out):
 GROUPS = (("all", lambda r: True), ("unread", lambda r: r["accesses"] == 0),
           ("read", lambda r: r["accesses"] > 0))
 VARIANTS = (("credit", "the credit (space as the agent's)"), ("nopush", "no push-off term"),
+            ("clean", "the page pushed off copied down only if dirty"),
             ("bg0", "copies free"), ("bg1", "copies at full device time"), ("h0.5", "horizon x0.5"),
             ("h2", "horizon x2"))
 
@@ -374,7 +378,7 @@ def report(path, out=sys.stdout):
             "%16s" % ("%.2f (%.2f)" % (v, e) if np.isfinite(v) else "-") for v, e in fit)))
 
 
-SET_VARIANTS = ("credit", "nopush", "bg0", "bg1", "h0.5", "h2")
+SET_VARIANTS = ("credit", "nopush", "clean", "bg0", "bg1", "h0.5", "h2")
 
 
 def per_decision(lines):
@@ -382,8 +386,9 @@ def per_decision(lines):
     decision, and the standard error of the truth over the repetitions."""
     n = sum(x["n"] for x in lines)
     v = dict(n=n, truth=sum(x["truth"] for x in lines) / n / 1e3)
-    for k in lines[0]["sums"]:
-        v[k] = sum(x["sums"][k] for x in lines) / n / (1 if k in ("accesses", "full", "bg") else 1e3)
+    for k in set().union(*(x["sums"] for x in lines)):
+        v[k] = sum(x["sums"].get(k, 0.0) for x in lines) / n / (1 if k in ("accesses", "full", "bg", "victim_clean")
+                                                                  else 1e3)
     for k in lines[0]["d"]:
         v["d_" + k] = sum(x["d"][k] for x in lines) / n / (1e3 if "wait" in k else 1)
     reps = {}
@@ -442,31 +447,32 @@ def report_sets(path, out=sys.stdout):
             w("%-4s %-5s %-8s %-6s %s\n" % (k + (" ".join("%9.1f" % (v[x] - v["truth"]) for x in SET_VARIANTS),)))
     w("  %s\n" % "; ".join("%s = %s" % x for x in VARIANTS))
     w("\nthe true weight of each term, pooled over traces and groups: least squares over the sets of\n"
-      "truth = a n + w_reads Σreads - w_copy Σcopy - w_push Σpush (a right credit: a = 0, each w = 1)\n")
+      "truth = w_reads Σreads - w_copy Σcopy - w_push Σpush (a right credit: each w = 1; the copy's charge is\n"
+      "about the same for every decision, so w_copy is also what a decision costs whatever it is)\n")
     for pk in sorted({(x["policy"], x["hss"]) for x in lines}):
         for kind in ("promoted", "left"):
             sel = [x for x in lines if (x["policy"], x["hss"], x["kind"]) == pk + (kind,)]
             if len(sel) < 6:
                 continue
             fit = set_weights(sel)
-            w("%-4s %-5s %-8s sets %3d  a %s  w_reads %s  w_copy %s  w_push %s\n" % (
-                pk + (kind, len(sel)) + tuple("%.2f (%.2f)" % f if np.isfinite(f[0]) else "-" for f in fit)))
+            w("%-4s %-5s %-8s sets %3d  w_reads %s  w_copy %s  w_push %s\n" % (
+                pk + (kind, len(sel)) + tuple("%.2f (%.2f)" % f if np.isfinite(f[0]) else "-" for f in fit[1:])))
 
 
 def set_weights(lines):
     """Least squares of the sets' truth on (n, Σreads, -Σcopy, -Σpush), us."""
-    rows = [dict(truth=x["truth"], n=x["n"] * 1e3, reads=x["sums"]["reads"], copy=x["sums"]["copy"],
-                 push=x["sums"]["push"]) for x in lines]
-    return weights(rows, ones="n")
+    rows = [dict(truth=x["truth"], reads=x["sums"]["reads"], copy=x["sums"]["copy"], push=x["sums"]["push"])
+            for x in lines]
+    return weights(rows, intercept=False)
 
 
-def weights(rows, ones=None):
+def weights(rows, intercept=True):
     """Least squares of truth on (1, reads, -copy, -push), us: [(coefficient, standard error)]; a
     term that does not vary over the rows gets nan."""
     y = np.array([r["truth"] for r in rows]) / 1e3
-    cols = [np.ones(len(rows)) if ones is None else np.array([r[ones] for r in rows]) / 1e3] + [np.array([s * r[k] for r in rows]) / 1e3 for k, s in
+    cols = [np.ones(len(rows)) if intercept else np.zeros(len(rows))] + [np.array([s * r[k] for r in rows]) / 1e3 for k, s in
                                    (("reads", 1), ("copy", -1), ("push", -1))]
-    keep = [0] + [i for i in (1, 2, 3) if cols[i].std() > 1e-9 * (1 + abs(cols[i]).max())]
+    keep = ([0] if intercept else []) + [i for i in (1, 2, 3) if cols[i].std() > 1e-9 * (1 + abs(cols[i]).max())]
     x = np.stack([cols[i] for i in keep], axis=1)
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     resid = y - x @ coef
