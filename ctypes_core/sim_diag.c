@@ -15,9 +15,9 @@ struct hbl_diag_watch { uint64_t round, page; double scale; };
 struct hbl_diag_flip { uint64_t round, page; int32_t to; };
 
 struct hbl_diag {
-    struct hbl_diag_flip *flip; uint32_t nflip, fcap, fcursor;     /* sorted by round once feeding starts */
+    struct hbl_diag_flip *flip; uint64_t nflip, fcap, fcursor;     /* sorted by round once feeding starts */
     int started;                            /* fed: watches and flips sorted, no more of them */
-    struct hbl_diag_watch *watch; uint32_t nwatch, wcap, cursor;   /* sorted by round once feeding starts */
+    struct hbl_diag_watch *watch; uint64_t nwatch, wcap, cursor;   /* sorted by round once feeding starts */
     struct hbl_evalq q; int have_q;         /* an entry's state: the round it was decided at */
     struct hbl_diag_credit *out; uint64_t nout, ocap;
     struct hbl_diag_move *moves; uint64_t nmoves, mcap;
@@ -38,6 +38,16 @@ void hbl_diag_free(struct hbl_diag *d)
     free(d);
 }
 
+static int grow(void **p, uint64_t *cap, uint64_t n, size_t size)
+{
+    if (n < *cap) return 0;
+    uint64_t c = *cap ? *cap * 2 : 1024;
+    void *q = realloc(*p, c * size);
+    if (!q) return -1;
+    *p = q; *cap = c;
+    return 0;
+}
+
 int32_t hbl_sim_diag_start(struct hbl_sim *s)
 {
     return diag_of(s) ? 0 : -1;
@@ -48,12 +58,7 @@ int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int3
     struct hbl_diag *d = diag_of(s);
     if (!d || to >= s->cfg.ndev) return -1;
     if (d->started) return -1;
-    if (d->nflip == d->fcap) {
-        uint32_t cap = d->fcap ? d->fcap * 2 : 64;
-        struct hbl_diag_flip *f = realloc(d->flip, cap * sizeof(*f));
-        if (!f) return -1;
-        d->flip = f; d->fcap = cap;
-    }
+    if (grow((void **)&d->flip, &d->fcap, d->nflip, sizeof(*d->flip))) return -1;
     d->flip[d->nflip++] = (struct hbl_diag_flip){round, page, to};
     return 0;
 }
@@ -62,23 +67,8 @@ int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, dou
 {
     struct hbl_diag *d = diag_of(s);
     if (!d || d->started || !(scale > 0)) return -1;
-    if (d->nwatch == d->wcap) {
-        uint32_t cap = d->wcap ? d->wcap * 2 : 64;
-        struct hbl_diag_watch *w = realloc(d->watch, cap * sizeof(*w));
-        if (!w) return -1;
-        d->watch = w; d->wcap = cap;
-    }
+    if (grow((void **)&d->watch, &d->wcap, d->nwatch, sizeof(*d->watch))) return -1;
     d->watch[d->nwatch++] = (struct hbl_diag_watch){round, page, scale};
-    return 0;
-}
-
-static int grow(void **p, uint64_t *cap, uint64_t n, size_t size)
-{
-    if (n < *cap) return 0;
-    uint64_t c = *cap ? *cap * 2 : 1024;
-    void *q = realloc(*p, c * size);
-    if (!q) return -1;
-    *p = q; *cap = c;
     return 0;
 }
 
@@ -120,26 +110,26 @@ static void start(struct hbl_diag *d)
     d->started = 1;
     qsort(d->watch, d->nwatch, sizeof(*d->watch), by_round);
     qsort(d->flip, d->nflip, sizeof(*d->flip), flip_by_round);
-    if (d->nwatch && !hbl_evalq_init(&d->q, d->nwatch, sizeof(uint64_t) + 2, 0)) d->have_q = 1;
+    if (d->nwatch && !hbl_evalq_init(&d->q, (uint32_t)d->nwatch, sizeof(uint64_t) + 2, 0)) d->have_q = 1;
 }
 
 /* The flips of this request count: [*first, return value). */
-static uint32_t flips_now(struct hbl_diag *d, const struct hbl_sim *s, uint32_t *first)
+static uint64_t flips_now(struct hbl_diag *d, const struct hbl_sim *s, uint64_t *first)
 {
     if (!d->started) start(d);
     while (d->fcursor < d->nflip && d->flip[d->fcursor].round < s->nreq) d->fcursor++;
-    uint32_t end = *first = d->fcursor;
+    uint64_t end = *first = d->fcursor;
     while (end < d->nflip && d->flip[end].round == s->nreq) end++;
     return end;
 }
 
 /* The watches of this request count: [*first, return value). */
-static uint32_t watched(struct hbl_diag *d, const struct hbl_sim *s, uint32_t *first)
+static uint64_t watched(struct hbl_diag *d, const struct hbl_sim *s, uint64_t *first)
 {
     if (!d->started) start(d);
     if (!d->have_q) return *first = 0;
     while (d->cursor < d->nwatch && d->watch[d->cursor].round < s->nreq) d->cursor++;
-    uint32_t end = *first = d->cursor;
+    uint64_t end = *first = d->cursor;
     while (end < d->nwatch && d->watch[end].round == s->nreq) end++;
     return end;
 }
@@ -176,14 +166,14 @@ static uint32_t cold(const struct hbl_sim *s, uint64_t page)
 int hbl_diag_round(struct hbl_sim *s, int m)
 {
     struct hbl_diag *d = s->diag;
-    uint32_t i, end = watched(d, s, &i);
+    uint64_t i, end = watched(d, s, &i);
     for (; i < end; i++) {   /* queued as the migration agent queues its candidates: before the moves */
         uint32_t x = cold(s, d->watch[i].page);
         int c = x != HBL_NONE;
         if (!c) x = hbl_pt_find(&s->pt, d->watch[i].page);
         if (x < s->pt.n && s->pt.dev[x] >= 0) judge(d, s, x, d->watch[i].scale, HBL_JUDGE_MOVE, c);
     }
-    uint32_t f, fend = flips_now(d, s, &f);
+    uint64_t f, fend = flips_now(d, s, &f);
     for (int forced = 0; f < fend; f++) {
         uint32_t x = hbl_pt_find(&s->pt, d->flip[f].page);
         int k = 0, asked = 0, to = d->flip[f].to;
@@ -203,8 +193,8 @@ int hbl_diag_round(struct hbl_sim *s, int m)
 void hbl_diag_ask(struct hbl_sim *s, int n, int write)
 {
     struct hbl_diag *d = s->diag;
-    uint32_t first, end = watched(d, s, &first), f, fend = flips_now(d, s, &f);
-    for (uint32_t w = first; w < end && !s->ops->migrate; w++) {   /* cold pages, as admit.c judges victims */
+    uint64_t first, end = watched(d, s, &first), f, fend = flips_now(d, s, &f);
+    for (uint64_t w = first; w < end && !s->ops->migrate; w++) {   /* cold pages, as admit.c judges victims */
         uint32_t x = cold(s, d->watch[w].page);
         if (x < s->pt.n) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_MOVE, 1);
     }
@@ -214,9 +204,9 @@ void hbl_diag_ask(struct hbl_sim *s, int n, int write)
         if (t < 0 || t >= s->cfg.ndev || t == s->pt.dev[x]) continue;
         uint64_t page = s->pt.page[x];
         if (!write)   /* a read's promotion, judged as the read admission judges it (admit.c) */
-            for (uint32_t w = first; w < end; w++)
+            for (uint64_t w = first; w < end; w++)
                 if (d->watch[w].page == page) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_READ, 0);
-        for (uint32_t g = f; g < fend; g++)
+        for (uint64_t g = f; g < fend; g++)
             if (d->flip[g].page == page && d->flip[g].to < 0) s->targets[i] = -1;
     }
 }
