@@ -387,8 +387,8 @@ def per_decision(lines):
     n = sum(x["n"] for x in lines)
     v = dict(n=n, truth=sum(x["truth"] for x in lines) / n / 1e3)
     for k in set().union(*(x["sums"] for x in lines)):
-        v[k] = sum(x["sums"].get(k, 0.0) for x in lines) / n / (1 if k in ("accesses", "full", "bg", "victim_clean")
-                                                                  else 1e3)
+        v[k] = sum(x["sums"].get(k, float("nan")) for x in lines) / n / (
+            1 if k in ("accesses", "full", "bg", "victim_clean") else 1e3)
     for k in lines[0]["d"]:
         v["d_" + k] = sum(x["d"][k] for x in lines) / n / (1e3 if "wait" in k else 1)
     reps = {}
@@ -444,7 +444,8 @@ def report_sets(path, out=sys.stdout):
     for k, sel in sorted(pooled.items()):
         if len(k) == 4:
             v = per_decision(sel)
-            w("%-4s %-5s %-8s %-6s %s\n" % (k + (" ".join("%9.1f" % (v[x] - v["truth"]) for x in SET_VARIANTS),)))
+            w("%-4s %-5s %-8s %-6s %s\n" % (k + (" ".join("%9.1f" % (v.get(x, float("nan")) - v["truth"])
+                                                          for x in SET_VARIANTS),)))
     w("  %s\n" % "; ".join("%s = %s" % x for x in VARIANTS))
     w("\nthe true weight of each term, pooled over traces and groups: least squares over the sets of\n"
       "truth = w_reads Σreads - w_copy Σcopy - w_push Σpush (a right credit: each w = 1; the copy's charge is\n"
