@@ -366,6 +366,10 @@ struct hbl_diag_credit {
     double benefit[4];         /* hbl_evalq_benefit(to = d, space NULL, bg) */
     double copy[4];            /* the copy to d before bg: hbl_copy_time(from, d), a read's only the write on d */
     double chain[4];           /* hbl_copy_time(d, d + 1): the copy down of the page a move onto a full d pushes off */
+    double cost_next[4];       /* cost[] over the accesses until the next decision on the page: for a move the
+                                * rest of the first round in which it is accessed again, for a read's promotion
+                                * its next access (a read; a write counts nothing) */
+    uint32_t accesses_next;
 };
 /* The judged decisions credited so far, and with ended = 1 those whose horizon had not passed when
  * the trace ended (credited with what they had): at most max into out; returns how many there are. */

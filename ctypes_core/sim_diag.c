@@ -13,12 +13,18 @@
 
 struct hbl_diag_watch { uint64_t round, page; double scale; };
 struct hbl_diag_flip { uint64_t round, page; int32_t to; };
+/* A judged decision's accesses until the next decision on its page (the policy's next chance to
+ * move it): for a move, the rest of the first round in which the page is accessed again; for a
+ * read's promotion, the page's next access (a read counted, a write not: it lands on the fastest
+ * device either way). */
+struct hbl_diag_next { uint64_t until; double cost[4]; uint32_t accesses; uint8_t closed, seen; };
 
 struct hbl_diag {
     struct hbl_diag_flip *flip; uint64_t nflip, fcap, fcursor;     /* sorted by round once feeding starts */
     int started;                            /* fed: watches and flips sorted, no more of them */
     struct hbl_diag_watch *watch; uint64_t nwatch, wcap, cursor;   /* sorted by round once feeding starts */
     struct hbl_evalq q; int have_q;         /* an entry's state: the round it was decided at */
+    struct hbl_diag_next *next; uint64_t nnext, ncap;   /* an entry's state bytes 10-13: its index here */
     struct hbl_diag_credit *out; uint64_t nout, ocap;
     struct hbl_diag_move *moves; uint64_t nmoves, mcap;
 };
@@ -34,7 +40,7 @@ void hbl_diag_free(struct hbl_diag *d)
 {
     if (!d) return;
     if (d->have_q) hbl_evalq_free(&d->q);
-    free(d->watch); free(d->flip); free(d->out); free(d->moves);
+    free(d->watch); free(d->flip); free(d->next); free(d->out); free(d->moves);
     free(d);
 }
 
@@ -72,6 +78,13 @@ int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, dou
     return 0;
 }
 
+static struct hbl_diag_next *next_of(struct hbl_diag *d, const struct hbl_judged *e)
+{
+    uint32_t k;
+    memcpy(&k, e->s + sizeof(uint64_t) + 2, sizeof(k));
+    return &d->next[k];
+}
+
 /* An entry's state: the request count it was decided at, its kind, whether the fastest device's
  * least recently used page was clean then (its eviction a remap, no copy). */
 static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struct hbl_judged *e, int ended)
@@ -81,7 +94,7 @@ static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struc
     double bg = hbl_background_share(s);
     *c = (struct hbl_diag_credit){round, s->pt.page[e->slot], e->from, e->kind, e->full, e->mark,
                                   e->s[sizeof(uint64_t) + 1], e->horizon, e->accesses,
-                                  s->nreq, ended, {0}, bg, {0}, {0}, {0}};
+                                  s->nreq, ended, {0}, bg, {0}, {0}, {0}, {0}, 0};
     for (int t = 0; t < s->cfg.ndev; t++) {
         c->cost[t] = e->cost[t];
         c->benefit[t] = hbl_evalq_benefit(s, e, t, NULL, bg);
@@ -89,7 +102,9 @@ static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struc
             c->copy[t] = e->kind == HBL_JUDGE_READ ? hbl_page_time(&s->cfg.dev[t], 1, 1, s->cfg.page_size)
                                                    : hbl_copy_time(s, e->from, t);
         c->chain[t] = t < hbl_slowest(s) ? hbl_copy_time(s, t, t + 1) : 0;
+        c->cost_next[t] = next_of(s->diag, e)->cost[t];
     }
+    c->accesses_next = next_of(s->diag, e)->accesses;
 }
 
 static int by_round(const void *a, const void *b)
@@ -110,7 +125,8 @@ static void start(struct hbl_diag *d)
     d->started = 1;
     qsort(d->watch, d->nwatch, sizeof(*d->watch), by_round);
     qsort(d->flip, d->nflip, sizeof(*d->flip), flip_by_round);
-    if (d->nwatch && !hbl_evalq_init(&d->q, (uint32_t)d->nwatch, sizeof(uint64_t) + 2, 0)) d->have_q = 1;
+    if (d->nwatch && !hbl_evalq_init(&d->q, (uint32_t)d->nwatch, sizeof(uint64_t) + 2 + sizeof(uint32_t), 0))
+        d->have_q = 1;
 }
 
 /* The flips of this request count: [*first, return value). */
@@ -137,13 +153,19 @@ static uint64_t watched(struct hbl_diag *d, const struct hbl_sim *s, uint64_t *f
 static void judge(struct hbl_diag *d, struct hbl_sim *s, uint32_t x, double scale, enum hbl_judged_kind kind,
                   int cold)
 {
-    uint8_t st[sizeof(uint64_t) + 2];
+    uint8_t st[sizeof(uint64_t) + 2 + sizeof(uint32_t)];
+    uint32_t k = (uint32_t)d->nnext;
+    if (grow((void **)&d->next, &d->ncap, d->nnext, sizeof(*d->next))) return;
+    memset(&d->next[k], 0, sizeof(d->next[k]));
+    memcpy(st + sizeof(uint64_t) + 2, &k, sizeof(k));
     memcpy(st, &s->nreq, sizeof(uint64_t));
     st[sizeof(uint64_t)] = (uint8_t)kind;
     uint32_t v = s->lru_tail[0];   /* the page a move onto the full fastest device pushes off */
     st[sizeof(uint64_t) + 1] = v != HBL_NONE && hbl_slowest(s) == 1 && s->pt.home_copy[v];
     uint32_t h = (uint32_t)(scale * hbl_characteristic_time(s) + 0.5);
+    uint32_t before = d->q.n;
     hbl_evalq_push(&d->q, s, x, st, kind, cold, h ? h : 1);
+    if (d->q.n > before) d->nnext++;
 }
 
 void hbl_diag_moved(struct hbl_sim *s, uint32_t x, int from, int to)
@@ -211,6 +233,28 @@ void hbl_diag_ask(struct hbl_sim *s, int n, int write)
     }
 }
 
+/* The judged pages of a request, before hbl_evalq_observe: their accesses until the next decision. */
+static void until_next(struct hbl_diag *d, const struct hbl_sim *s, const uint32_t *slots, int n, int write)
+{
+    uint32_t every = s->cfg.migrate_every ? s->cfg.migrate_every : 1;
+    for (int i = 0; i < n; i++) {
+        uint32_t t = s->pt.decision[slots[i]];
+        if (!t || t > d->q.cap) continue;
+        const struct hbl_judged *e = &d->q.e[t - 1];
+        if (!e->live || e->slot != slots[i] || e->skip) continue;
+        struct hbl_diag_next *x = next_of(d, e);
+        if (x->closed) continue;
+        if (e->kind == HBL_JUDGE_READ) x->closed = 1;
+        else if (!x->seen) x->until = (s->nreq / every + 1) * every;   /* the round it is a candidate again */
+        else if (s->nreq >= x->until) { x->closed = 1; continue; }
+        x->seen = 1;
+        if (e->kind == HBL_JUDGE_READ && write) continue;
+        for (int dv = 0; dv < s->cfg.ndev; dv++)
+            x->cost[dv] += hbl_page_time(&s->cfg.dev[dv], write, n, s->cfg.page_size);
+        x->accesses++;
+    }
+}
+
 void hbl_diag_served(struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
     struct hbl_diag *d = s->diag;
@@ -218,6 +262,7 @@ void hbl_diag_served(struct hbl_sim *s, const uint32_t *slots, int n, int write)
     const struct hbl_judged *e;
     while ((e = hbl_evalq_pop_due(&d->q, s)))
         if (!grow((void **)&d->out, &d->ocap, d->nout, sizeof(*d->out))) fill(&d->out[d->nout++], s, e, 0);
+    until_next(d, s, slots, n, write);
     hbl_evalq_observe(&d->q, s, slots, n, write);
 }
 

@@ -98,7 +98,8 @@ class Run:
             v = dict(src=getattr(c, "from"), kind=c.kind, full=c.full, victim_clean=c.victim_clean,
                      horizon=c.horizon, accesses=c.accesses, at=c.credited_at, ended=c.ended,
                      cost=list(c.cost)[:cfg_n], bg=c.bg, benefit=list(c.benefit)[:cfg_n],
-                     copy=list(c.copy)[:cfg_n], chain=list(c.chain)[:cfg_n])
+                     copy=list(c.copy)[:cfg_n], chain=list(c.chain)[:cfg_n],
+                     cost_next=list(c.cost_next)[:cfg_n], accesses_next=c.accesses_next)
             if c.cold:
                 self.cold.append(v)
             else:
@@ -109,11 +110,13 @@ class Run:
         return self.cum[min(req // WINDOW, len(self.cum) - 1)]
 
 
-def benefit(c, to=0, space=0.0, bg=None, push=True, clean=False):
-    """hbl_evalq_benefit, recomputed from its parts (checked against C's at space 0); clean: the
-    page pushed off copied down only if it was dirty (a diagnosis variant)."""
+def benefit(c, to=0, space=0.0, bg=None, push=True, clean=False, nxt=False):
+    """hbl_evalq_benefit, recomputed from its parts (checked against C's at space 0); diagnosis
+    variants: clean, the page pushed off copied down only if it was dirty; nxt, the accesses until
+    the next decision on the page only."""
     bg = c["bg"] if bg is None else bg
-    b = c["cost"][c["src"]] - c["cost"][to] - bg * c["copy"][to]
+    cost = c["cost_next"] if nxt else c["cost"]
+    b = cost[c["src"]] - cost[to] - bg * c["copy"][to]
     if push and c["full"] & (1 << to) and to < len(c["cost"]) - 1:   # a page pushed off `to`, copied down
         b -= bg * c["chain"][to] * (0 if clean and c.get("victim_clean") else 1) + space
     return b
@@ -201,7 +204,8 @@ def check(policy, hss, trace, k, seed, out):
                        reads=c["cost"][c["src"]] - c["cost"][0], copy=c["bg"] * c["copy"][0],
                        push=(c["bg"] * c["chain"][0] + space) if c["full"] & 1 else 0.0,
                        bg1=benefit(c, space=space, bg=1.0), bg0=benefit(c, space=space, bg=0.0),
-                       nopush=benefit(c, push=False), clean=benefit(c, space=space, clean=True))
+                       nopush=benefit(c, push=False), clean=benefit(c, space=space, clean=True),
+                       tonext=benefit(c, space=space, nxt=True), both=benefit(c, space=space, nxt=True, clean=True))
             for s in SCALES:
                 cs = judged[s].credits.get((rnd, page))
                 row["h%g" % s] = benefit(cs, space=space) if cs else float("nan")
@@ -230,7 +234,9 @@ def terms(c, space, judged, key):
     out = dict(credit=benefit(c, space=space), reads=c["cost"][c["src"]] - c["cost"][0],
                copy=c["bg"] * c["copy"][0], push=(c["bg"] * c["chain"][0] + space) if c["full"] & 1 else 0.0,
                bg1=benefit(c, space=space, bg=1.0), bg0=benefit(c, space=space, bg=0.0),
-               nopush=benefit(c, push=False), clean=benefit(c, space=space, clean=True), accesses=c["accesses"],
+               nopush=benefit(c, push=False), clean=benefit(c, space=space, clean=True),
+               tonext=benefit(c, space=space, nxt=True), both=benefit(c, space=space, nxt=True, clean=True),
+               acc_next=c["accesses_next"], accesses=c["accesses"],
                full=c["full"] & 1, bg=c["bg"], victim_clean=c["victim_clean"] if c["full"] & 1 else 0)
     for s, run in judged.items():
         cs = run.credits.get(key)
@@ -304,6 +310,7 @@ GROUPS = (("all", lambda r: True), ("unread", lambda r: r["accesses"] == 0),
           ("read", lambda r: r["accesses"] > 0))
 VARIANTS = (("credit", "the credit (space as the agent's)"), ("nopush", "no push-off term"),
             ("clean", "the page pushed off copied down only if dirty"),
+            ("tonext", "the accesses until the next decision on the page only"), ("both", "tonext and clean"),
             ("bg0", "copies free"), ("bg1", "copies at full device time"), ("h0.5", "horizon x0.5"),
             ("h2", "horizon x2"))
 
@@ -378,7 +385,7 @@ def report(path, out=sys.stdout):
             "%16s" % ("%.2f (%.2f)" % (v, e) if np.isfinite(v) else "-") for v, e in fit)))
 
 
-SET_VARIANTS = ("credit", "nopush", "clean", "bg0", "bg1", "h0.5", "h2")
+SET_VARIANTS = ("credit", "nopush", "clean", "tonext", "both", "bg0", "bg1", "h0.5", "h2")
 
 
 def per_decision(lines):
@@ -388,7 +395,7 @@ def per_decision(lines):
     v = dict(n=n, truth=sum(x["truth"] for x in lines) / n / 1e3)
     for k in set().union(*(x["sums"] for x in lines)):
         v[k] = sum(x["sums"].get(k, float("nan")) for x in lines) / n / (
-            1 if k in ("accesses", "full", "bg", "victim_clean") else 1e3)
+            1 if k in ("accesses", "acc_next", "full", "bg", "victim_clean") else 1e3)
     for k in lines[0]["d"]:
         v["d_" + k] = sum(x["d"][k] for x in lines) / n / (1e3 if "wait" in k else 1)
     reps = {}
