@@ -87,3 +87,16 @@ def test_a_set_of_flips_drops_each_of_its_moves_and_no_other(tmp_path):
     flipped = cc.Run("lru", cfg, caps, data, flips=[(r, p, -1) for r, p, _, _ in dropped])
     assert not set(dropped) & set(flipped.moves)
     assert flipped.counters["promotions"] == plain.counters["promotions"] - len(dropped)
+
+
+def test_a_read_promotion_is_also_credited_until_the_next_decision_on_its_page(tmp_path):
+    """lru promotes the hot page at its first read (request 10); without that promotion it would
+    promote it at its next read (request 20): the decision decided that one read, not the 101."""
+    cc = script("credit_check")
+    cfg, caps, data = _trace(tmp_path / "hot.csv")
+    run = cc.Run("lru", cfg, caps, data, judge=[(10, HOT)])
+    c = run.credits[(10, HOT)]
+    assert c["kind"] == 1 and c["accesses"] == 101
+    assert c["accesses_next"] == 1
+    gap = c["cost_next"][1] - c["cost_next"][0]
+    assert 0 < gap < (c["cost"][1] - c["cost"][0]) / 50
