@@ -1,34 +1,36 @@
 #!/usr/bin/env python3
 """Is the hindsight credit right?  Each migration decision's credit (ctypes_core/hindsight.c,
-hbl_evalq_benefit: what the migration agent's m_reward=2 learns from) set beside its true value,
-measured by replaying the trace with that one decision flipped (results/diagnosis/credit.txt).
+hbl_evalq_benefit: what m_reward=2 and read_admit 5-9 learn from) set beside its true value,
+measured by replaying the trace with decisions flipped (results/diagnosis/credit.txt).
 
-A non-learning policy's replay is deterministic, so for one decision D of a replay
+A non-learning policy's replay is deterministic, so for decisions D of a replay
     truth(D) = total latency without D - total latency with D     (ns; > 0: D paid back)
-where the replay "without" drops a promotion the policy made, and the replay "with" makes one it
-did not (hbl_sim_diag_flip).  Everything the decision changes is in it: the page's hits, the copy's
-interference with foreground I/O, the page it pushed off and that page's later misses, and what the
-policy did differently afterwards.  truth_h is the same difference over the requests from D to the
-end of its credit's horizon only.  The credit is hbl_evalq_benefit(to = 0) of the decision queued as
-the agent queues its candidates (hbl_sim_diag_judge), in the replay where the decision was as the
-policy made it, and with `space` (the agent's value of a page of the full fastest device: the mean
-over its coldest pages of what staying there saved, their credit as judged the same way) as the
-agent computes it.
+where the replay "without" drops promotions the policy made, and the replay "with" makes ones it
+did not (hbl_sim_diag_flip).  Everything the decisions change is in it: the pages' hits, the
+copies' interference with foreground I/O, the pages they pushed off, and what the policy did
+differently afterwards.  The credit is hbl_evalq_benefit(to = 0) of each decision queued as the
+agents queue theirs (hbl_sim_diag_judge), in the replay where it was as the policy made it, with
+`space` (the value of a page of the full fastest device: the mean over its coldest pages of what
+staying there saved, judged the same way) as the migration agent computes it.
 
-The policy is HPS (ctypes_core/policies/hps.c): its only promotions are the moves its migrate()
-asks for at the end of each round, as harmonia's migration agent's are (harmonia runs with
-place_reads=0: nothing promotes a page that the migration agent leaves), it promotes hundreds per
-1,000 requests (lru's promote-on-read would be the read admission's credit, HBL_JUDGE_READ, not the
-migration agent's), and a page it leaves stays where it is until a later round moves it.
+Policies: hps (ctypes_core/policies/hps.c) promotes only at the end of a round, as harmonia's
+migration agent does (place_reads=0), and a page it leaves stays where it is until a later round
+moves it: its decisions are judged as the agent's moves (HBL_JUDGE_MOVE).  lru promotes every read
+miss, as the best baselines do: its decisions are judged as the read admission's (HBL_JUDGE_READ).
 
-Decisions sampled (--samples per kind, after the first 10% of the trace): "promoted", moves to
-the fastest device HPS made; "left", pages of a slower device read or written in the round before,
-that HPS did not move.  Variants recomputed from the same judged decisions, to attribute the gap:
-copy charged at bg (the credit), at 1 (all of a copy's device time is foreground time) and at 0;
-the push-off term (copy down + space) dropped; horizon x0.5 and x2 (judged again).
+One decision's true value in a busy replay is mostly chaos (a single skipped promotion moves the
+schedule of background copies for the rest of the run: --singles shows it), and that noise does
+not grow with the number of decisions flipped.  So by default (check_sets) each repetition takes a
+random share of the promotions made after the first 10% of the trace (--frac; and for hps one
+left page a round), splits them by what the credit says (unread in the horizon; read and credited
+< 0; >= 0), flips each group at once and divides by its size.  Variants of the credit recomputed
+from the same judged decisions attribute the gap (VARIANTS): push-off term dropped or charged only
+for a dirty page, accesses only until the next decision on the page, copies free or at full device
+time, horizon x0.5 and x2 (judged again).
 
-    .venv/bin/python scripts/credit_check.py --hss perf,cost --samples 60 \\
-        --trace synth:phases:requests=200000,seed=2 --trace workload:lmdb-kv@500000-750000
+    .venv/bin/python scripts/credit_check.py --policy hps --hss perf,cost,tri --reps 3 \\
+        --trace synth:phases:requests=200000,seed=2 --trace workload:lmdb-kv@500000-750000 --out hps.jsonl
+    .venv/bin/python scripts/credit_check.py --report hps.jsonl
 """
 import argparse
 import json
@@ -333,11 +335,16 @@ def summary(rows, key="credit"):
                 pays_est=(est > 0).mean())
 
 
+def opened(path, out, legend):
+    """A run's JSON lines, and a writer to out that has written the tables' legend."""
+    out.write(legend)
+    return [json.loads(line) for line in open(path)], out.write
+
+
 def report(path, out=sys.stdout):
-    """The tables of results/diagnosis/credit.txt from the JSON lines of a run (us per decision)."""
-    runs = [json.loads(line) for line in open(path)]
-    w = out.write
-    w("per (policy, HSS, trace, decisions): n; true value mean (standard error); credit mean; bias = credit - truth,\n"
+    """The tables of [A] of results/diagnosis/credit.txt from the JSON lines of a --singles run."""
+    runs, w = opened(path, out,
+      "per (policy, HSS, trace, decisions): n; true value mean (standard error); credit mean; bias = credit - truth,\n"
       "mean and median; Pearson r and Spearman rho of credit and truth; slope of truth on credit (1 if right);\n"
       "share of decisions that pay back (value > 0), truly and by the credit.  us per decision; left out:\n"
       "decisions whose horizon the trace's end cut, and forced moves the full background queue refused.\n\n")
@@ -410,9 +417,8 @@ def per_decision(lines):
 
 def report_sets(path, out=sys.stdout):
     """The tables of results/diagnosis/credit.txt from the JSON lines of a sets run."""
-    lines = [json.loads(x) for x in open(path)]
-    w = out.write
-    w("us per decision, sets of decisions flipped together (Σ over repetitions / Σ decisions); truth: what the\n"
+    lines, w = opened(path, out,
+      "us per decision, sets of decisions flipped together (Σ over repetitions / Σ decisions); truth: what the\n"
       "decisions saved (> 0: they paid back), se its standard error over the repetitions; credit: the mean\n"
       "credit; bias = credit - truth; acc: accesses in the horizon the credit counted; hits: page reads on the\n"
       "fastest device the decisions truly bought; waits: background and synchronous waits they truly cost;\n"
