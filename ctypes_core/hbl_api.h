@@ -327,6 +327,58 @@ void hbl_mlp_grad_ref(const int32_t *sizes, int32_t nlayers, const float *params
 /* C51: project r + gamma * z (distribution p over atoms) back onto the support. */
 void hbl_c51_project(float reward, float gamma, const float *p, int32_t atoms, float vmin, float vmax, float *out);
 
+/* ---- Diagnostics: one migration decision flipped, and the hindsight credit of chosen ones ----
+ * (scripts/credit_check.py; results/diagnosis/credit.txt).  A replay of a non-learning policy is
+ * deterministic, so two replays that differ in one decision measure that decision's true value.
+ * A decision is named by the request count when it is taken (hbl_sim_now_request then) and its
+ * page number: for a move migrate() asks, the count when migrate() is called (a multiple of
+ * migrate_every); for a read's promotion (a placement target of a read), the read's index.  Both
+ * are refused for a learning policy (its agents own the page table field the credit tags pages
+ * in) and in live mode; set them before feeding. */
+int32_t hbl_sim_diag_start(struct hbl_sim *s);
+/* At decision `round`, page `page`: to < 0, drop the move migrate() or the read asks for it;
+ * to >= 0, at a migrate() call, move it there (a background copy, as migrate()'s moves) if
+ * migrate() does not (one such a round: the first).  Each call adds a flip. */
+int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to);
+/* At decision `round`, before its moves, queue page `page` for hindsight credit
+ * (ctypes_core/hindsight.c): at a migrate() call as the migration agent's m_reward=2 queues its
+ * candidates (HBL_JUDGE_MOVE), at a read that promotes it as the read admission's rules 5-9 queue
+ * theirs (HBL_JUDGE_READ, the deciding read not counted); with
+ * horizon scale x hbl_characteristic_time (the agent's m_horizon 0).  A page not seen by then
+ * is not queued.  page HBL_DIAG_COLD - k: the fastest device's k-th least recently used page then
+ * (k < 64; as the agent's cold candidates, whose credit is its `space` term).  0, or -1 (a learning policy, live mode, out of memory). */
+#define HBL_DIAG_COLD 0xffffffffffffffffULL
+int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, double scale);
+/* A judged decision once its horizon has passed. */
+struct hbl_diag_credit {
+    uint64_t round, page;
+    int32_t from;              /* the page's device at the decision */
+    int32_t kind;              /* 0: a move (migrate()'s), 1: a read's promotion (hindsight.h enum hbl_judged_kind) */
+    uint32_t full;             /* bit d: device d was full then (hbl_judged.full) */
+    uint32_t cold;             /* 1: judged as HBL_DIAG_COLD - k, a page of the fastest device */
+    uint32_t victim_clean;     /* two devices: the fastest device's least recently used page then had a
+                                * valid copy on the slow one (its eviction is free, no copy) */
+    uint32_t horizon, accesses;
+    uint64_t credited_at;      /* request count when the horizon ended (or the trace did: ended = 1) */
+    int32_t ended;
+    double cost[4];            /* device time of its accesses in the horizon, had it been on device d */
+    double bg;                 /* hbl_background_share when credited */
+    double benefit[4];         /* hbl_evalq_benefit(to = d, space NULL, bg) */
+    double copy[4];            /* the copy to d before bg: hbl_copy_time(from, d), a read's only the write on d */
+    double chain[4];           /* hbl_copy_time(d, d + 1): the copy down of the page a move onto a full d pushes off */
+    double cost_next[4];       /* cost[] over the accesses until the next decision on the page: for a move the
+                                * rest of the first round in which it is accessed again, for a read's promotion
+                                * its next access (a read; a write counts nothing) */
+    uint32_t accesses_next;
+};
+/* The judged decisions credited so far, and with ended = 1 those whose horizon had not passed when
+ * the trace ended (credited with what they had): at most max into out; returns how many there are. */
+uint64_t hbl_sim_diag_credits(const struct hbl_sim *s, struct hbl_diag_credit *out, uint64_t max);
+/* The moves migrate() and reads asked for and made (after the flip), as (round, page, from, to), at
+ * most max. */
+struct hbl_diag_move { uint64_t round, page; int32_t from, to; };
+uint64_t hbl_sim_diag_moves(const struct hbl_sim *s, struct hbl_diag_move *out, uint64_t max);
+
 /* Policies with agents: save or load them (after hbl_sim_new, before feeding). */
 int32_t hbl_sim_save_agents(const struct hbl_sim *s, const char *path, char *err, int32_t errlen);
 int32_t hbl_sim_load_agents(struct hbl_sim *s, const char *path, char *err, int32_t errlen);

@@ -12,7 +12,8 @@
  *   5. policies/: one file per policy (rl, nn, cachelist, pagetable, params)
  *   6. registry.c: the policy table, by name (the policies' ops tables)
  *   7. the simulator (sim_internal.h): sim_device.c, sim_move.c, sim_stats.c,
- *      sim_agents.c, sim.c, sim_live.c (registry, agent, hist, pagetable, params)
+ *      sim_agents.c, sim_diag.c, sim.c, sim_live.c (registry, agent, hist, pagetable,
+ *      params, hindsight)
  *   8. policy_defaults.c: each policy's parameter defaults (simulator, registry, params)
  * A policy sees the simulator only as struct hbl_sim and the helpers below;
  * the simulator calls a policy only through its struct hbl_policy_ops.
@@ -197,6 +198,7 @@ struct hbl_sim {
     double batch_start, batch_end;       /* batch_start < 0: no batch yet */
     double carried_moves[HBL_CARRIED_KEPT], carried_ns[HBL_CARRIED_KEPT]; uint32_t ncarried;
     struct hbl_trainer *trainer;         /* background training thread, or NULL */
+    struct hbl_diag *diag;               /* diagnostics (sim_diag.c), or NULL */
 };
 
 /* Helpers policies may use. */

@@ -89,13 +89,14 @@ static void timeline_push(struct hbl_sim *s, double now)
 static void run_migrations(struct hbl_sim *s, double now)
 {
     int m = s->ops->migrate(s->pstate, s, s->mslots, s->mtargets, (int)s->cfg.migrate_max);
+    if (s->diag) m = hbl_diag_round(s, m);
     for (int i = 0; i < m; i++) {
         uint32_t x = s->mslots[i];
         int t = s->mtargets[i];
         if (x >= s->pt.n || t < 0 || t >= s->cfg.ndev) continue;
         int from = s->pt.dev[x];
         if (from < 0 || from == t) continue;
-        hbl_migrate_page(s, x, t, now, 1, 0);
+        if (hbl_migrate_page(s, x, t, now, 1, 0) && s->diag) hbl_diag_moved(s, x, from, t);
     }
 }
 
@@ -225,11 +226,13 @@ static void ask_moves(struct hbl_sim *s, const struct hbl_request *r, uint64_t f
                       double arrival)
 {
     for (uint32_t i = 0; i < n; i++) {
-        int t = s->targets[i];
-        if (t >= 0 && t < s->cfg.ndev && t != s->pt.dev[s->slots[i]])
+        int t = s->targets[i], from = s->pt.dev[s->slots[i]];
+        if (t >= 0 && t < s->cfg.ndev && t != from &&
             hbl_migrate_page(s, s->slots[i], t, arrival,
                              !s->live && (write || (s->cfg.bg.copy_partial_reads &&
-                                                          !covers(r, first + i, s->cfg.page_size))), 0);
+                                                          !covers(r, first + i, s->cfg.page_size))), 0) &&
+            s->diag)
+            hbl_diag_moved(s, s->slots[i], from, t);
     }
 }
 
@@ -271,6 +274,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
         land(s, r, first, n, write, &v);
         do_io(s, r, first, n, write, arrival, &v);
     }
+    if (s->diag) hbl_diag_ask(s, (int)n, write);
     ask_moves(s, r, first, n, write, arrival);
     if (v.first_write && s->cfg.bg.frontier)
         hbl_batch_frontier(s, first + n - 1, arrival);
@@ -288,6 +292,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     account(s, r, n, write, arrival, &v);
 
     if (s->ops->observe) s->ops->observe(s->pstate, s, r, s->slots, (int)n, v.done - arrival);
+    if (s->diag) hbl_diag_served(s, s->slots, (int)n, write);
     s->nreq++;
     if (s->ops->migrate && s->cfg.migrate_every && s->st.requests % s->cfg.migrate_every == 0)
         run_migrations(s, arrival);
@@ -355,7 +360,7 @@ struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *pol
         s->head[d] = HBL_NEVER;
         for (int k = 0; k < HBL_MAX_STREAMS; k++) s->stream[d][k] = HBL_NEVER;
     }
-    uint32_t mm = cfg->migrate_max ? cfg->migrate_max : 1;
+    uint32_t mm = (cfg->migrate_max ? cfg->migrate_max : 1) + 1;   /* + 1: a diagnostic flip (sim_diag.c) */
     s->mslots = malloc(mm * sizeof(*s->mslots));
     s->mtargets = malloc(mm);
     s->inflight = malloc(((size_t)(cfg->queue_depth > 0 ? cfg->queue_depth : 1) + 1) * sizeof(double));
@@ -385,6 +390,7 @@ void hbl_sim_free(struct hbl_sim *s)
     if (!s) return;
     hbl_sim_background_training(s, 0, 0, NULL, 0);
     if (s->ops && s->ops->free) s->ops->free(s->pstate);
+    hbl_diag_free(s->diag);
     hbl_pt_free(&s->pt);
     free(s->slots); free(s->targets); free(s->mslots); free(s->mtargets);
     free(s->inflight); free(s->tl); free(s->mq); free(s->bq); free(s->later);

@@ -3,7 +3,8 @@
  * policies see struct hbl_sim and its helpers in hbl_internal.h, never these.
  * From the bottom up: the device model (sim_device.c), moves (sim_move.c),
  * the request loop and construction (sim.c), live mode (sim_live.c); beside
- * them, what reads the simulator (sim_stats.c) and its agents (sim_agents.c).
+ * them, what reads the simulator (sim_stats.c), its agents (sim_agents.c) and its
+ * diagnostics (sim_diag.c: one decision flipped, decisions judged in hindsight).
  */
 #ifndef HBL_SIM_INTERNAL_H
 #define HBL_SIM_INTERNAL_H
@@ -114,5 +115,19 @@ static inline int hbl_serve_dev(struct hbl_sim *s, uint32_t x, double now)
 struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *policy,
                                const struct hbl_params *params, void *plugin, int live,
                                char *err, int32_t errlen);
+
+/* ---- diagnostics (sim_diag.c) ---- */
+
+/* When s->diag is set: this round's judged decisions queued and its flip
+ * applied to migrate()'s m moves in s->mslots (room for one more); returns how many are left. */
+int hbl_diag_round(struct hbl_sim *s, int m);
+/* A request's pages and targets in s->slots, s->targets, before its moves are asked: a read's
+ * promotions judged, the flip applied. */
+void hbl_diag_ask(struct hbl_sim *s, int n, int write);
+/* Page x moved from `from` to `to` (a move migrate() or a request asked for, made): logged. */
+void hbl_diag_moved(struct hbl_sim *s, uint32_t x, int from, int to);
+/* A request served: the judged decisions credited. */
+void hbl_diag_served(struct hbl_sim *s, const uint32_t *slots, int n, int write);
+void hbl_diag_free(struct hbl_diag *d);
 
 #endif
