@@ -219,8 +219,9 @@ class Observer:
         self.win[1] += hits
         self.win[2] += pages["read_pages"]
         self.win[3] += pages["fast_read_pages"]
-        np.add.at(self.heat, first, 1.0)
-        np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
+        n = len(self.heat)          # (bincount: np.add.at is an unbuffered loop per element)
+        self.heat += np.bincount(first, minlength=n)
+        self.rw += np.bincount(first * 2 + writes, minlength=2 * n).reshape(n, 2).astype(np.uint32)
         self.newest_ts = int(log["time_ns"].max())
         self.decide(log, last, first_writes)
 
