@@ -4,7 +4,7 @@
  *
  * The C files in layers, lowest first; a file calls only into its own layer
  * (in the order given) or lower ones, so no two files call each other:
- *   1. pagetable.c, hist.c, params.c, nn.c, hindsight.c, cachelist.c, match.c: no other file
+ *   1. pagetable.c, hist.c, params.c, nn.c, hindsight.c, cachelist.c: no other file
  *   2. tracestats.c: trace footprint and reuse distances (pagetable)
  *   3. the learning agent (agent_internal.h): agent.c, agent_decide.c,
  *      agent_train.c, agent_bench.c, agent_file.c (nn)

@@ -4,7 +4,6 @@ only searched for what the batch needs; and the requests in flight sorted out of
 import numpy as np
 
 from hbl import record
-from hbl.live.in_flight import match_rows
 
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
 TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, at most
@@ -30,8 +29,21 @@ def page_accesses(dev, first, last, writes):
 def match_once(done, own):
     """Rows of `done` (completions) and `own` (the copier's I/Os), [member, offset, length]
     each: every own I/O ends the first completion alike not ended by one before it.  (which
-    completions are left, which own I/Os found theirs), as a loop over `own` in order would."""
-    return match_rows(done, own)
+    completions are left, which own I/Os found theirs), as a loop over `own` in order would;
+    the few completions near an own I/O's address found first, in one pass (the packed key
+    may let others through, never keep one out)."""
+    key_done, key_own = ((x[:, 0] << 48) ^ x[:, 1] for x in (done, own))
+    cand = np.flatnonzero(np.isin(key_done, key_own))
+    alike = {}
+    for i, row in zip(cand.tolist(), done[cand].tolist()):
+        alike.setdefault(tuple(row), []).append(i)
+    keep, matched = np.ones(len(done), bool), np.zeros(len(own), bool)
+    for j, row in enumerate(own.tolist()):
+        left = alike.get(tuple(row))
+        if left:
+            keep[left.pop(0)] = False
+            matched[j] = True
+    return keep, matched
 
 
 class Observer:
@@ -219,9 +231,8 @@ class Observer:
         self.win[1] += hits
         self.win[2] += pages["read_pages"]
         self.win[3] += pages["fast_read_pages"]
-        n = len(self.heat)          # (bincount: np.add.at is an unbuffered loop per element)
-        self.heat += np.bincount(first, minlength=n)
-        self.rw += np.bincount(first * 2 + writes, minlength=2 * n).reshape(n, 2).astype(np.uint32)
+        np.add.at(self.heat, first, 1.0)
+        np.add.at(self.rw, (first, writes.astype(np.int64)), 1)
         self.newest_ts = int(log["time_ns"].max())
         self.decide(log, last, first_writes)
 

@@ -105,8 +105,5 @@ class Settle:
 
     def to_moving(self, b):
         """Which of the records `b` are requests on the dm device to a moving extent."""
-        e = b["offset"].astype(np.int64) // self.m.extent_bytes
-        if not len(self.moving):
-            return np.zeros(len(b), bool)
-        i = np.minimum(np.searchsorted(self.moving, e), len(self.moving) - 1)     # (moving is sorted: a few
-        return (b["device"] == self.c.dm_dev) & (self.moving[i] == e)            # calls, where isin took one a move)
+        return (b["device"] == self.c.dm_dev) & np.isin(b["offset"].astype(np.int64) // self.m.extent_bytes,
+                                                         self.moving)
