@@ -370,6 +370,8 @@ struct hbl_diag_credit {
                                 * rest of the first round in which it is accessed again, for a read's promotion
                                 * its next access (a read; a write counts nothing) */
     uint32_t accesses_next;
+    double benefit_clean[4];   /* hbl_evalq_benefit as with harmonia's credit_clean=1: the page pushed off
+                                * copied down only when it was dirty (results/diagnosis/credit.txt F2) */
 };
 /* The judged decisions credited so far, and with ended = 1 those whose horizon had not passed when
  * the trace ended (credited with what they had): at most max into out; returns how many there are. */

@@ -40,6 +40,16 @@ static struct hbl_judged *entry_of(struct hbl_evalq *q, const struct hbl_sim *s,
     return e->live && e->slot == slot ? e : NULL;
 }
 
+/* Bit d: device d's next victim (as hbl_make_room takes it) would go to d + 1, the slowest device,
+ * which still holds its data: its eviction is free (sim_move.c's clean eviction). */
+static uint8_t clean_victims(struct hbl_sim *s)
+{
+    int d = hbl_slowest(s) - 1;
+    if (d < 0) return 0;
+    uint32_t v = s->ops->victim ? s->ops->victim(s->pstate, s, d) : s->lru_tail[d];
+    return v != HBL_NONE && s->pt.home_copy[v] ? (uint8_t)(1u << d) : 0;
+}
+
 void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const uint8_t *state,
                     enum hbl_judged_kind kind, int mark, uint32_t horizon)
 {
@@ -56,6 +66,7 @@ void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const
         int64_t cap = s->cfg.dev[d].capacity_pages;
         if (cap >= 0 && hbl_free_pages(s, d) * 8 <= cap) e->full |= (uint8_t)(1u << d);
     }
+    if (q->clean_credit) e->clean = clean_victims(s);
     e->live = 1;
     e->mark = (uint8_t)mark;
     e->skip = kind == HBL_JUDGE_READ;
@@ -161,7 +172,7 @@ double hbl_evalq_benefit(const struct hbl_sim *s, const struct hbl_judged *e, in
     if (e->kind == HBL_JUDGE_MOVE) b -= bg * hbl_copy_time(s, from, to);
     else if (e->kind == HBL_JUDGE_READ) b -= bg * hbl_page_time(&dv[to], 1, 1, ps);
     if (e->full & (1u << to) && to < hbl_slowest(s)) {   /* a page pushed off `to`, copied one device down */
-        b -= bg * hbl_copy_time(s, to, to + 1);
+        if (!(e->clean & (1u << to))) b -= bg * hbl_copy_time(s, to, to + 1);
         if (space) b -= space[to];
     }
     if (e->full & (1u << from) && e->kind != HBL_JUDGE_WRITE && space) b += space[from];

@@ -29,6 +29,8 @@ struct hbl_judged {
     int8_t from;              /* the page's device when decided (the default action) */
     uint8_t kind;             /* enum hbl_judged_kind */
     uint8_t full;             /* bit d: device d was full when decided (7/8 or more used) */
+    uint8_t clean;            /* bit d: the page a move onto d pushes off then had a valid copy on d + 1,
+                               * its eviction free (sim_move.c); recorded only by a queue with clean_credit */
     uint8_t live;
     uint8_t mark;             /* the queue's user's: what kind of candidate it was */
     uint8_t skip;             /* accesses not to count: the deciding read itself */
@@ -48,6 +50,7 @@ struct hbl_evalq {
     uint32_t cap, head, n;    /* a FIFO: decisions leave in the order they were taken */
     uint8_t nstate;
     uint8_t tag64;            /* the page table field that tags a page under evaluation: aux64, or decision */
+    uint8_t clean_credit;     /* 1: record hbl_judged.clean (the push-off copy charged only for a dirty page) */
 };
 
 int hbl_evalq_init(struct hbl_evalq *q, uint32_t cap, int nstate, int tag64);
@@ -66,7 +69,8 @@ const struct hbl_judged *hbl_evalq_pop_due(struct hbl_evalq *q, struct hbl_sim *
 /* Device time taking action `to` saved over the default's, in the horizon (negative: it cost
  * more), what acting costs included: a copy's device time times `bg`, the foreground time one
  * unit of background work takes; space[d] is the value of one page of device d when it is
- * full (NULL: none), and a page pushed off a full device is also copied down. */
+ * full (NULL: none), and a page pushed off a full device is also copied down, unless the
+ * entry recorded it clean (hbl_judged.clean: its eviction a remap). */
 double hbl_evalq_benefit(const struct hbl_sim *s, const struct hbl_judged *e, int to, const double *space,
                          double bg);
 /* The foreground time one unit of background device time has cost so far: the time requests

@@ -94,10 +94,13 @@ static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struc
     double bg = hbl_background_share(s);
     *c = (struct hbl_diag_credit){round, s->pt.page[e->slot], e->from, e->kind, e->full, e->mark,
                                   e->s[sizeof(uint64_t) + 1], e->horizon, e->accesses,
-                                  s->nreq, ended, {0}, bg, {0}, {0}, {0}, {0}, 0};
+                                  s->nreq, ended, {0}, bg, {0}, {0}, {0}, {0}, 0, {0}};
+    struct hbl_judged dirty = *e;   /* the credit without credit_clean: every page pushed off copied down */
+    dirty.clean = 0;
     for (int t = 0; t < s->cfg.ndev; t++) {
         c->cost[t] = e->cost[t];
-        c->benefit[t] = hbl_evalq_benefit(s, e, t, NULL, bg);
+        c->benefit[t] = hbl_evalq_benefit(s, &dirty, t, NULL, bg);
+        c->benefit_clean[t] = hbl_evalq_benefit(s, e, t, NULL, bg);
         if (t != e->from)
             c->copy[t] = e->kind == HBL_JUDGE_READ ? hbl_page_time(&s->cfg.dev[t], 1, 1, s->cfg.page_size)
                                                    : hbl_copy_time(s, e->from, t);
@@ -127,6 +130,7 @@ static void start(struct hbl_diag *d)
     qsort(d->flip, d->nflip, sizeof(*d->flip), flip_by_round);
     if (d->nwatch && !hbl_evalq_init(&d->q, (uint32_t)d->nwatch, sizeof(uint64_t) + 2 + sizeof(uint32_t), 0))
         d->have_q = 1;
+    d->q.clean_credit = 1;   /* benefit_clean; benefit is the credit as the agents' queues have it by default */
 }
 
 /* The flips of this request count: [*first, return value). */

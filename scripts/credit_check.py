@@ -101,7 +101,8 @@ class Run:
                      horizon=c.horizon, accesses=c.accesses, at=c.credited_at, ended=c.ended,
                      cost=list(c.cost)[:cfg_n], bg=c.bg, benefit=list(c.benefit)[:cfg_n],
                      copy=list(c.copy)[:cfg_n], chain=list(c.chain)[:cfg_n],
-                     cost_next=list(c.cost_next)[:cfg_n], accesses_next=c.accesses_next)
+                     cost_next=list(c.cost_next)[:cfg_n], accesses_next=c.accesses_next,
+                     benefit_clean=list(c.benefit_clean)[:cfg_n])
             if c.cold:
                 self.cold.append(v)
             else:

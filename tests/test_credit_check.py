@@ -100,3 +100,33 @@ def test_a_read_promotion_is_also_credited_until_the_next_decision_on_its_page(t
     assert c["accesses_next"] == 1
     gap = c["cost_next"][1] - c["cost_next"][0]
     assert 0 < gap < (c["cost"][1] - c["cost"][0]) / 50
+
+
+def _stream(path):
+    """20,000 writes of new pages (the fast device fills with dirty pages; evicting them copies,
+    so requests wait: the background share bg > 0), then 20,000 reads of new pages: lru promotes
+    each, pushing off written pages (dirty) first and, once they are gone, pages it promoted (clean:
+    their data still on the slow device)."""
+    with open(path, "w") as f:
+        for i in range(40000):
+            op = "Write" if i < 20000 else "Read"
+            f.write("%d,t,0,%s,%d,4096,100\n" % (128166625932151588 + i * 1000, op, (i + 1) * 4096))
+    data = record.concat(list(open_trace(str(path))))
+    cfg = load_hss("perf")
+    return cfg, cfg.capacity_pages(footprint_pages([data]), 4096), data
+
+
+@pytest.mark.parametrize("rnd,clean", [(20500, 0), (30000, 1)])
+def test_credit_clean_spares_the_copy_down_of_a_clean_page_pushed_off(tmp_path, rnd, clean):
+    """F2 of results/diagnosis/credit.txt (harmonia's credit_clean=1): a promotion into the full
+    fastest device that pushes off a clean page is credited more, by exactly the copy down the
+    simulator does not make; one that pushes off a dirty page, the same."""
+    cc = script("credit_check")
+    cfg, caps, data = _stream(tmp_path / "s.csv")
+    run = cc.Run("lru", cfg, caps, data, judge=[(rnd, rnd + 1)])
+    c = run.credits[(rnd, rnd + 1)]
+    assert c["kind"] == 1 and c["full"] & 1 and c["victim_clean"] == clean
+    charge = c["bg"] * c["chain"][0]
+    assert charge > 0
+    assert c["benefit_clean"][0] - c["benefit"][0] == pytest.approx(charge if clean else 0, abs=1e-6)
+    assert c["benefit_clean"][0] == pytest.approx(cc.benefit(c, clean=True))

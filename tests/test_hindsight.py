@@ -65,3 +65,16 @@ def test_horizons_out_of_range_are_refused(param):
     with pytest.raises(HblError, match="%shorizon must be 0..32768" % prefix):
         simulate("bundled:mds_0", hss="perf", policy="harmonia", seed=1,
                  params=["%sreward=2" % ("m_" if prefix else ""), param])
+
+
+def test_credit_clean_changes_what_read_admission_learns_and_is_off_by_default():
+    """credit_clean=1 (the push-off copy charged only for a dirty page): rule 8 pushes off only
+    pages it promoted itself, unwritten, so clean; credited without that copy, its promotions pay
+    more often and it promotes more.  credit_clean=0 is the default; other values are refused."""
+    run = lambda *p: simulate("synth:src:requests=50000,seed=2", hss="perf", policy="harmonia",
+                              seed=1, params=["read_admit=8", *p])
+    default, off, on = run(), run("credit_clean=0"), run("credit_clean=1")
+    assert default["avg_latency_us"] == off["avg_latency_us"] and default["promotions"] == off["promotions"]
+    assert on["promotions"] > 2 * off["promotions"]
+    with pytest.raises(HblError, match="credit_clean must be 0 or 1"):
+        run("credit_clean=2")

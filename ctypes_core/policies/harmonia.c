@@ -41,6 +41,10 @@ static const struct hbl_param_doc params[] = {
                    "the fastest device (ctypes_core/admit.c, admit_list.c) "
                    "[ours, an experiment, "
                    "results/pretrain/admit.txt]"},
+    {"credit_clean", "1: the hindsight credit of read admission (read_admit 5, 6, 8, 9) and of m_reward=2 "
+                     "charges the copy down of the page a promotion pushes off only when that page is dirty "
+                     "(a clean one, with a valid copy below, is evicted for free); 0 charges it always "
+                     "[ours, an experiment, results/diagnosis/credit.txt F2, results/pretrain/clean-credit.txt]"},
     {NULL, NULL}};
 
 /* Harmonia's placement agent, where it differs from Sibyl's:
@@ -101,6 +105,12 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
         snprintf(err, errlen, "read_admit=5, 6, 8 or 9 needs m_reward=0");
         goto fail;
     }
+    double clean = hbl_param(p, "credit_clean", 0);
+    if (clean != 0 && clean != 1) {
+        snprintf(err, errlen, "credit_clean must be 0 or 1");
+        goto fail;
+    }
+    st->admit.q.clean_credit = st->ma.evalq.clean_credit = (uint8_t)clean;
     if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
     st->pa.demos = st->ma.demos = &st->demos;
     *out = st;
