@@ -16,9 +16,10 @@ phase's mean latency (live: fio's submission + completion, the span the simulato
 against the targets (0.05, 25%); then where each side's time goes, the live hit ratio by
 phase (from the status timeline) and counterfactuals that locate a miss.
 
-    sudo .venv/bin/python scripts/simcheck.py [--warm 90] [--seconds 60] [--out DIR]
+    sudo .venv/bin/python scripts/simcheck.py [--job NAME] [--warm 90] [--seconds 60] [--out DIR]
     .venv/bin/python scripts/simcheck.py --from DIR      # re-simulate a kept guest output
-Writes results/simcheck/simcheck.json and results/simcheck/simcheck.txt.
+Writes results/simcheck/simcheck.json and results/simcheck/simcheck.txt, or simcheck-NAME.* for a
+--job other than the live bench's own (vm/guest/fio_jobs.py; a kept output names its job).
 """
 import argparse
 import datetime
@@ -39,6 +40,9 @@ from hbl.live import layout  # noqa: E402
 from hbl.sim import Simulator  # noqa: E402
 from hbl.sim.model import LIVE_BATCH, LIVE_COPY, LIVE_INTERVAL_S, LIVE_STALE_S
 from hbl.trace import native  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "vm", "guest"))
+import fio_jobs  # noqa: E402    the guest's fio jobs by name, plain data
 
 HIT_TARGET, LATENCY_TARGET = 0.05, 0.25
 QUEUE_DEPTH = 4                       # fio's iodepth in bench_live.py
@@ -73,10 +77,7 @@ def run_guest(a):
     images = vmbuild.build(progress=lambda m: print("simcheck: " + m, file=sys.stderr))
     # the scratch disk spans the live device's logical space (1519 MiB), so fio's offsets are the same
     disks = vmrun.default_disks() + [vmrun.Disk("scratch", 1536, "virtio")]
-    cmd = "HBL_BENCH_WARM=%d HBL_BENCH_SECONDS=%d HBL_SIMCHECK_MEASURE_S=%g HBL_SIMCHECK_POLICIES=%s " \
-          "HBL_BENCH_UP_ARGS=%s python3 /hbl/vm/guest/simcheck.py" % (
-              a.warm, a.seconds, a.measure_seconds, a.policies, shlex.quote(a.up_args))
-    r = vmrun.run(cmd, images, disks=disks, timeout=a.timeout, out_dir=a.out)
+    r = vmrun.run(guest_command(a), images, disks=disks, timeout=a.timeout, out_dir=a.out)
     sys.stderr.write(r.stderr)
     if not r.ok:
         raise HblError("the guest failed (exit status %d); its output is in %s" % (r.rc, r.out_dir))
@@ -84,6 +85,18 @@ def run_guest(a):
     with open(os.path.join(r.out_dir, "host.json"), "w") as f:
         json.dump({"start": start, "end": host_load(), "guest_seconds": round(r.seconds)}, f, indent=1)
     return r.out_dir
+
+
+def guest_command(a):
+    """The guest's command line for the options of this run."""
+    return "HBL_BENCH_WARM=%d HBL_BENCH_SECONDS=%d HBL_SIMCHECK_MEASURE_S=%g HBL_SIMCHECK_POLICIES=%s " \
+           "HBL_BENCH_UP_ARGS=%s HBL_BENCH_JOB=%s python3 /hbl/vm/guest/simcheck.py" % (
+               a.warm, a.seconds, a.measure_seconds, a.policies, shlex.quote(a.up_args), shlex.quote(a.job))
+
+
+def results_name(job):
+    """The results' file name, less its suffix: the live bench's own job keeps today's simcheck.*."""
+    return "simcheck" if job == fio_jobs.DEFAULT else "simcheck-" + job
 
 
 def hss_file(guest, out_dir):
@@ -300,7 +313,12 @@ def check(guest_dir, policies):
             host = json.load(f)
     except (OSError, ValueError):
         host = None             # a guest output kept from before the host was recorded
-    return {"date": datetime.date.today().isoformat(), "warm_s": guest["warm_s"], "measure_s": guest["measure_s"],
+    job = guest.get("job", fio_jobs.DEFAULT)         # an output kept from before the jobs ran the bench's own
+    if job not in fio_jobs.JOBS:
+        raise HblError("%s/simcheck-guest.json: fio job %r is not one of vm/guest/fio_jobs.py's (%s)" % (
+            guest_dir, job, ", ".join(fio_jobs.JOBS)))
+    return {"date": datetime.date.today().isoformat(), "job": job, "workload": fio_jobs.describe(job),
+            "warm_s": guest["warm_s"], "measure_s": guest["measure_s"],
             "host": host, "hbl_up_args": [x for x in guest.get("hbl_up_args", []) if x],
             "targets": {"read_hit_ratio_abs": HIT_TARGET, "mean_latency_rel": LATENCY_TARGET},
             "replay": {"mode": "closed", "queue_depth": QUEUE_DEPTH, "page_size": guest["layout"]["extent_bytes"],
@@ -315,9 +333,9 @@ def check(guest_dir, policies):
 
 def format_table(s):
     p = lambda prof: ", ".join("%s %g" % kv for kv in prof.items() if kv[0] not in ("name", "description"))
-    lines = ["# fio randrw 70%% reads, 4 KiB, zipf:1.2 over 800 MiB, qd 4; %d s warm-up + %d s measured "
-             "(the latency: submission to completion, fio's lat, as the simulator charges it); read hit ratio (page reads "
-             "served by the NVMe) over both phases" % (s["warm_s"], s["measure_s"]),
+    lines = ["# %s (job %s); %d s warm-up + %d s measured (the latency: submission to completion, fio's lat, as "
+             "the simulator charges it); read hit ratio (page reads served by the NVMe) over both phases" % (
+                 s["workload"], s["job"], s["warm_s"], s["measure_s"]),
              "# simulator: closed loop at depth %d, page = extent = %d KiB, fast capacity %d extents, the live "
              "device as it runs (%s: its copies; its controller's batches, %d moves at most, one every %.2f s at "
              "most, evictions carried like promotions, no copy for an extent never written, the write frontier; its "
@@ -458,6 +476,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=60, help="measured seconds (default 60)")
     ap.add_argument("--measure-seconds", type=float, default=3, help="per fio job of hbl devices --measure (3)")
     ap.add_argument("--policies", default="lru,smq")
+    ap.add_argument("--job", default=fio_jobs.DEFAULT, choices=sorted(fio_jobs.JOBS),
+                    help="the fio job (vm/guest/fio_jobs.py; default %s, the live bench's own)" % fio_jobs.DEFAULT)
     ap.add_argument("--up-args", default="", help="more `hbl up` options for the live runs (e.g. \"--frontier 0\")")
     ap.add_argument("--timeout", type=int, default=2400, help="seconds before QEMU is killed (default 2400)")
     ap.add_argument("--out", help="keep the guest's output (traces, profiles) here")
@@ -473,7 +493,8 @@ def main():
         sys.exit("simcheck: %s" % exc)
     s["command"] = "sudo .venv/bin/python scripts/simcheck.py" + (
         "" if (s["warm_s"], s["measure_s"]) == (90, 60) else " --warm %d --seconds %d" % (s["warm_s"], s["measure_s"])) + (
-        " --up-args %s" % shlex.quote(" ".join(s["hbl_up_args"])) if s["hbl_up_args"] else "")
+        " --up-args %s" % shlex.quote(" ".join(s["hbl_up_args"])) if s["hbl_up_args"] else "") + (
+        "" if s["job"] == fio_jobs.DEFAULT else " --job " + s["job"])
     head = "# %s   (%s)" % (s["command"], s["date"])
     if a.from_dir:
         # the live side is a kept guest output: say which run, and where and at which commit it was simulated
@@ -487,9 +508,10 @@ def main():
                     s["resimulated"]["commit"], (h.get("start") or {}).get("utc", "?"), s["command"]))
     text = "%s\n%s" % (head, format_table(s))
     print(text)
-    with open(os.path.join(a.results, "simcheck.json"), "w") as f:
+    name = os.path.join(a.results, results_name(s["job"]))
+    with open(name + ".json", "w") as f:
         json.dump(s, f, indent=1)
-    with open(os.path.join(a.results, "simcheck.txt"), "w") as f:
+    with open(name + ".txt", "w") as f:
         f.write(text + "\n")
 
 

@@ -148,3 +148,32 @@ def test_simcheck_writes_its_results_into_a_directory_it_makes(tmp_path):
     p = subprocess.run([sys.executable, path, "--from", str(guest), "--results", str(tmp_path / "file" / "x")],
                        capture_output=True, text=True)
     assert p.returncode != 0 and p.stderr.startswith("simcheck: ") and "Traceback" not in p.stderr
+
+
+def test_simcheck_runs_the_job_it_is_given_and_names_its_results_after_it(tmp_path):
+    """--job picks the guest's fio job (vm/guest/fio_jobs.py) and a kept output names its job: the live
+    bench's own keeps simcheck.*, another writes simcheck-NAME.*; an unknown name is a usage error."""
+    import argparse
+    import subprocess
+    import sys
+    sc = simcheck()
+    a = argparse.Namespace(warm=90, seconds=60, measure_seconds=3, policies="lru,smq", up_args="", job="zipf90-wide")
+    assert "HBL_BENCH_JOB=zipf90-wide " in sc.guest_command(a)
+    assert "HBL_BENCH_JOB=zipf70 " in sc.guest_command(argparse.Namespace(**dict(vars(a), job=sc.fio_jobs.DEFAULT)))
+    assert sc.results_name("zipf70") == "simcheck" and sc.results_name("zipf90-wide") == "simcheck-zipf90-wide"
+    guest = tmp_path / "guest"
+    guest.mkdir()
+    guest_output(guest, {"read_hit_ratio": 0.4, "fast_request_share": 0.9})
+    g = json.loads((guest / "simcheck-guest.json").read_text())
+    (guest / "simcheck-guest.json").write_text(json.dumps(dict(g, job="zipf90-wide")))
+    path = os.path.join(ROOT, "scripts", "simcheck.py")
+    out = tmp_path / "res"
+    p = subprocess.run([sys.executable, path, "--from", str(guest), "--policies", "lru", "--results", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(out)) == ["simcheck-zipf90-wide.json", "simcheck-zipf90-wide.txt"]
+    s = json.loads((out / "simcheck-zipf90-wide.json").read_text())
+    assert s["job"] == "zipf90-wide" and s["command"].endswith("--job zipf90-wide")
+    assert "90% reads" in (out / "simcheck-zipf90-wide.txt").read_text()
+    p = subprocess.run([sys.executable, path, "--job", "nope", "--from", str(guest)], capture_output=True, text=True)
+    assert p.returncode == 2 and "invalid choice: 'nope'" in p.stderr and "Traceback" not in p.stderr

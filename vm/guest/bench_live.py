@@ -10,7 +10,8 @@ starts on the HDD, queue depth 4, first a warm-up and then the measured phase.
                                      origin the HDD, 1 MiB blocks, writeback, smq
 Results: /out/live-bench.json and a table on stdout.  HBL_BENCH_ONLY picks
 configurations (comma-separated), HBL_BENCH_UP_ARGS adds `hbl up` options (e.g.
-"--copy-limit 4M"), HBL_BENCH_WARM and HBL_BENCH_SECONDS set the phases.
+"--copy-limit 4M"), HBL_BENCH_WARM and HBL_BENCH_SECONDS set the phases, HBL_BENCH_JOB another
+fio job of fio_jobs.py (its offset for hbl's configurations; dm-cache's origin starts at 100 MiB).
 """
 import json
 import os
@@ -18,6 +19,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, "/hbl")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fio_jobs  # noqa: E402
 from dmsetup import Cache, Device, Linear, Table, backend  # noqa: E402
 
 FAST, SLOW = "/dev/nvme0n1", "/dev/vda"
@@ -28,6 +31,10 @@ MEASURE = int(os.environ.get("HBL_BENCH_SECONDS", "60"))
 HBL = [sys.executable, "-m", "hbl.cli"]
 ONLY = os.environ.get("HBL_BENCH_ONLY", "hbl-harmonia,hbl-smq,hbl-lru,dm-cache-smq").split(",")
 UP_ARGS = os.environ.get("HBL_BENCH_UP_ARGS", "").split()     # more `hbl up` options for every hbl config
+JOB = os.environ.get("HBL_BENCH_JOB", fio_jobs.DEFAULT)        # the fio job (vm/guest/fio_jobs.py)
+if JOB not in fio_jobs.JOBS:
+    raise SystemExit("HBL_BENCH_JOB=%s: no such fio job (%s)" % (JOB, ", ".join(fio_jobs.JOBS)))
+HBL_OFFSET = fio_jobs.JOBS[JOB]["offset_mib"] * MIB           # where the job starts on the live device
 
 
 def wipe():
@@ -40,10 +47,9 @@ def wipe():
 
 def fio(path, offset, seconds, name):
     out = "/out/live-%s.json" % name
-    subprocess.run(["fio", "--name=" + name, "--filename=" + path, "--direct=1", "--ioengine=libaio", "--iodepth=4",
-                    "--rw=randrw", "--rwmixread=70", "--bs=4k", "--offset=%d" % offset, "--size=%d" % (800 * MIB),
-                    "--random_distribution=zipf:1.2", "--time_based", "--runtime=%d" % seconds,
-                    "--randseed=42", "--output-format=json", "--output=" + out], check=True)
+    subprocess.run(["fio", "--name=" + name, "--filename=" + path, "--direct=1", "--ioengine=libaio",
+                    "--offset=%d" % offset, "--time_based", "--runtime=%d" % seconds, "--output-format=json",
+                    "--output=" + out] + fio_jobs.fio_args(JOB), check=True)
     j = json.load(open(out))["jobs"][0]
     r, w = j["read"], j["write"]
     n = r["total_ios"] + w["total_ios"]
@@ -91,9 +97,9 @@ def run_hbl(policy):
     try:
         status = lambda: json.loads(subprocess.run(HBL + ["status", "hb", "--json"], capture_output=True,
                                                    text=True, env=env, check=True).stdout)
-        fio("/dev/mapper/hb", 600 * MIB, WARM, "hbl-%s-warm" % policy)
+        fio("/dev/mapper/hb", HBL_OFFSET, WARM, "hbl-%s-warm" % policy)
         st0 = status()
-        res = fio("/dev/mapper/hb", 600 * MIB, MEASURE, "hbl-%s" % policy)
+        res = fio("/dev/mapper/hb", HBL_OFFSET, MEASURE, "hbl-%s" % policy)
         st = status()
         # the controller's CPU over the measured phase alone (the status gives it since the start)
         span = st["uptime_s"] - st0["uptime_s"]
@@ -177,8 +183,8 @@ def main():
             print("done hbl-%s" % policy, file=sys.stderr, flush=True)
     if "dm-cache-smq" in ONLY:
         rows["dm-cache-smq"] = run_dmcache()
-    out = {"warm_s": WARM, "measure_s": MEASURE, "workload": "fio randrw 70% reads, 4 KiB, zipf:1.2 over 800 MiB, "
-           "qd 4, libaio, direct", "devices": "QEMU NVMe 512 MiB + virtio disk 1 GiB at 100 IOPS (TCG)",
+    out = {"warm_s": WARM, "measure_s": MEASURE, "job": JOB,
+           "workload": fio_jobs.describe(JOB) + ", libaio, direct", "devices": "QEMU NVMe 512 MiB + virtio disk 1 GiB at 100 IOPS (TCG)",
            "raw_copy": raw, "hbl_up_args": UP_ARGS, "results": rows}
     json.dump(out, open("/out/live-bench.json", "w"), indent=1)
     print("%-14s %9s %11s %11s %11s %11s %8s %8s %9s %9s" % ("config", "IOPS", "mean (us)", "read p99", "write p99",

@@ -3,7 +3,8 @@
 In one boot:
   1. profiles of the emulated NVMe and the HDD-like disk: hbl devices --measure --write
      (both are scratch devices here; they are measured before anything is laid on them);
-  2. hbl-lru and hbl-smq on the live device, exactly as bench_live.py runs them (its code);
+  2. hbl-lru and hbl-smq on the live device, exactly as bench_live.py runs them (its code; its fio
+     job HBL_BENCH_JOB, vm/guest/fio_jobs.py, the bench's own by default);
   3. the same fio job, same phases and durations, on a scratch disk (/dev/vdb, no throttle)
      whose offsets are the live device's logical ones, captured with hbl trace: one
      native trace per phase.  fio's offsets come from its seed, not from the device's
@@ -22,7 +23,7 @@ import bench_live as live  # noqa: E402
 from hbl.live import layout  # noqa: E402
 
 SCRATCH = "/dev/vdb"
-OFFSET = 600 * live.MIB                    # where bench_live's fio region starts on the live device
+OFFSET = live.HBL_OFFSET                   # where bench_live's fio job starts on the live device
 EXTENT = 1 << 20                           # hbl up's default extent size
 MEASURE_S = os.environ.get("HBL_SIMCHECK_MEASURE_S", "3")
 POLICIES = os.environ.get("HBL_SIMCHECK_POLICIES", "lru,smq").split(",")
@@ -61,7 +62,8 @@ def capture(phase, seconds):
 def main():
     members = layout.plan_members([live.FAST, live.SLOW], EXTENT)
     caps = layout.capacities(members)
-    out = {"warm_s": live.WARM, "measure_s": live.MEASURE, "measure_seconds_per_job": float(MEASURE_S),
+    out = {"job": live.JOB, "warm_s": live.WARM, "measure_s": live.MEASURE,
+           "measure_seconds_per_job": float(MEASURE_S),
            "hbl_up_args": live.UP_ARGS,
            "layout": {"extent_bytes": EXTENT, "fast_extents": caps[0], "slow_extents": caps[1],
                       "logical_bytes": sum(caps) * EXTENT, "fio_offset": OFFSET},
