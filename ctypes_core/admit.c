@@ -172,6 +172,13 @@ static void judge(struct hbl_admit *a, struct hbl_sim *s)
     }
 }
 
+void hbl_admit_resident(struct hbl_admit *a, struct hbl_sim *s, uint32_t slot, int from, int to, int undone)
+{
+    if (!a->resident || !hbl_admit_judges(a)) return;
+    if (from == 0 && to != 0 && !undone) hbl_evalq_left(&a->q, s, slot, HBL_JUDGE_READ, 0);
+    else if (from != 0 && to == 0 && undone) hbl_evalq_left(&a->q, s, slot, HBL_JUDGE_READ, 1);
+}
+
 void hbl_admit_served(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
     if (hbl_admit_judges(a)) hbl_evalq_observe(&a->q, s, slots, n, write);

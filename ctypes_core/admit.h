@@ -32,6 +32,7 @@ struct hbl_admit {
     double credit[34], credited[34];   /* mean credit of promoting a read miss, by log2 of its access count
                                           (rule 5) or of its access interval (6, 33: a first access) */
     double space[2];                   /* what a full fastest device's page saves by staying; how many judged */
+    int resident;                      /* harmonia's credit_resident: a promotion credited while its page stays */
     /* rules 7-9: the pages read admission promoted on the fastest device, least recently used
      * at the tail (admit_list.c), and per slot its flags there */
     struct hbl_links links;
@@ -52,6 +53,11 @@ void hbl_admit_observe(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *s
 void hbl_admit_served(struct hbl_admit *a, struct hbl_sim *s, const uint32_t *slots, int n, int write);
 /* Rules 5, 6, 8 and 9 judge in hindsight: their queue tags pages in pt.aux64. */
 static inline int hbl_admit_judges(const struct hbl_admit *a) { return a->q.e != NULL; }
+
+/* A page changed device (the policy's on_move), under credit_resident=1: a read miss under judgment
+ * whose page leaves the fastest device (a move not undone) is credited with the accesses it had there,
+ * its evaluation over (hbl_evalq_left); that move undone, it goes on. */
+void hbl_admit_resident(struct hbl_admit *a, struct hbl_sim *s, uint32_t slot, int from, int to, int undone);
 
 /* ---- rules 7-9 (admit_list.c) ---- */
 /* A page changed device (the policy's on_move): the read list follows the fastest device (a listed

@@ -53,7 +53,9 @@ static uint8_t clean_victims(struct hbl_sim *s)
 void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const uint8_t *state,
                     enum hbl_judged_kind kind, int mark, uint32_t horizon)
 {
-    if (q->n == q->cap || entry_of(q, s, slot)) return;
+    if (q->n == q->cap) return;
+    const struct hbl_judged *old = entry_of(q, s, slot);
+    if (old && !old->gone) return;
     uint32_t i = (q->head + q->n) % q->cap;
     struct hbl_judged *e = &q->e[i];
     memset(e, 0, sizeof(*e));
@@ -114,7 +116,7 @@ void hbl_evalq_observe(struct hbl_evalq *q, struct hbl_sim *s, const uint32_t *s
     for (int d = 0; d < s->cfg.ndev; d++) t[d] = hbl_page_time(&s->cfg.dev[d], write, n, s->cfg.page_size);
     for (int i = 0; i < n; i++) {
         struct hbl_judged *e = entry_of(q, s, slots[i]);
-        if (!e) continue;
+        if (!e || e->gone) continue;
         if (e->skip) { e->skip = 0; continue; }
         for (int d = 0; d < s->cfg.ndev; d++) e->cost[d] += t[d];
         e->accesses++;
@@ -130,7 +132,7 @@ const struct hbl_judged *hbl_evalq_pop_due(struct hbl_evalq *q, struct hbl_sim *
     for (uint32_t turns = q->n; ; turns--) {
         if (!q->n) return NULL;
         e = &q->e[q->head];
-        if (e->due <= s->nreq) break;
+        if (e->due <= s->nreq || e->gone) break;
         if (e->due == e->queued_due || !turns) return NULL;
         uint32_t tail = (q->head + q->n) % q->cap;
         if (tail == q->head) {   /* a full ring: the head is the tail once it moves past */
@@ -149,6 +151,12 @@ const struct hbl_judged *hbl_evalq_pop_due(struct hbl_evalq *q, struct hbl_sim *
     q->head = (q->head + 1) % q->cap;
     q->n--;
     return e;
+}
+
+void hbl_evalq_left(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, enum hbl_judged_kind kind, int back)
+{
+    struct hbl_judged *e = entry_of(q, s, slot);
+    if (e && e->kind == kind) e->gone = (uint8_t)!back;
 }
 
 double hbl_background_share(const struct hbl_sim *s)

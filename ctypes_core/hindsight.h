@@ -32,6 +32,7 @@ struct hbl_judged {
     uint8_t clean;            /* bit d: the page a move onto d pushes off then had a valid copy on d + 1,
                                * its eviction free (sim_move.c); recorded only by a queue with clean_credit */
     uint8_t live;
+    uint8_t gone;             /* its page left the device the decision put it on: accesses no longer counted */
     uint8_t mark;             /* the queue's user's: what kind of candidate it was */
     uint8_t skip;             /* accesses not to count: the deciding read itself */
     uint8_t s[16];            /* the state the decision was taken in */
@@ -59,12 +60,17 @@ void hbl_evalq_free(struct hbl_evalq *q);
  * a page that had moved would stay: until `horizon` requests pass without an access (LRU
  * residency; the first access of an HBL_JUDGE_READ, the deciding read, not counted), at most
  * HBL_EVAL_SPAN horizons; `mark` is the caller's.  A page already under evaluation is not queued again (its first decision keeps
- * its accesses); nor is one when the queue is full. */
+ * its accesses), unless its page left (hbl_evalq_left); nor is one when the queue is full. */
 void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const uint8_t *state,
                     enum hbl_judged_kind kind, int mark, uint32_t horizon);
 /* A request served: credit the decisions on its pages with what it costs on each device. */
 void hbl_evalq_observe(struct hbl_evalq *q, struct hbl_sim *s, const uint32_t *slots, int n, int write);
-/* The oldest decision whose horizon has passed, or NULL; valid until the next call. */
+/* The page of a live decision of `kind` left the device it was put on (back 0: harmonia's
+ * credit_resident): the decision's evaluation ends there, credited with the accesses it had, and it
+ * leaves the queue once it is at its head; a new decision on the page may be queued meanwhile.  back
+ * 1: that move was undone (the page never left): the evaluation goes on. */
+void hbl_evalq_left(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, enum hbl_judged_kind kind, int back);
+/* The oldest decision whose horizon has passed or whose page left, or NULL; valid until the next call. */
 const struct hbl_judged *hbl_evalq_pop_due(struct hbl_evalq *q, struct hbl_sim *s);
 /* Device time taking action `to` saved over the default's, in the horizon (negative: it cost
  * more), what acting costs included: a copy's device time times `bg`, the foreground time one

@@ -3,10 +3,12 @@ credited, per action, with the device time its page's later accesses saved again
 default action, once its horizon has passed."""
 import random
 
+import numpy as np
 import pytest
 
+from hbl.devices import load_hss
 from hbl.errors import HblError
-from hbl.sim import simulate
+from hbl.sim import Simulator, simulate
 
 LEARN_FAST = ["train_every=25", "sync_every=100"]
 
@@ -78,3 +80,36 @@ def test_credit_clean_changes_what_read_admission_learns_and_is_off_by_default()
     assert on["promotions"] > 2 * off["promotions"]
     with pytest.raises(HblError, match="credit_clean must be 0 or 1"):
         run("credit_clean=2")
+
+
+def _cycle(sim, pages, requests):
+    """Reads of `pages` pages in turn, 10 ms apart (every copy done before the next request)."""
+    from hbl import record
+    seq = np.tile(np.arange(pages), requests // pages) + 100
+    r = record.empty(len(seq))
+    r["offset"], r["length"], r["op"] = seq * 4096, 4096, record.READ
+    r["time_ns"] = 10_000_000 * np.arange(1, len(r) + 1)
+    sim.feed(r)
+    sim.check()
+    return sim.stats()
+
+
+def test_credit_resident_credits_a_promotion_only_with_the_reads_before_its_eviction():
+    """credit_resident=1: 12 pages read in turn through a 10-page fast device under rule 8 (no
+    migration, every write placed fast): each promoted page is pushed off by rule 8's next
+    promotions 10 requests later, 2 before its re-read.  Credited over the whole horizon, a
+    promotion counts the re-reads after its page left, so rule 8 promotes every miss and never hits;
+    credited only while its page stays, a promotion is worth nothing, rule 8 promotes fewer and
+    the pages it leaves on the fast device are there when read again.  Default 0; 2 is refused."""
+    def run(*p):
+        sim = Simulator(load_hss("perf"), "harmonia-migration-only", [10, None],
+                        params=["read_admit=8", *p], migrate_max=0)
+        return _cycle(sim, 12, 80_000)
+
+    default, horizon, resident = run(), run("credit_resident=0"), run("credit_resident=1")
+    assert (default.promotions, default.fast_read_hits) == (horizon.promotions, horizon.fast_read_hits)
+    assert horizon.promotions > 40_000 and horizon.fast_read_hits == 0
+    assert resident.promotions < 0.8 * horizon.promotions
+    assert resident.fast_read_hits > 10_000
+    with pytest.raises(HblError, match="credit_resident must be 0 or 1"):
+        run("credit_resident=2")

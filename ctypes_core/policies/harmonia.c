@@ -45,6 +45,11 @@ static const struct hbl_param_doc params[] = {
                      "charges the copy down of the page a promotion pushes off only when that page is dirty "
                      "(a clean one, with a valid copy below, is evicted for free); 0 charges it always "
                      "[ours, an experiment, results/diagnosis/credit.txt F2, results/pretrain/clean-credit.txt]"},
+    {"credit_resident", "1: read admission's hindsight credit (read_admit 5, 6, 8, 9) of a promoted read miss ends "
+                        "when its page leaves the fastest device (an eviction), the reads it served there less its "
+                        "copy and push-off charges, its horizon the longest it runs; 0 runs it over the whole horizon "
+                        "as if the page stayed.  Not the agents' credits (reward=2, m_reward=2) "
+                        "[ours, an experiment, results/pretrain/resident-credit.txt]"},
     {NULL, NULL}};
 
 /* Harmonia's placement agent, where it differs from Sibyl's:
@@ -111,6 +116,12 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
         goto fail;
     }
     st->admit.q.clean_credit = st->ma.evalq.clean_credit = (uint8_t)clean;
+    double resident = hbl_param(p, "credit_resident", 0);
+    if (resident != 0 && resident != 1) {
+        snprintf(err, errlen, "credit_resident must be 0 or 1");
+        goto fail;
+    }
+    st->admit.resident = (int)resident;
     if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
     st->pa.demos = st->ma.demos = &st->demos;
     *out = st;
@@ -167,11 +178,13 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
     hbl_admit_served(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
 }
 
-/* Rules 7-9 of read admission keep a list of the pages they promoted (admit_list.c). */
+/* Rules 7-9 of read admission keep a list of the pages they promoted (admit_list.c); with
+ * credit_resident its credit of a promotion ends when the page leaves (admit.c). */
 static void on_move(void *v, struct hbl_sim *s, uint32_t slot, int from, int to, int undone)
 {
     struct state *st = v;
     hbl_admit_moved(&st->admit, slot, from, to, undone);
+    hbl_admit_resident(&st->admit, s, slot, from, to, undone);
 }
 
 static uint32_t victim(void *v, struct hbl_sim *s, int dev)
