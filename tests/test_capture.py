@@ -417,8 +417,11 @@ def test_concurrent_requests_to_one_sector_are_each_recorded(loopdev, fast):
     dev = loopdev()
     io, n = _same_sector_readers(dev)
     d, st = capture_while([dev], io, fast=fast)
-    assert st["lost"] == 0
-    assert len(d) == n and (d["offset"] == 0).all() and (d["op"] == record.READ).all()
+    # none lost to the in-flight table (a sector-keyed one loses most); a run the kernel skipped
+    # (a completion's program hit while one ran on that CPU, rare: 2 of 2,400 once in CI) is counted
+    assert st["lost_inflight"] == 0 and st["lost_ringbuf"] == 0 and st["lost_missed"] <= n // 100
+    assert len(d) + st["lost_missed"] == n, st
+    assert (d["offset"] == 0).all() and (d["op"] == record.READ).all()
     assert (d["latency_ns"] > 1_000).all() and (d["latency_ns"] < 2_000_000_000).all()
 
 
@@ -455,3 +458,22 @@ def test_the_drain_after_a_stop_ends_under_a_ring_that_never_empties():
     c._impl, c.batch = FullRing(), 8
     got = sum(len(b) for b in c.batches(duration=0))
     assert FullRing.polls == cap.DRAIN_POLLS and got == cap.DRAIN_POLLS * 8
+
+
+def test_skipped_program_runs_are_read_from_the_kernel(loopdev):
+    """lost_missed is the kernel's own count (bpf_prog_info.recursion_misses) of the capture's
+    programs, as bpftool reads it; a descriptor that is no program counts 0."""
+    from hbl._capture import lib
+    from hbl.capture import Capture
+    import json
+    import subprocess
+    assert lib.hbl_prog_misses(-1) == 0
+    dev = loopdev()
+    with Capture([dev], fast=True) as cap:
+        direct_io(dev, PATTERN[:10])
+        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+        if out.returncode:
+            pytest.skip("bpftool cannot list programs: " + out.stderr.strip())
+        ours = [p for p in json.loads(out.stdout) if p.get("name") == "hbl_rq_done"]
+        assert ours, "the fast program is not loaded"
+        assert cap.stats()["lost_missed"] == sum(p.get("recursion_misses", 0) for p in ours)

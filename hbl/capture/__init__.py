@@ -224,8 +224,8 @@ class LibbpfLoader:
     def stats(self):
         st = self.ffi.new("struct hbl_capture_stats *")
         self.lib.hbl_capture_stats(self.cap, st)
-        return {"events": st.events, "lost": st.lost_ringbuf + st.lost_inflight,
-                "lost_ringbuf": st.lost_ringbuf, "lost_inflight": st.lost_inflight,
+        return {"events": st.events, "lost": st.lost_ringbuf + st.lost_inflight + st.lost_missed,
+                "lost_ringbuf": st.lost_ringbuf, "lost_inflight": st.lost_inflight, "lost_missed": st.lost_missed,
                 "remap_events": st.remap_events, "remaps_dropped": st.remaps_dropped}
 
     def heat(self):

@@ -48,6 +48,16 @@ def _event_dtype():
     return event_dtype(ffi)
 
 
+def _misses(fds):
+    """The runs the kernel skipped of these programs (recursion_misses), through the libbpf
+    consumer's helper; 0 where that is not built (the figure is then unknown, as before it)."""
+    try:
+        from hbl._capture import lib
+    except ImportError:
+        return 0
+    return sum(int(lib.hbl_prog_misses(fd)) for fd in fds)
+
+
 class BccLoader:
     def __init__(self, devices, remaps, extent_shift):
         if remaps or extent_shift:
@@ -100,7 +110,9 @@ class BccLoader:
     def stats(self):
         lost = [sum(v) for _, v in sorted(self.b[b"lost"].items(), key=lambda kv: kv[0].value)]
         ring, infl = (int(lost[0]), int(lost[1])) if len(lost) >= 2 else (0, 0)
-        return {"events": self.events, "lost": ring + infl, "lost_ringbuf": ring, "lost_inflight": infl,
+        missed = _misses([f.fd for f in self.b.funcs.values()])
+        return {"events": self.events, "lost": ring + infl + missed, "lost_ringbuf": ring, "lost_inflight": infl,
+                "lost_missed": missed,
                 "remap_events": 0, "remaps_dropped": 0}
 
     def heat(self):

@@ -13,6 +13,8 @@ struct hbl_capture_stats {
     uint64_t remaps_dropped;  /* remap records that found no room in the caller's batch */
     uint64_t lost_ringbuf;    /* records the kernel could not queue (ring buffer full) */
     uint64_t lost_inflight;   /* issues that could not be tracked to completion */
+    uint64_t lost_missed;     /* program runs the kernel skipped (a tracepoint hit while a BPF
+                               * program already ran on that CPU: its recursion_misses) */
 };
 
 struct hbl_capture;
@@ -27,6 +29,8 @@ void hbl_capture_close(struct hbl_capture *c);
 int64_t hbl_capture_poll(struct hbl_capture *c, int32_t timeout_ms, struct hbl_request *out, int64_t max,
                          struct hbl_event *remaps, int64_t maxremap, int64_t *nremap);
 void hbl_capture_stats(const struct hbl_capture *c, struct hbl_capture_stats *st);
+/* The runs the kernel skipped of the program behind fd (0 where it cannot say) */
+uint64_t hbl_prog_misses(int32_t fd);
 int64_t hbl_capture_heat(const struct hbl_capture *c, struct hbl_extent_key *keys,
                          struct hbl_extent_heat *vals, int64_t max);
 #endif

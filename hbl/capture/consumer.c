@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,12 +225,28 @@ int64_t hbl_capture_poll(struct hbl_capture *c, int32_t timeout_ms, struct hbl_r
     return c->n;
 }
 
+uint64_t hbl_prog_misses(int32_t fd)
+{
+    struct bpf_prog_info info;
+    uint32_t len = sizeof(info);
+    memset(&info, 0, sizeof(info));
+    if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len)) return 0;
+    return len >= offsetof(struct bpf_prog_info, recursion_misses) + sizeof(info.recursion_misses)
+           ? info.recursion_misses : 0;
+}
+
 void hbl_capture_stats(const struct hbl_capture *c, struct hbl_capture_stats *st)
 {
     memset(st, 0, sizeof(*st));
     st->events = c->events;
     st->remap_events = c->remap_events;
     st->remaps_dropped = c->dropped_full;
+    /* a program the kernel did not run (it was running already on that CPU, e.g. a completion
+     * in an interrupt over one in a task) left its request unrecorded: counted, never hidden */
+    struct bpf_program *prog;
+    bpf_object__for_each_program(prog, c->obj) {
+        if (bpf_program__autoload(prog)) st->lost_missed += hbl_prog_misses(bpf_program__fd(prog));
+    }
     int ncpu = libbpf_num_possible_cpus();
     if (ncpu <= 0 || ncpu > 4096) return;
     uint64_t *vals = calloc((size_t)ncpu, sizeof(uint64_t));

@@ -165,6 +165,7 @@ def cmd_trace(a):
     summary = {"out": a.out, "format": to, "backend": a.backend, "devices": a.dev, "requests": w.count,
                "bytes": nbytes, "seconds": elapsed, "events_per_second": n / elapsed if elapsed else 0.0,
                "lost": st["lost"], "lost_ringbuf": st["lost_ringbuf"], "lost_inflight": st["lost_inflight"],
+               "lost_missed": st["lost_missed"],
                "interrupted": stop["now"]}
     if a.json:
         print_json(summary)

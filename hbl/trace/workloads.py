@@ -190,7 +190,7 @@ def capture(name, duration=DEFAULT_DURATION, requests=DEFAULT_REQUESTS, out=None
             "synthetic": recipe.synthetic, "commands": commands, "trace": out, "requests": w.count,
             "bytes": nbytes, "capture_seconds": seconds, "prepare_seconds": prepare_s,
             "total_seconds": time.time() - t_start, "lost": st["lost"], "lost_ringbuf": st["lost_ringbuf"],
-            "lost_inflight": st["lost_inflight"], "interrupted": stop["now"],
+            "lost_inflight": st["lost_inflight"], "lost_missed": st["lost_missed"], "interrupted": stop["now"],
             "device": os.path.basename(sc.loop), "scratch": sc.tmp,
             "device_stat": {k: stat1[k] - stat0[k] for k in STAT_FIELDS if k != "in_flight"},
             "limits": {"duration_s": duration, "requests": requests},
