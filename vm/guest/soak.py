@@ -365,101 +365,113 @@ class Soak:
                   self.status().get("batches", 0) > b0)
         self.phase("before")
         d = rng.randrange(2)
-        restart = False
-        if kind == "kill":
-            pid = self.pid()
-            if rng.random() < 0.5:
-                point = rng.choice(POINTS)
-                step = "step %s" % point
-                self.step = step
-                with open(CRASH_FILE, "w") as f:
-                    f.write(point + " kill\n")
-                self.wait("the controller to reach %s" % point, lambda: self.writer_running() and not self.pid())
-            else:
-                delay = rng.uniform(0, 3)
-                step = self.step = "t+%.2fs" % delay
-                time.sleep(delay)
-                os.kill(pid, signal.SIGKILL)
-                self.wait("the controller to die", lambda: not self.pid())
-            restart = True
-        elif kind == "power":
-            if rng.random() < 0.5:
-                point = rng.choice(POINTS)
-                step = "step %s" % point
-                self.step = step
-                pid = self.pid()
-                with open(CRASH_FILE, "w") as f:
-                    f.write(point + " stop\n")
-                self.wait("the controller to stop at %s" % point,
-                          lambda: self.writer_running() and stopped(pid))
-            else:
-                delay = rng.uniform(0, 3)
-                step = self.step = "t+%.2fs" % delay
-                time.sleep(delay)
-            self.phase("inject")
-            self.st["pending"] = {"index": i, "step": step, "generation": gen0, "t0": t0,
-                                  "phases": self.phases, "cut_asked": time.time()}
-            self.save()
-            self.say("fault #%d %s at %s: asking the host to cut the power" % (i, kind, step))
-            with open(os.path.join(self.dir, "cut.tmp"), "w") as f:      # whole when the host sees it
-                f.write("%d %s\n" % (i, step))
-            os.rename(os.path.join(self.dir, "cut.tmp"), os.path.join(self.dir, "cut"))
-            time.sleep(4 * DEADLINE)
-            raise Bad("the host did not cut the power within %d s" % (4 * DEADLINE))
-        elif kind in ("errors", "stall"):
-            size = self.sectors(d)
-            dev = DISKS[d]
-            dur = rng.uniform(0.5, 4) if kind == "errors" else rng.uniform(1, 5)
-            if kind == "stall":
-                ms = rng.choice([20, 100, 300, 800])
-                how = rng.choice(["all", "writes"])
-                table = Table([Delay(size, dev, 0, ms=ms if how == "all" else 0, write_ms=ms if how == "writes" else None)])
-                what = "dm-delay %d ms (%s)" % (ms, how)
-            else:
-                how = rng.choice(["flakey", "error", "span"])
-                if how == "flakey":
-                    table = Table([Flakey(size, dev, 0, up_s=1, down_s=1)])
-                    what = "dm-flakey 1 s up / 1 s down"
-                elif how == "error":
-                    table = Table([Error(size)])
-                    what = "dm-error"
-                else:
-                    # a span (4 KiB to 8 MiB) from the start of a slot of the writer's region on this
-                    # member, so that the errors hit data being written, read and moved
-                    from hbl.live.layout import slot_offset
-                    m = self.meta()
-                    ext = [e for e in range(self.st["blocks"] * 4096 // m.extent_bytes) if m.dev[e] == d]
-                    e = rng.choice(ext) if ext else 0
-                    start = slot_offset(m, d, m.slot[e]) // 512 if ext else rng.randrange(2048, size - 2048) // 8 * 8
-                    n = min(size - start, rng.randrange(1, 2048) * 8)
-                    parts = [Linear(start, dev, 0), Error(n)] + (
-                        [Linear(size - start - n, dev, start + n)] if start + n < size else [])
-                    table = Table(parts)
-                    what = "dm-error on sectors %d-%d" % (start, start + n)
-            delay = rng.uniform(0, 2)
-            step = "t+%.2fs, member %d, %s for %.1f s" % (delay, d, what, dur)
-            time.sleep(delay)
-            self.swap(d, table)
-            time.sleep(dur)
-            self.writer_running()
-            self.swap(d, self.linear(d))
-            # (errors: the device is brought down and up again even when nothing was marked
-            # failed yet: a health read may still catch the fault after it is over)
-            restart = kind == "errors"
-        elif kind == "removal":
-            delay = rng.uniform(0, 2)
-            dur = rng.uniform(0.5, 3)
-            step = "t+%.2fs, member %d removed for %.1f s" % (delay, d, dur)
-            time.sleep(delay)
-            r = subprocess.run(["dmsetup", "remove", "--force", "--deferred", "soak%d" % d], capture_output=True,
-                               text=True)
-            if r.returncode != 0:
-                raise Bad("dmsetup remove --force --deferred soak%d: %s" % (d, r.stderr.strip()))
-            time.sleep(dur)
-            restart = True
+        inject = {"kill": self.inject_kill, "power": self.inject_power, "errors": self.inject_member,
+                  "stall": self.inject_member, "removal": self.inject_removal}[kind]
+        step, restart = inject(rng, i, kind, d, gen0, t0)
         self.step = step
         self.phase("inject")
         self.recover(i, kind, step, gen0, t0, restart)
+
+    def inject_kill(self, rng, i, kind, d, gen0, t0):
+        """The controller SIGKILLed at a protocol step or a random moment: (step, restart)."""
+        pid = self.pid()
+        if rng.random() < 0.5:
+            point = rng.choice(POINTS)
+            step = "step %s" % point
+            self.step = step
+            with open(CRASH_FILE, "w") as f:
+                f.write(point + " kill\n")
+            self.wait("the controller to reach %s" % point, lambda: self.writer_running() and not self.pid())
+        else:
+            delay = rng.uniform(0, 3)
+            step = self.step = "t+%.2fs" % delay
+            time.sleep(delay)
+            os.kill(pid, signal.SIGKILL)
+            self.wait("the controller to die", lambda: not self.pid())
+        return step, True
+
+    def inject_power(self, rng, i, kind, d, gen0, t0):
+        """The power cut: the controller stopped at a protocol step or left running, the host
+        asked to kill QEMU; never returns (the next boot's resume() recovers the fault)."""
+        if rng.random() < 0.5:
+            point = rng.choice(POINTS)
+            step = "step %s" % point
+            self.step = step
+            pid = self.pid()
+            with open(CRASH_FILE, "w") as f:
+                f.write(point + " stop\n")
+            self.wait("the controller to stop at %s" % point,
+                      lambda: self.writer_running() and stopped(pid))
+        else:
+            delay = rng.uniform(0, 3)
+            step = self.step = "t+%.2fs" % delay
+            time.sleep(delay)
+        self.phase("inject")
+        self.st["pending"] = {"index": i, "step": step, "generation": gen0, "t0": t0,
+                              "phases": self.phases, "cut_asked": time.time()}
+        self.save()
+        self.say("fault #%d %s at %s: asking the host to cut the power" % (i, kind, step))
+        with open(os.path.join(self.dir, "cut.tmp"), "w") as f:      # whole when the host sees it
+            f.write("%d %s\n" % (i, step))
+        os.rename(os.path.join(self.dir, "cut.tmp"), os.path.join(self.dir, "cut"))
+        time.sleep(4 * DEADLINE)
+        raise Bad("the host did not cut the power within %d s" % (4 * DEADLINE))
+
+    def inject_member(self, rng, i, kind, d, gen0, t0):
+        """Member d returning I/O errors (dm-flakey, dm-error, an error span) or stalling (dm-delay)
+        for a while: (step, restart)."""
+        size = self.sectors(d)
+        dev = DISKS[d]
+        dur = rng.uniform(0.5, 4) if kind == "errors" else rng.uniform(1, 5)
+        if kind == "stall":
+            ms = rng.choice([20, 100, 300, 800])
+            how = rng.choice(["all", "writes"])
+            table = Table([Delay(size, dev, 0, ms=ms if how == "all" else 0, write_ms=ms if how == "writes" else None)])
+            what = "dm-delay %d ms (%s)" % (ms, how)
+        else:
+            how = rng.choice(["flakey", "error", "span"])
+            if how == "flakey":
+                table = Table([Flakey(size, dev, 0, up_s=1, down_s=1)])
+                what = "dm-flakey 1 s up / 1 s down"
+            elif how == "error":
+                table = Table([Error(size)])
+                what = "dm-error"
+            else:
+                # a span (4 KiB to 8 MiB) from the start of a slot of the writer's region on this
+                # member, so that the errors hit data being written, read and moved
+                from hbl.live.layout import slot_offset
+                m = self.meta()
+                ext = [e for e in range(self.st["blocks"] * 4096 // m.extent_bytes) if m.dev[e] == d]
+                e = rng.choice(ext) if ext else 0
+                start = slot_offset(m, d, m.slot[e]) // 512 if ext else rng.randrange(2048, size - 2048) // 8 * 8
+                n = min(size - start, rng.randrange(1, 2048) * 8)
+                parts = [Linear(start, dev, 0), Error(n)] + (
+                    [Linear(size - start - n, dev, start + n)] if start + n < size else [])
+                table = Table(parts)
+                what = "dm-error on sectors %d-%d" % (start, start + n)
+        delay = rng.uniform(0, 2)
+        step = "t+%.2fs, member %d, %s for %.1f s" % (delay, d, what, dur)
+        time.sleep(delay)
+        self.swap(d, table)
+        time.sleep(dur)
+        self.writer_running()
+        self.swap(d, self.linear(d))
+        # (errors: the device is brought down and up again even when nothing was marked
+        # failed yet: a health read may still catch the fault after it is over)
+        return step, kind == "errors"
+
+    def inject_removal(self, rng, i, kind, d, gen0, t0):
+        """Member d removed for a while (put back by back_up()): (step, restart)."""
+        delay = rng.uniform(0, 2)
+        dur = rng.uniform(0.5, 3)
+        step = "t+%.2fs, member %d removed for %.1f s" % (delay, d, dur)
+        time.sleep(delay)
+        r = subprocess.run(["dmsetup", "remove", "--force", "--deferred", "soak%d" % d], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            raise Bad("dmsetup remove --force --deferred soak%d: %s" % (d, r.stderr.strip()))
+        time.sleep(dur)
+        return step, True
 
     def recover(self, i, kind, step, gen0, t0, restart):
         """After fault #i: the device up again, its metadata recovered, writes acknowledged
