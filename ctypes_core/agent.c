@@ -135,6 +135,10 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->rng = cfg->seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
     if (!ag->rng) ag->rng = 1;
     hbl_mlp_init_params(&ag->m, ag->w_train, &ag->rng);
+    if (cfg->init_out) {   /* the output layer at zero: no action preferred anywhere before training */
+        int l = ag->m.nl - 1;
+        memset(ag->w_train + ag->m.woff[l], 0, (size_t)ag->m.sizes[l] * (size_t)ag->m.sizes[l + 1] * sizeof(float));
+    }
     hbl_mlp_quantize(&ag->m, ag->w_train, ag->scale, ag->inmax, ag->q);
     ag->st.epsilon = 1.0;
     ag->trng = ag->rng ^ 0x5DEECE66DULL;
