@@ -16,6 +16,7 @@ One run per seed from random weights (`--agent none`), fed in --windows equal pa
   rf rs    mean reward of the buffered write decisions to the fastest / slowest device
   prom/ev  promotions / evictions (all moves down, forced ones included) in the part
   mg       the migration agent's decisions (candidates scored) in the part
+Row "init": the same seed's untrained network on part 0's buffered write states (where it starts).
 Only training workloads (hbl/trace/split.py) are accepted.
 """
 import argparse
@@ -36,11 +37,13 @@ def counters(sim):
                 fast_w=st.fast_page_writes, promotions=st.promotions, evictions=st.evictions)
 
 
-def buffer_view(agent, ndev):
+def buffer_view(agent, ndev, judge=None):
     """Over the buffer's write states: share whose greedy action is the fastest device, mean Q(fast),
-    mean Q(slowest); mean reward of the buffered fast and slow write decisions (nan if none)."""
+    mean Q(slowest) (by `judge`'s network if given, else the agent's); mean reward of the buffered fast
+    and slow write decisions (nan if none)."""
     states = agent.buffer_states()
     acts, rew = agent.buffer_rewards()
+    agent = judge or agent
     w = states[:, 0] == 1 if len(states) else np.zeros(0, bool)
     states, acts, rew = states[w], acts[w], rew[w]
     if not len(states):
@@ -92,6 +95,8 @@ def main(argv=None):
             for seed in range(args.seed, args.seed + args.seeds):
                 sim = Simulator.with_agents(config, "harmonia", caps, None, params=args.param or None, seed=seed)
                 pa, ma = sim.agents()
+                # the same seed's network as it starts (no request fed): judges part 0's states as row "init"
+                fresh = Simulator.with_agents(config, "harmonia", caps, None, params=args.param or None, seed=seed)
                 if not args.summary:
                     print("  seed %d" % seed)
                     print("    %-4s %8s %6s %13s %6s %6s %6s %6s %6s %6s %6s %6s %11s %6s" % (
@@ -109,6 +114,10 @@ def main(argv=None):
                     acts = [sp["actions"][a] - prev_pa["actions"][a] for a in range(ndev)]
                     macts = sm["decisions"] - prev_ma["decisions"]
                     if not args.summary:
+                        if i == 0:
+                            bf, qf, qs, rf, rs = buffer_view(pa, ndev, fresh.agents()[0])
+                            print("    %-4s %8s %6s %13s %6s %6s %6s %6.2f %6.3f %6.3f" % (
+                                "init", "", "", "", "", "0", "", bf, qf, qs))
                         bf, qf, qs, rf, rs = buffer_view(pa, ndev)
                         print("    %-4d %8.2f %6.3f %13s %6d %6d %6.3f %6.2f %6.3f %6.3f %6.3f %6.3f %11s %6s" % (
                             i, d["lat"] / fo[i], d["fast_w"] / max(1, d["wpages"]),
