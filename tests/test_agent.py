@@ -287,6 +287,11 @@ def test_init_out_starts_every_action_alike():
     assert all(g > 1e-3 for g in gaps(None))
     assert gaps(["init_out=1"])[0] == 0 and gaps(["init_out=1"])[1] > 1e-3
     assert gaps(["init_out=1", "m_init_out=1"]) == [0, 0]
+    assert gaps(["init_out=2", "m_init_out=2"]) == [0, 0]   # and a pessimistic start: 0.99 on the lowest atom
+    low = Simulator(config, "harmonia", [100, None], params=["init_out=2"], seed=1).agents()[0]
+    assert all(v < 0.1 for s in states for v in low.values(s))
+    with pytest.raises(HblError, match="init_out"):
+        Simulator(config, "harmonia", [100, None], params=["init_out=3"])
     sim = Simulator(config, "harmonia", [100, None], params=["init_out=1"], seed=1)
     assert {sim.agents()[0].greedy(s) for s in states} == {0}
     # and it learns from there: after a run the actions' values differ again
