@@ -32,6 +32,7 @@
  * (agent_internal.h).
  */
 #pragma GCC optimize("O3", "fast-math")
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,7 @@ static int config_check(const struct hbl_agent_config *c, char *err, int errlen)
     else if (!(c->lr > 0) || c->gamma < 0 || c->gamma >= 1) why = "lr > 0 and 0 <= gamma < 1";
     else if (c->epsilon < 0 || c->epsilon > 1 || c->warmup < 0) why = "epsilon in [0, 1], warmup >= 0";
     else if (!(c->demo >= 0) || !(c->demo_margin >= 0)) why = "demo >= 0 and demo_margin >= 0";
+    else if (c->init_out < 0 || c->init_out > 2) why = "init_out must be 0, 1 or 2";
     else if (c->cache < 0 || c->cache > (1 << 20) || (c->cache & (c->cache - 1)))
         why = "cache must be 0 or a power of two up to 2^20";
     else if (c->batch < 1 || c->buffer < c->batch || c->train_every < 1 || c->sync_every < 1)
@@ -135,6 +137,13 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->rng = cfg->seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
     if (!ag->rng) ag->rng = 1;
     hbl_mlp_init_params(&ag->m, ag->w_train, &ag->rng);
+    if (cfg->init_out) {   /* the output layer at zero: no action preferred anywhere before training */
+        int l = ag->m.nl - 1;
+        memset(ag->w_train + ag->m.woff[l], 0, (size_t)ag->m.sizes[l] * (size_t)ag->m.sizes[l + 1] * sizeof(float));
+        if (cfg->init_out == 2 && c51)   /* pessimistic: each action's mass 0.99 on the lowest atom */
+            for (int a = 0; a < cfg->nactions; a++)
+                ag->w_train[ag->m.boff[l] + a * cfg->atoms] = logf(99.0f * (float)(cfg->atoms - 1));
+    }
     hbl_mlp_quantize(&ag->m, ag->w_train, ag->scale, ag->inmax, ag->q);
     ag->st.epsilon = 1.0;
     ag->trng = ag->rng ^ 0x5DEECE66DULL;

@@ -45,6 +45,18 @@ int32_t hbl_agent_buffer_states(const struct hbl_agent *ag, uint8_t *out, int32_
     return (int32_t)n;
 }
 
+int32_t hbl_agent_buffer_rewards(const struct hbl_agent *ag, uint8_t *actions, float *rewards, int32_t max)
+{
+    int64_t n = ag->nbuf < max ? ag->nbuf : max;
+    int64_t start = ag->nbuf < ag->cfg.buffer ? 0 : ag->head;   /* oldest first, as hbl_agent_buffer_states */
+    for (int64_t k = 0; k < n; k++) {
+        int64_t i = (start + k) % ag->cfg.buffer;
+        actions[k] = ag->ba[i];
+        rewards[k] = (float)ag->br[i];
+    }
+    return (int32_t)n;
+}
+
 /* The atoms' targets b_j (in atom units) are computed eight at a time; the
  * additions stay sequential, as neighbouring atoms can land on the same slot.
  * Each atom's mass splits between floor(b) and floor(b) + 1 (when b is whole,

@@ -229,6 +229,8 @@ struct hbl_agent_config {
     int32_t hidden[4];
     int32_t head;              /* enum hbl_head */
     int32_t atoms;             /* C51 support size */
+    int32_t init_out;          /* 1: an untrained network's output layer starts at zero (every action alike);
+                                  here, in the padding before vmin, so the struct keeps its size */
     double vmin, vmax;         /* C51 support range */
     int32_t optimizer;         /* enum hbl_optimizer */
     double lr, gamma;
@@ -300,6 +302,8 @@ double hbl_agent_bench_decisions(struct hbl_agent *a, const uint8_t *states, int
                                  int32_t sync_every, int64_t n);
 /* The states in the experience buffer, oldest first (a sample of real decisions). */
 int32_t hbl_agent_buffer_states(const struct hbl_agent *a, uint8_t *out, int32_t max);
+/* Their actions and rewards, in the same order (a diagnostic: scripts/untrained_diag.py). */
+int32_t hbl_agent_buffer_rewards(const struct hbl_agent *a, uint8_t *actions, float *rewards, int32_t max);
 
 /* Saved agents: a versioned, checksummed file holding a policy's agents. */
 int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *const *agents,

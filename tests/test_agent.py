@@ -8,7 +8,9 @@ from hbl.sim.agent import Agent
 from hbl.core import ffi, lib
 from hbl.devices import load_hss
 from hbl.errors import HblError
+from hbl import record
 from hbl.sim import Simulator, simulate
+from hbl.trace import open_trace
 
 SIZES = [7, 20, 30, 102]
 
@@ -268,6 +270,34 @@ def test_queue_feature_is_opt_in():
     assert r["sync_evictions"] > 0
     assert simulate("bundled:hm_1", hss="cost", policy="harmonia",
                     params=["queue_feature=0"])["agents_from"] == "untrained"
+
+
+def test_init_out_starts_every_action_alike():
+    # init_out=1 (m_init_out=1 for the migration agent; an experiment, results/learning/scratch.txt): an
+    # untrained network's output layer starts at zero, so every action has the same value in every state
+    # (the greedy action is the first, the fastest device); by default each action's value is a random
+    # function of the state, the same for a seed on every workload
+    config = load_hss("cost")
+    rng = np.random.default_rng(0)
+    states = np.stack([rng.integers(0, b, 50) for b in (2, 8, 64, 64, 8, 2, 64)], 1)
+
+    def gaps(params):
+        sim = Simulator(config, "harmonia", [100, None], params=params, seed=1)
+        return [np.abs(np.diff([a.values(s) for s in states], axis=1)).max() for a in sim.agents()]
+    assert all(g > 1e-3 for g in gaps(None))
+    assert gaps(["init_out=1"])[0] == 0 and gaps(["init_out=1"])[1] > 1e-3
+    assert gaps(["init_out=1", "m_init_out=1"]) == [0, 0]
+    assert gaps(["init_out=2", "m_init_out=2"]) == [0, 0]   # and a pessimistic start: 0.99 on the lowest atom
+    low = Simulator(config, "harmonia", [100, None], params=["init_out=2"], seed=1).agents()[0]
+    assert all(v < 0.1 for s in states for v in low.values(s))
+    with pytest.raises(HblError, match="init_out"):
+        Simulator(config, "harmonia", [100, None], params=["init_out=3"])
+    sim = Simulator(config, "harmonia", [100, None], params=["init_out=1"], seed=1)
+    assert {sim.agents()[0].greedy(s) for s in states} == {0}
+    # and it learns from there: after a run the actions' values differ again
+    data = record.concat(list(open_trace("synth:mixed:requests=20000,pages=2000")))
+    sim.feed(data)
+    assert np.abs(np.diff([sim.agents()[0].values(s) for s in states], axis=1)).max() > 0
 
 
 def test_agent_config_errors():

@@ -110,6 +110,14 @@ class Agent:
         n = lib.hbl_agent_buffer_states(self.ptr, ffi.cast("uint8_t *", ffi.from_buffer(out)), len(out))
         return out[:n]
 
+    def buffer_rewards(self):
+        """The actions and rewards of the experience buffer, in buffer_states' order."""
+        acts = np.zeros(100_000, np.uint8)
+        rew = np.zeros(100_000, np.float32)
+        n = lib.hbl_agent_buffer_rewards(self.ptr, ffi.cast("uint8_t *", ffi.from_buffer(acts)),
+                                         ffi.cast("float *", ffi.from_buffer(rew)), len(acts))
+        return acts[:n], rew[:n]
+
     def bench_forward_ns(self, states, n=1_000_000):
         a, p = self._state(states)
         return lib.hbl_agent_bench_inference(self.ptr, p, len(a), n)
