@@ -273,10 +273,10 @@ def test_queue_feature_is_opt_in():
 
 
 def test_init_out_starts_every_action_alike():
-    # init_out=1 (m_init_out=1 for the migration agent; an experiment, results/learning/scratch.txt): an
+    # init_out=1, the default (m_init_out=1 for the migration agent; results/learning/scratch.txt): an
     # untrained network's output layer starts at zero, so every action has the same value in every state
-    # (the greedy action is the first, the fastest device); by default each action's value is a random
-    # function of the state, the same for a seed on every workload
+    # (the greedy action is the first, the fastest device); with init_out=0 (Glorot) each action's value
+    # is a random function of the state, the same for a seed on every workload
     config = load_hss("cost")
     rng = np.random.default_rng(0)
     states = np.stack([rng.integers(0, b, 50) for b in (2, 8, 64, 64, 8, 2, 64)], 1)
@@ -284,20 +284,30 @@ def test_init_out_starts_every_action_alike():
     def gaps(params):
         sim = Simulator(config, "harmonia", [100, None], params=params, seed=1)
         return [np.abs(np.diff([a.values(s) for s in states], axis=1)).max() for a in sim.agents()]
-    assert all(g > 1e-3 for g in gaps(None))
-    assert gaps(["init_out=1"])[0] == 0 and gaps(["init_out=1"])[1] > 1e-3
-    assert gaps(["init_out=1", "m_init_out=1"]) == [0, 0]
+    assert all(g > 1e-3 for g in gaps(["init_out=0", "m_init_out=0"]))
+    assert gaps(None) == [0, 0]
+    assert gaps(["m_init_out=0"])[0] == 0 and gaps(["m_init_out=0"])[1] > 1e-3
     assert gaps(["init_out=2", "m_init_out=2"]) == [0, 0]   # and a pessimistic start: 0.99 on the lowest atom
     low = Simulator(config, "harmonia", [100, None], params=["init_out=2"], seed=1).agents()[0]
     assert all(v < 0.1 for s in states for v in low.values(s))
     with pytest.raises(HblError, match="init_out"):
         Simulator(config, "harmonia", [100, None], params=["init_out=3"])
-    sim = Simulator(config, "harmonia", [100, None], params=["init_out=1"], seed=1)
+    sim = Simulator(config, "harmonia", [100, None], seed=1)
     assert {sim.agents()[0].greedy(s) for s in states} == {0}
     # and it learns from there: after a run the actions' values differ again
     data = record.concat(list(open_trace("synth:mixed:requests=20000,pages=2000")))
     sim.feed(data)
     assert np.abs(np.diff([sim.agents()[0].values(s) for s in states], axis=1)).max() > 0
+
+
+def test_pretraining_starts_from_glorot_unless_told():
+    """hbl pretrain's untrained start is init_out=0 (as every shipped agent was pretrained), the
+    online default's only where params say so."""
+    from hbl.sim.pretrained import pretrain_params
+    assert pretrain_params("harmonia", None) == {"init_out": 0.0, "m_init_out": 0.0}
+    assert pretrain_params("sibyl", ["lr=0.01"]) == {"lr": 0.01, "init_out": 0.0}
+    assert pretrain_params("harmonia", ["init_out=1"])["init_out"] == 1.0
+    assert pretrain_params("lru", None) is None
 
 
 def test_agent_config_errors():

@@ -158,6 +158,24 @@ def validation_params(params):
     return {k: v for k, v in parse_params(params).items() if k not in WARM and k not in FUTURE}
 
 
+#: How an untrained network starts in pretraining when params do not say: Glorot everywhere (init_out=0),
+#: as every shipped agent was pretrained; the online default (init_out=1, results/learning/scratch.txt)
+#: was chosen for runs that learn from scratch and is not validated as pretraining's start.
+PRETRAIN_START = {"init_out": 0.0, "m_init_out": 0.0}
+
+
+def pretrain_params(policy, params):
+    """params with PRETRAIN_START's entries the policy takes and params do not set."""
+    from hbl.sim.registry import parse_params, policy_names, policy_params
+    out = parse_params(params, policy)
+    names = policy_names()
+    takes = set(policy_params(names.index(policy))) if policy in names else set()
+    for k, v in PRETRAIN_START.items():
+        if k in takes and k not in out:
+            out[k] = v
+    return out or params
+
+
 def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, progress=None):
     """Train `policy`'s agents from scratch over `traces` (`passes` times) and save them to `out`.
     Returns the last pass's results (one per trace)."""
@@ -170,6 +188,7 @@ def pretrain(policy, hss, seed, out, traces=None, passes=PASSES, params=None, pr
     out = Path(out)
     tmp = out.with_name(out.name + ".part")
     agents, results = False, []
+    params = pretrain_params(policy, params)
     try:
         for p in range(passes):
             results = []
