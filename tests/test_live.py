@@ -110,7 +110,7 @@ def test_an_eviction_asked_back_before_it_was_taken_keeps_a_read_admitted_extent
 
 def _controller(decider, n):
     """The controller's plan() (hbl/live/controller.py) with no device under it: the decider and the
-    MoveQueue are real; commit() below stands for a batch carried out."""
+    MoveQueue are real; _batch() below carries out the batch it plans."""
     import types
     from hbl.live import controller as ctl
     from hbl.live.moves import MoveQueue
