@@ -402,7 +402,8 @@ int32_t hbl_sim_background_training(struct hbl_sim *s, int32_t on, double budget
  * measured), and the policy's choices come back as moves to carry out: the
  * table believes a move at once; a move that could not be done is put back
  * with hbl_live_put_back, and one the policy reverses before the controller
- * took it is undone as a put-back is.  No device model, no time of its own. */
+ * started it (before it took it, or while it waits in the controller's queue:
+ * hbl_live_waiting) is undone as a put-back is.  No device model, no time of its own. */
 struct hbl_sim *hbl_live_new(const struct hbl_sim_config *cfg, const char *policy,
                              const struct hbl_params *params, char *err, int32_t errlen);
 /* Where extents are now (at start-up: every extent). -1 on a bad device. */
@@ -413,8 +414,15 @@ int32_t hbl_live_put_back(struct hbl_sim *s, const uint64_t *extents, const int8
 /* Device the policy wants an extent on, -1 if never seen. */
 int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent);
 /* Extents whose device changed since the last call, oldest first (may repeat; a move undone before it
- * was taken is there too, the extent's device where the controller has it). */
+ * was started is there too, the extent's device where the controller has it).  The moves taken count
+ * as started, and those hbl_live_waiting said were waiting are forgotten. */
 uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max);
+/* Moves taken that wait in the controller's queue, not started, each extent on devs[i] there (the
+ * whole queue, after each take): until the next hbl_live_take_moves, the policy moving one of them
+ * back to devs[i] undoes its move (the policy told, as by hbl_live_put_back), and the extent is
+ * taken again, so the controller drops the move.  -1 on a bad device, an extent never seen, or
+ * out of memory (then none waits). */
+int32_t hbl_live_waiting(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n);
 
 /* Python plugin policies (policy "python"): implemented in hbl/sim/plugin.py. */
 #if HBL_CDEF

@@ -50,10 +50,12 @@ struct hbl_pagetable {
      * live mode) */
     int copies;
     int8_t *copy_from;   /* serve_after_copy: the device a moved page's data is still read from, -1 = none;
-                          * live: where the controller has a page whose move it has not taken yet */
+                          * live: where the controller has a page whose move it has not started yet
+                          * (not taken yet, or waiting in its queue: hbl_live_waiting) */
     uint16_t *copy_ios;  /* ... its copy's background I/Os not yet started */
     double *copy_done;   /* ... when the started ones complete (ns) */
-    uint32_t *queued;    /* batch_moves: the page's place in the move queue + 1, 0 = not queued */
+    uint32_t *queued;    /* batch_moves: the page's place in the move queue + 1, 0 = not queued;
+                          * live: 1 while the page is in the queue hbl_live_take_moves takes from */
 };
 
 int hbl_pt_init(struct hbl_pagetable *pt, uint32_t cap);
@@ -190,6 +192,7 @@ struct hbl_sim {
      * are queued for the controller to carry out instead of being charged here */
     int live;
     uint64_t *mq; uint64_t nmq, mqcap;   /* queued moves: page numbers */
+    uint64_t *wq; uint64_t nwq, wqcap;   /* taken moves the controller has not started (hbl_live_waiting) */
     /* batch_moves: the live controller's migration queue and its batch in flight (sim_batch.c) */
     struct hbl_qmove *bq; uint32_t nbq, bqcap; uint64_t asks;
     uint64_t batch[HBL_BATCH_MAX]; uint8_t batch_left[HBL_BATCH_MAX]; int8_t batch_to[HBL_BATCH_MAX];

@@ -393,7 +393,7 @@ void hbl_sim_free(struct hbl_sim *s)
     hbl_diag_free(s->diag);
     hbl_pt_free(&s->pt);
     free(s->slots); free(s->targets); free(s->mslots); free(s->mtargets);
-    free(s->inflight); free(s->tl); free(s->mq); free(s->bq); free(s->later);
+    free(s->inflight); free(s->tl); free(s->mq); free(s->wq); free(s->bq); free(s->later);
     for (int d = 0; d < HBL_MAX_DEVICES; d++) free(s->bgq[d]);
     free(s);
 }

@@ -4,6 +4,7 @@
  * tells where extents are, and takes the moves the policy asked for
  * (queued by sim_move.c) to carry them out.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "sim_internal.h"
 
@@ -44,15 +45,44 @@ int32_t hbl_live_device(const struct hbl_sim *s, uint64_t extent)
     return x == HBL_NONE ? HBL_UNPLACED : s->pt.dev[x];
 }
 
+/* The moves the controller said were waiting (hbl_live_waiting) count as started from its next take
+ * on: it says again which still wait once it has chosen its next batch. */
+static void forget_waiting(struct hbl_sim *s)
+{
+    for (uint64_t i = 0; i < s->nwq; i++) {
+        uint32_t x = hbl_pt_find(&s->pt, s->wq[i]);
+        if (x != HBL_NONE) s->pt.copy_from[x] = HBL_UNPLACED;
+    }
+    s->nwq = 0;
+}
+
 uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max)
 {
     uint64_t n = s->nmq < max ? s->nmq : max;
+    forget_waiting(s);
     memcpy(extents, s->mq, n * sizeof(*extents));
     for (uint64_t i = 0; i < n; i++) {       /* the controller has them now: a move back is a move */
         uint32_t x = hbl_pt_find(&s->pt, extents[i]);
-        if (x != HBL_NONE) s->pt.copy_from[x] = HBL_UNPLACED;
+        if (x != HBL_NONE) { s->pt.copy_from[x] = HBL_UNPLACED; s->pt.queued[x] = 0; }
     }
     memmove(s->mq, s->mq + n, (s->nmq - n) * sizeof(*s->mq));
     s->nmq -= n;
     return n;
+}
+
+int32_t hbl_live_waiting(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n)
+{
+    forget_waiting(s);
+    if (n > s->wqcap) {
+        uint64_t *q = realloc(s->wq, n * sizeof(*q));     /* (the controller's queue: a few hundred) */
+        if (!q) return -1;
+        s->wq = q; s->wqcap = n;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t x = hbl_pt_find(&s->pt, extents[i]);
+        if (x == HBL_NONE || devs[i] < 0 || devs[i] >= s->cfg.ndev) { forget_waiting(s); return -1; }
+        s->pt.copy_from[x] = devs[i];
+        s->wq[s->nwq++] = extents[i];
+    }
+    return 0;
 }

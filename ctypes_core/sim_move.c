@@ -53,6 +53,7 @@ void hbl_put_back(struct hbl_sim *s, uint32_t x, int to)
  * memory: the move stays in the table, hbl_live_device tells). */
 static int live_queue(struct hbl_sim *s, uint32_t x)
 {
+    if (s->pt.queued[x]) return 1;
     if (s->nmq == s->mqcap) {
         uint64_t cap = s->mqcap ? s->mqcap * 2 : 1024;
         uint64_t *q = realloc(s->mq, cap * sizeof(*q));
@@ -60,15 +61,18 @@ static int live_queue(struct hbl_sim *s, uint32_t x)
         s->mq = q; s->mqcap = cap;
     }
     s->mq[s->nmq++] = s->pt.page[x];
+    s->pt.queued[x] = 1;
     return 1;
 }
 
 /* Live mode: the controller copies; nothing is kept twice.  Every move the policy asks is counted
  * (the decider's figures are of moves asked; the controller counts those it carries).  Until the
- * controller takes the page's move (hbl_live_take_moves), pt.copy_from holds where the controller
- * has the page; moved back there before that, the move is undone (hbl_put_back: the policy is told),
- * as in the simulator's batch path (sim_batch.c hbl_batch_ask) and as the controller drops it
- * (MoveQueue.ask: a move to where the extent is).  A page queued already is not queued again: its
+ * controller starts the page's move, pt.copy_from holds where the controller has the page: until it
+ * takes the move (hbl_live_take_moves), and after that while the move waits in the controller's
+ * queue, as far as the controller says so (hbl_live_waiting).  Moved back there meanwhile, the move
+ * is undone (hbl_put_back: the policy is told), as in the simulator's batch path (sim_batch.c
+ * hbl_batch_ask), and the page is queued (if it is not yet) so that the controller sees it wanted
+ * where it is and drops its move (MoveQueue.ask).  A page queued already is not queued again: its
  * move is read from the table when taken. */
 static void live_move(struct hbl_sim *s, uint32_t x, int to, double now)
 {
@@ -81,9 +85,10 @@ static void live_move(struct hbl_sim *s, uint32_t x, int to, double now)
     if (pt->copy_from[x] == to) {
         pt->copy_from[x] = HBL_UNPLACED;
         hbl_put_back(s, x, to);
+        live_queue(s, x);
         return;
     }
-    if (pt->copy_from[x] == HBL_UNPLACED && live_queue(s, x)) pt->copy_from[x] = (int8_t)from;
+    if (live_queue(s, x) && pt->copy_from[x] == HBL_UNPLACED) pt->copy_from[x] = (int8_t)from;
     hbl_set_device(s, x, to);
 }
 

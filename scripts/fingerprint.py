@@ -10,11 +10,15 @@ prints each configuration whose figures moved, with the fields that moved, and e
   scripts/fingerprint.py --set all --against /tmp/before.json    # after the change
   scripts/fingerprint.py --set admit ...                         # harmonia with read_admit 0, 5-9
   scripts/fingerprint.py --set live ...                          # the live decider (hbl up's C core)
+  scripts/fingerprint.py --set live-queue ...                    # ... with moves waiting in a queue
 
 The live set feeds every live policy's decider (hbl/live/decider.py, the C core in live mode) a fixed
 stream of requests on a 2- and a 3-device shape, takes its moves two feeds in three (the third's are
 asked back or replaced before the controller takes them) and puts a fifth of the taken ones back, as a
 controller that refuses them would: the moves taken, in order, and the decider's counters are its figures.
+The live-queue set is the live set with a controller that queues the moves it takes (hbl/live/moves.py
+MoveQueue) and starts half of those queued at each take, the others waiting for the next: it tells the
+decider which wait (Decider.waiting) and drops a move the decider reversed meanwhile.
 
 Simulations are deterministic, so the figures do not depend on the host or its load.
 """
@@ -50,11 +54,11 @@ def configs(which, traces=None, policies=None):
                 for live in (False, True):
                     for pol in (policies or POLICIES):
                         out.append((trace, hss, live, pol, {}))
-    elif which == "live":
-        return [("live:" + "/".join(map(str, shape)), "-", True, pol, params)
+    elif which in ("live", "live-queue"):
+        return [(which + ":" + "/".join(map(str, shape)), "-", True, pol, params)
                 for shape, pol, params in live_configs(policies)]
     else:
-        raise ValueError("unknown set %r (all, admit, live)" % which)
+        raise ValueError("unknown set %r (all, admit, live, live-queue)" % which)
     return out
 
 
@@ -72,8 +76,9 @@ def live_configs(policies=None):
     return [(shape, pol, params) for shape in LIVE_SHAPES for pol, params in pairs]
 
 
-def live_run(shape, pol, params, feeds=150, per_feed=32):
-    """One live configuration's figures: {moves: a hash of the moves taken in order, stats}."""
+def live_run(shape, pol, params, feeds=150, per_feed=32, queue=False):
+    """One live configuration's figures: {moves: a hash of the moves taken in order, stats}; queue:
+    the controller queues the moves it takes and starts half of them at each take."""
     import numpy as np
     from hbl import record
     from hbl.live.decider import Decider
@@ -83,6 +88,9 @@ def live_run(shape, pol, params, feeds=150, per_feed=32):
     d.set_devices(np.arange(n), np.full(n, slowest))
     stream, refuse = np.random.default_rng(7), np.random.default_rng(8)
     at = np.full(n, slowest)           # where the controller has each extent
+    queued, start = {}, np.random.default_rng(9)      # queue: the controller's moves not started
+    # (a decider from before Decider.waiting is told nothing, as the controller told it nothing then)
+    tell = getattr(d, "waiting", None)
     h = hashlib.sha256()
     for k in range(feeds):
         ex = stream.zipf(1.2, per_feed) % n
@@ -95,6 +103,15 @@ def live_run(shape, pol, params, feeds=150, per_feed=32):
             continue
         moves = list(d.take_moves().items())
         h.update(repr(moves).encode())
+        if queue:
+            for x, to in moves:          # as MoveQueue.ask: a move back to where the extent is dropped
+                if to == at[x]:
+                    queued.pop(x, None)
+                else:
+                    queued[x] = to
+            moves = [(x, to) for x, to in queued.items() if start.random() < 0.5]
+            for x, _ in moves:
+                del queued[x]
         back = [(x, int(at[x])) for x, to in moves if to != at[x] and refuse.random() < 0.2]
         for x, to in moves:
             at[x] = to
@@ -102,6 +119,8 @@ def live_run(shape, pol, params, feeds=150, per_feed=32):
             at[x] = was
         if back:
             d.put_back([x for x, _ in back], [was for _, was in back])
+        if queue and tell:
+            tell(list(queued), at[list(queued)])
     d.check()
     stats = d.stats()
     stats.pop("agents", None)
@@ -124,8 +143,9 @@ def run(cfgs, progress=None):
     out = {}
     for n, (trace, hss, live, pol, params) in enumerate(cfgs):
         try:
-            if trace.startswith("live:"):
-                r = live_run(tuple(int(x) for x in trace[5:].split("/")), pol, params)
+            if trace.startswith(("live:", "live-queue:")):
+                which, shape = trace.split(":")
+                r = live_run(tuple(int(x) for x in shape.split("/")), pol, params, queue=which == "live-queue")
             else:
                 r = simulate(trace, hss=hss, policy=pol, fast_capacity="10%", params=params, seed=1,
                              **(LIVE if live else {}))
@@ -156,7 +176,7 @@ def differences(before, after):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--set", default="all", choices=("all", "admit", "live"), help="which configurations (default all)")
+    ap.add_argument("--set", default="all", choices=("all", "admit", "live", "live-queue"), help="which configurations (default all)")
     ap.add_argument("--trace", action="append", help="only these traces (repeatable)")
     ap.add_argument("--policy", action="append", help="only these policies (set all; repeatable)")
     ap.add_argument("--out", help="write the figures of every configuration to this JSON file")

@@ -66,3 +66,18 @@ def test_the_live_set_runs_the_decider_and_a_parameter_that_changes_it_moves_it(
     moved = fp.run([("live:16/400", "-", True, "harmonia-migration-only", {"read_admit": 1})])
     same = fp.run([("live:16/400", "-", True, "harmonia-migration-only", {})])
     assert fp.differences({"k": list(same.values())[0]}, {"k": list(moved.values())[0]})
+
+
+def test_the_live_queue_set_tells_the_decider_which_moves_wait(monkeypatch):
+    """The live-queue set's controller keeps moves waiting in its queue and tells the decider which
+    (Decider.waiting): with read admission's list (read_admit 7) that moves the figures, against a
+    decider told nothing (as before it could be told); lru, which reads no undo, is unmoved."""
+    from hbl.live.decider import Decider
+    fp = fingerprint()
+    cfgs = [("live-queue:16/400", "-", True, "harmonia", {"read_admit": 7}),
+            ("live-queue:16/400", "-", True, "lru", {})]
+    told = fp.run(cfgs)
+    assert all(r.get("stats", {}).get("requests") for r in told.values()), told
+    monkeypatch.delattr(Decider, "waiting")
+    untold = fp.run(cfgs)
+    assert [k for k, _ in fp.differences(untold, told)] == [fp.key(*cfgs[0])]

@@ -108,6 +108,85 @@ def test_an_eviction_asked_back_before_it_was_taken_keeps_a_read_admitted_extent
     assert e.take_moves() == {300: 0, 100: 1}
 
 
+def _controller(decider, n):
+    """The controller's plan() (hbl/live/controller.py) with no device under it: the decider and the
+    MoveQueue are real; _batch() below carries out the batch it plans."""
+    import types
+    from hbl.live import controller as ctl
+    from hbl.live.moves import MoveQueue
+    c = ctl.Controller.__new__(ctl.Controller)
+    c.meta = types.SimpleNamespace(dev=np.ones(n, np.int8), slot=np.arange(n, dtype=np.int32),
+                                   written=np.ones(n, np.uint8))
+    c.decider, c.unsure, c.flip, c.failed, c.newest_ts = decider, False, [], {}, 0
+    c.cap = types.SimpleNamespace(stats=lambda: {"lost": 0})
+    c.count = {"asked_moves": 0, "stale_moves": 0, "refused_moves": 0}
+    c.queue = MoveQueue(c.count)
+    c.free = [list(range(n, n + 8)), list(range(n, n + 8))]
+    c.options = types.SimpleNamespace(max_batch=8, interval=0.25)
+    return c
+
+
+def _batch(c, now_ns):
+    """A tick's batch, carried out: {extent: device} of its moves."""
+    c.newest_ts = now_ns
+    plan = c.plan()
+    for mv in plan:
+        e = mv["extent"]
+        c.free[mv["src"]].append(int(c.meta.slot[e]))
+        c.meta.dev[e], c.meta.slot[e] = mv["dst"], mv["dst_slot"]
+    return {mv["extent"]: mv["dst"] for mv in plan}
+
+
+def test_an_eviction_asked_back_while_queued_in_the_controller_keeps_a_read_admitted_extent_on_the_read_list():
+    """As above, but the controller took the eviction into its queue (MoveQueue) before the migration
+    agent asked 100 back, and had not started it: the eviction is undone in the decider as one asked
+    back before it was taken, so 100 is read admission's extent again and a later read miss (300)
+    takes its place.  Told nothing (the controller dropping the queued move, the decider counting
+    100 as promoted by the migration agent), the read miss stayed below."""
+    e = Decider("harmonia-migration-only", MIB, [3, 1000], params={"read_admit": 7, "m_fill": 1}, migrate_every=6)
+    e.set_devices(np.arange(1000), np.ones(1000))
+    c = _controller(e, 1000)
+    e.feed(requests([201, 100], [record.WRITE, record.READ]))       # 201 placed by a write, 100 read-admitted
+    assert _batch(c, 1000) == {201: 0, 100: 0}
+    c.options.max_batch = 1
+    e.feed(requests([202, 200, 100], [record.WRITE, record.WRITE, record.READ], t0=10**6))
+    assert e.device(100) == 1                                       # 202 into the free slot, 100 evicted for 200
+    assert _batch(c, 10**6 + 2000) == {202: 0}                      # one move a batch: 100's eviction waits
+    assert c.queue.moves.keys() == {100, 200}
+    e.set_devices([202], [1])                                       # the controller's own remap: 202 below
+    c.meta.dev[202] = 1
+    e.feed(requests([201], [record.READ], t0=2 * 10**6))            # the 6th request: the migration round
+    assert e.device(100) == 0                                       # asked back by the migration agent
+    c.options.max_batch = 8
+    assert _batch(c, 2 * 10**6) == {200: 0}                         # 100's eviction dropped: it stays
+    e.check()
+    e.feed(requests([300], [record.READ], t0=3 * 10**6))
+    assert _batch(c, 3 * 10**6) == {300: 0, 100: 1}
+    assert all(e.device(x) == c.meta.dev[x] for x in range(1000))
+
+
+@pytest.mark.parametrize("shape", [[4, 200], [2, 8, 200]])
+@pytest.mark.parametrize("policy,params", [("lru", None), ("harmonia", {"read_admit": 7}), ("smq", None)])
+def test_the_decider_and_the_controllers_queue_agree_on_every_extent(shape, policy, params):
+    """With moves waiting in the controller's queue (two a batch) and reversed or moved on meanwhile,
+    every extent is, in the decider, where the controller has it or where its queued move takes it."""
+    n = shape[-1]
+    e = Decider(policy, MIB, shape, params=params, migrate_every=16)
+    e.set_devices(np.arange(n), np.full(n, len(shape) - 1))
+    c = _controller(e, n)
+    c.meta.dev[:] = len(shape) - 1
+    c.free = [list(range(n, n + 64)) for _ in shape]
+    c.options.max_batch = 2
+    rng = np.random.default_rng(4)
+    for k in range(60):
+        e.feed(requests(rng.zipf(1.2, 16) % n, rng.integers(0, 2, 16), t0=k * 10**6))
+        _batch(c, k * 10**6)
+        if len(shape) == 2:     # (3 devices: a move put back on the middle one makes no room there)
+            e.check()
+        want = [c.queue.moves[x][0] if x in c.queue.moves else c.meta.dev[x] for x in range(n)]
+        assert [e.device(x) for x in range(n)] == want
+
+
 def test_decider_refuses_bad_input():
     with pytest.raises(HblError):
         Decider("no-such-policy", MIB, [2, 10])
@@ -1118,7 +1197,8 @@ def test_plan_asks_the_queue_for_no_more_than_the_carried_rate_holds():
     told = {}
     asked = iter([{e: 0 for e in range(100)}, {e: 0 for e in range(100, 110)}])
     c.decider = types.SimpleNamespace(take_moves=lambda: next(asked),
-                                      put_back=lambda ex, d: told.update(zip(list(ex), list(d))))
+                                      put_back=lambda ex, d: told.update(zip(list(ex), list(d))),
+                                      waiting=lambda ex, d: None)
     c.check_lost = lambda: None
     c.flip, c.failed, c.unsure = [], {}, False
     c.free = [list(range(1000, 1300)), []]

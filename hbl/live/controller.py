@@ -256,10 +256,14 @@ class Controller(Observer, MemberFaults):
             self.queue.ask(e, want, 0, int(m.dev[e]))
         stay = lambda ex: self.decider.put_back(ex, m.dev[ex])
         o = self.options
+        taken = self.queue.take(m.dev, self.free, self.failed, o.max_batch, o.interval, self.newest_ts, stay)
+        # the moves left waiting: the policy moving one back (to where the extent is) undoes it in the
+        # decider, as one it moved back before this queue took it, and this queue drops it (ask)
+        waiting = np.fromiter(self.queue.moves, np.int64, len(self.queue.moves))
+        self.decider.waiting(waiting, m.dev[waiting])
         return [{"extent": e, "src": src, "src_slot": int(m.slot[e]), "dst": want, "dst_slot": slot,
                  "copy": bool(m.written[e]) or self.unsure, "seen_ns": t_seen}
-                for e, src, want, slot, t_seen in self.queue.take(m.dev, self.free, self.failed, o.max_batch,
-                                                                  o.interval, self.newest_ts, stay)]
+                for e, src, want, slot, t_seen in taken]
 
     def execute(self, plan):
         b = Batch(self, plan)

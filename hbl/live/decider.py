@@ -4,7 +4,8 @@ observed requests, answering with moves.
 It runs the same C policy code as `hbl simulate` (ctypes_core/sim*.c in live
 mode): a page is an extent, latencies are the measured ones, and instead of
 charging a device model the decider queues the extents whose device it changed.
-The controller carries the moves out and puts back the ones it could not do.
+The controller carries the moves out and puts back the ones it could not do; it says which
+of those it took still wait in its queue, so that the policy reversing one of them undoes it.
 """
 import numpy as np
 
@@ -45,6 +46,14 @@ class Decider:
     def put_back(self, extents, devices):
         """Moves the policy asked for and the controller did not do: the extents are still on devices."""
         self.sim.set_devices(extents, devices, undone=True)
+
+    def waiting(self, extents, devices):
+        """The moves taken (take_moves) that wait in the controller's queue, not started, the extents on
+        `devices` there (the whole queue, after each batch is chosen).  Until the next take_moves, the
+        policy moving one back there undoes its move, as one moved back before it was taken: the
+        policy is told (as put_back tells it: a read-admitted extent stays read admission's), and
+        the next take_moves has the extent, where it is, so the controller drops its move."""
+        self.sim.live_waiting(extents, devices)
 
     def device(self, extent):
         return lib.hbl_live_device(self.sim.sim, int(extent))

@@ -176,6 +176,17 @@ class Simulator:
                  len(e)):
             raise HblError("the engine refused a placement (bad device or out of memory)")
 
+    def live_waiting(self, pages, devices):
+        """Live mode: the moves taken that wait in the controller's queue, pages[i] on devices[i] there
+        (hbl_live_waiting): until the next take, the policy moving one back there undoes its move."""
+        e = np.ascontiguousarray(pages, dtype=np.uint64)
+        d = np.ascontiguousarray(devices, dtype=np.int8)
+        if len(e) != len(d):
+            raise ValueError("one device per page")
+        if lib.hbl_live_waiting(self.sim, ffi.cast("uint64_t *", ffi.from_buffer(e)),
+                                ffi.cast("int8_t *", ffi.from_buffer(d)), len(e)):
+            raise HblError("the engine refused the waiting moves (bad device, unknown page or out of memory)")
+
     def feed(self, chunk):
         ptr, keep = record.as_cdata(chunk)
         t = time.perf_counter()
