@@ -84,14 +84,14 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
       "(closed-loop replay only, demos.h); 0: none") \
     X(demo_margin, demo_margin, 0.8, 0.8, 0.8, "DQfD", "DQfD", \
       "demo: the margin by which the oracle's action's value must lead the others'") \
-    X(init_out, init_out, 1, 0, 1, "ours", "ours", \
+    X(init_out, init_out, 1, 0, live ? 0 : 1, "ours", "ours", \
       "1: an untrained network's output layer starts at zero, so every action has the same value (C51: the " \
       "same uniform distribution) in every state until training separates them, ties going to the first " \
       "action (the fastest device); 2: as 1, each action's distribution starting with 0.99 of its mass on " \
       "the lowest atom (a pessimistic start: an action not yet tried looks no better than one tried); 0: " \
       "Glorot like the hidden layers, each action's value a random function of the state, which decided " \
       "where an untrained agent writes (results/learning/scratch.txt; hbl pretrain starts from 0, as the " \
-      "shipped agents did; live mode keeps 0, not measured there)")
+      "shipped agents did; live mode keeps 0 for both agents, not measured there)")
 
 /*
  * The settings of the learning policies around their agents: X(name, default,
