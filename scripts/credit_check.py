@@ -291,25 +291,44 @@ def terms(c, space, judged, key):
 
 def wait_terms(c):
     """Raw parts of candidate waits terms of one judged decision (results/diagnosis/waits.txt), ns, from
-    what the simulator knew: q_h / q_n, the accesses' mean background wait per foreground I/O on the
-    page's device less on the fastest (over the horizon / until the next decision); wcopy, the
-    foreground waits a background I/O of the copy's kind caused on average so far (a move: a read on
-    its device and a write on the fastest; a read's promotion: the write); wpush / wpush_c, the same of
-    the copy down of the page pushed off the full fastest device (always / only if it was dirty);
-    wsync, the synchronous waits so far per background page queued."""
-    src, w = c["src"], c["waits_at"]
+    what the simulator knew at the decision (its running counters; nothing fitted):
+      q_h / q_n   the accesses (over the horizon / until the next decision) x the mean background wait
+                  per foreground I/O on the page's device, less on the fastest (at each access);
+      s_h / s_n   the accesses x the synchronous waits so far per foreground I/O on the page's device,
+                  less on the fastest (a device's share of the synchronous waits: its share of the
+                  pages drained);
+      wcopy       what the copy's background I/Os (a move: a read on its device and a write on the
+                  fastest; a read's promotion: the write) cost the foreground so far on average: the
+                  background waits per background I/O of that device and direction, plus the
+                  synchronous waits per page queued on that device;
+      wpush / wpush_c  the same of the copy down of the page pushed off the full fastest device
+                  (always / only if it was dirty);
+      pushbg / pushbg_c  the credit's own push charge without space: bg x the copy down (always / if
+                  dirty)."""
+    src, w, n = c["src"], c["waits_at"], len(c["cost"])
+    pages = {d: sum(w["bgpg%d%s" % (d, rw)] + w["drainpg%d%s" % (d, rw)] for rw in "rw") for d in range(n)}
+    drained = {d: w["drainpg%dr" % d] + w["drainpg%dw" % d] for d in range(n)}
+    alld = sum(drained.values())
+    sync = {d: c["sync_wait_at"] * drained[d] / alld if alld else 0.0 for d in range(n)}
 
     def per_bg(d, rw):
-        n = w["bgio%d%s" % (d, rw)] + w["drainio%d%s" % (d, rw)]
-        return w["wait_bg%d%s" % (d, rw)] / n if n else 0.0
+        k = w["bgio%d%s" % (d, rw)] + w["drainio%d%s" % (d, rw)]
+        return (w["wait_bg%d%s" % (d, rw)] / k if k else 0.0) + (sync[d] / pages[d] if pages[d] else 0.0)
+
+    def sync_per_fg(d):
+        k = sum(w["fgio%d%s" % (d, rw)] - w["drainio%d%s" % (d, rw)] for rw in "rw")
+        return sync[d] / k if k > 0 else 0.0
 
     wcopy = per_bg(0, "w") + (per_bg(src, "r") if c["kind"] == 0 else 0.0)
-    full = c["full"] & 1 and len(c["cost"]) > 1
+    full = bool(c["full"] & 1) and n > 1
     wpush = (per_bg(0, "r") + per_bg(1, "w")) if full else 0.0
-    pages = sum(w["bgpg%d%s" % (d, rw)] + w["drainpg%d%s" % (d, rw)] for d in range(len(c["cost"])) for rw in "rw")
+    dirty = not c.get("victim_clean")
+    pushbg = c["bg"] * c["chain"][0] if full else 0.0
+    ds = sync_per_fg(src) - sync_per_fg(0)
     return dict(q_h=c["qwait"][src] - c["qwait"][0], q_n=c["qwait_next"][src] - c["qwait_next"][0],
-                wcopy=wcopy, wpush=wpush, wpush_c=0.0 if c.get("victim_clean") else wpush,
-                wsync=c["sync_wait_at"] / pages if pages else 0.0)
+                s_h=c["accesses"] * ds, s_n=c["accesses_next"] * ds,
+                wcopy=wcopy, wpush=wpush, wpush_c=wpush if dirty else 0.0,
+                pushbg=pushbg, pushbg_c=pushbg if dirty else 0.0)
 
 
 def left_candidates(base, data, n_req, rng):
@@ -591,6 +610,59 @@ def report_waits(path, out=sys.stdout):
             row(k, sel)
 
 
+MEAS = (("meas", "credit", "pushbg", "wpush", "q_h", "s_h"), ("meas+tonext", "tonext", "pushbg", "wpush", "q_n", "s_n"),
+        ("meas+both", "both", "pushbg_c", "wpush_c", "q_n", "s_n"))
+
+
+def meas_variants(v):
+    """The credit with the waits term (results/diagnosis/waits.txt), from a set's per-decision means:
+    the copy's and the push-off's charges (bg x device time) replaced by what background I/O of their
+    kind has cost the foreground so far (wcopy, wpush), and the accesses' queueing and synchronous
+    waits on the page's device less the fastest's added (q + s); alone, with tonext (F1), with tonext
+    and clean (F2)."""
+    out = {}
+    for name, base, pushbg, wpush, q, sy in MEAS:
+        if all(k in v for k in (base, pushbg, wpush, q, sy, "wcopy")):
+            out[name] = v[base] + v["copy"] - v["wcopy"] + v[pushbg] - v[wpush] + v[q] + v[sy]
+    return out
+
+
+STEP1 = ("credit", "clean", "tonext", "both", "meas", "meas+tonext", "meas+both")
+
+
+def report_step1(paths, out=sys.stdout):
+    """Step (i) of credit.txt's rule for the waits term: pooled bias (all groups) per policy and HSS,
+    and the groups (pooled over traces, and per trace) whose truth is 2 se from 0 and whose sign a
+    variant gets wrong where the credit got it right."""
+    lines = [json.loads(line) for p in paths for line in open(p)]
+    w = out.write
+    w("pooled bias (credit - truth, us per decision, all groups); |bias| against the credit's\n")
+    w("%-4s %-5s %6s %9s %s\n" % ("pol", "hss", "n", "truth", " ".join("%12s" % v for v in STEP1)))
+    flips = {v: [] for v in STEP1}
+    groups = {}
+    for x in lines:
+        groups.setdefault((x["policy"], x["hss"], "(all)"), []).append(x)
+        groups.setdefault((x["policy"], x["hss"], "(all)", x["kind"], x["group"]), []).append(x)
+        groups.setdefault((x["policy"], x["hss"], x["trace"][:30], x["kind"], x["group"]), []).append(x)
+    for k, sel in sorted(groups.items()):
+        v = per_decision(sel)
+        v.update(meas_variants(v))
+        if len(k) == 3:
+            w("%-4s %-5s %6d %9.1f %s\n" % (k[0], k[1], v["n"], v["truth"], " ".join(
+                "%12.1f" % (v[x] - v["truth"]) if x in v else "%12s" % "-" for x in STEP1)))
+            continue
+        if not (np.isfinite(v["se"]) and abs(v["truth"]) > 2 * v["se"]):
+            continue
+        right = np.sign(v["credit"]) == np.sign(v["truth"])
+        for x in STEP1:
+            if x in v and right and np.sign(v[x]) != np.sign(v["truth"]):
+                flips[x].append("%s %s %s %s %s (truth %.1f, se %.1f, credit %.1f, %s %.1f)" % (k + (v["truth"], v["se"], v["credit"], x, v[x])))
+    w("\ngroups whose truth is 2 se from 0 (pooled over traces: trace '(all)'; and per trace) whose sign a variant gets\n"
+      "wrong where the credit got it right\n")
+    for x in STEP1[1:]:
+        w("  %-12s %d%s\n" % (x, len(flips[x]), "".join("\n      " + f for f in flips[x])))
+
+
 def waits_se(lines):
     """Standard error over the repetitions of the waits column (us per decision)."""
     reps = {}
@@ -634,6 +706,8 @@ def main(argv=None):
     ap.add_argument("--trace", action="append")
     ap.add_argument("--report", metavar="JSONL", help="print the tables of a run's --out file instead")
     ap.add_argument("--report-waits", metavar="JSONL", help="the waits column split (results/diagnosis/waits.txt)")
+    ap.add_argument("--report-step1", metavar="JSONL", nargs="+", help="step (i) of credit.txt's rule for the "
+                    "waits term (results/diagnosis/waits.txt)")
     ap.add_argument("--report-singles", metavar="JSONL", help="the same for a run with --singles")
     ap.add_argument("--singles", type=int, metavar="K", help="flip K decisions per kind one at a time "
                     "(one JSON line per (HSS, trace)) instead of sets")
@@ -646,6 +720,8 @@ def main(argv=None):
         return report(a.report_singles)
     if a.report:
         return report_sets(a.report)
+    if a.report_step1:
+        return report_step1(a.report_step1)
     if a.report_waits:
         return report_waits(a.report_waits)
     if not a.trace:
