@@ -397,6 +397,9 @@ uint64_t hbl_sim_diag_credits(const struct hbl_sim *s, struct hbl_diag_credit *o
 struct hbl_diag_move { uint64_t round, page; int32_t from, to; };
 uint64_t hbl_sim_diag_moves(const struct hbl_sim *s, struct hbl_diag_move *out, uint64_t max);
 int32_t hbl_sim_diag_waits(const struct hbl_sim *s, struct hbl_diag_waits *out);
+/* Pages drained synchronously in each span of migrate_every requests (index: request count /
+ * migrate_every), at most max; returns how many spans there are. */
+uint64_t hbl_sim_diag_drains(const struct hbl_sim *s, double *out, uint64_t max);
 
 /* Policies with agents: save or load them (after hbl_sim_new, before feeding). */
 int32_t hbl_sim_save_agents(const struct hbl_sim *s, const char *path, char *err, int32_t errlen);

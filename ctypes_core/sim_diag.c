@@ -29,6 +29,7 @@ struct hbl_diag {
     struct hbl_diag_credit *out; uint64_t nout, ocap;
     struct hbl_diag_move *moves; uint64_t nmoves, mcap;
     struct hbl_diag_waits w; int draining;   /* the device model's waits, split */
+    double *rdrain; uint64_t nrdrain, rdcap;  /* pages drained synchronously, per migrate_every requests */
 };
 
 static struct hbl_diag *diag_of(struct hbl_sim *s)
@@ -42,7 +43,7 @@ void hbl_diag_free(struct hbl_diag *d)
 {
     if (!d) return;
     if (d->have_q) hbl_evalq_free(&d->q);
-    free(d->watch); free(d->flip); free(d->next); free(d->out); free(d->moves);
+    free(d->watch); free(d->flip); free(d->next); free(d->out); free(d->moves); free(d->rdrain);
     free(d);
 }
 
@@ -334,6 +335,20 @@ void hbl_diag_drain(struct hbl_sim *s, int d, int write, uint32_t npages)
     s->diag->w.drain_ios[d][write != 0]++;
     s->diag->w.drain_pages[d][write != 0] += npages;
     s->diag->draining = 1;
+    struct hbl_diag *g = s->diag;
+    uint64_t r = s->nreq / (s->cfg.migrate_every ? s->cfg.migrate_every : 1000);
+    while (g->nrdrain <= r) {
+        if (grow((void **)&g->rdrain, &g->rdcap, g->nrdrain, sizeof(*g->rdrain))) return;
+        g->rdrain[g->nrdrain++] = 0;
+    }
+    g->rdrain[r] += npages;
+}
+
+uint64_t hbl_sim_diag_drains(const struct hbl_sim *s, double *out, uint64_t max)
+{
+    if (!s->diag) return 0;
+    for (uint64_t i = 0; i < s->diag->nrdrain && i < max; i++) out[i] = s->diag->rdrain[i];
+    return s->diag->nrdrain;
 }
 
 int32_t hbl_sim_diag_waits(const struct hbl_sim *s, struct hbl_diag_waits *out)
