@@ -568,7 +568,9 @@ def report_waits(path, out=sys.stdout):
       "waits on device d behind a background read / write (two devices: bgW0 a promotion's copy, bgR1 a\n"
       "move's copy read, bgR0 + bgW1 an eviction's copy); sync: requests behind a full queue drained; drW d:\n"
       "writes drained on d (count); sbusy: device time of the drains; fgq: foreground waits behind foreground\n"
-      "I/O; fgR1: foreground reads on device 1 (drains excluded); bgio d: background I/Os started on d.\n\n")
+      "I/O; fgR1: foreground reads on device 1 (drains excluded); bgio d: background I/Os started on d;\n"
+      "wbS / drS: write-back pages on the slowest device written in the background / drained (wbS+drS: all\n"
+      "of them); served0: requests served by the fastest device alone; evict: evictions.\n\n")
     ndev = max(int(k[7]) for x in lines for k in x["d"] if k[:7] == "wait_bg" and k[7].isdigit()) + 1
     cols = [("waits", lambda v: v["d_bg_wait"] + v["d_sync_wait"]), ("se", None)]
     for d in range(ndev):
@@ -580,6 +582,10 @@ def report_waits(path, out=sys.stdout):
     cols += [("fgR1", lambda v: v["d_fgio1r"] - v["d_drainio1r"])]
     for d in range(ndev):
         cols += [("bgio%d" % d, lambda v, d=d: v["d_bgio%dr" % d] + v["d_bgio%dw" % d])]
+    slowest = lambda v: 2 if "d_bgpg2w" in v else 1
+    cols += [("wbS", lambda v: v["d_bgpg%dw" % slowest(v)]), ("drS", lambda v: v["d_drainpg%dw" % slowest(v)]),
+             ("wbS+drS", lambda v: v["d_bgpg%dw" % slowest(v)] + v["d_drainpg%dw" % slowest(v)]),
+             ("served0", lambda v: v["d_served0"]), ("evict", lambda v: v["d_evictions"])]
     head = "%-4s %-5s %-22s %-8s %-6s %5s %8s %7s " % ("pol", "hss", "trace", "decision", "group", "n", "truth", "se")
     w(head + " ".join("%8s" % c for c, _ in cols) + "\n")
 
@@ -636,19 +642,20 @@ def report_step1(paths, out=sys.stdout):
     variant gets wrong where the credit got it right."""
     lines = [json.loads(line) for p in paths for line in open(p)]
     w = out.write
-    w("pooled bias (credit - truth, us per decision, all groups); |bias| against the credit's\n")
-    w("%-4s %-5s %6s %9s %s\n" % ("pol", "hss", "n", "truth", " ".join("%12s" % v for v in STEP1)))
+    w("pooled bias (credit - truth, us per decision, all groups of a kind: credit.txt's step (i) figures are\n"
+      "the promoted rows); |bias| against the credit's\n")
+    w("%-4s %-5s %-8s %6s %9s %s\n" % ("pol", "hss", "decision", "n", "truth", " ".join("%12s" % v for v in STEP1)))
     flips = {v: [] for v in STEP1}
     groups = {}
     for x in lines:
-        groups.setdefault((x["policy"], x["hss"], "(all)"), []).append(x)
+        groups.setdefault((x["policy"], x["hss"], x["kind"]), []).append(x)
         groups.setdefault((x["policy"], x["hss"], "(all)", x["kind"], x["group"]), []).append(x)
         groups.setdefault((x["policy"], x["hss"], x["trace"][:30], x["kind"], x["group"]), []).append(x)
     for k, sel in sorted(groups.items()):
         v = per_decision(sel)
         v.update(meas_variants(v))
         if len(k) == 3:
-            w("%-4s %-5s %6d %9.1f %s\n" % (k[0], k[1], v["n"], v["truth"], " ".join(
+            w("%-4s %-5s %-8s %6d %9.1f %s\n" % (k[0], k[1], k[2], v["n"], v["truth"], " ".join(
                 "%12.1f" % (v[x] - v["truth"]) if x in v else "%12s" % "-" for x in STEP1)))
             continue
         if not (np.isfinite(v["se"]) and abs(v["truth"]) > 2 * v["se"]):
@@ -661,6 +668,33 @@ def report_step1(paths, out=sys.stdout):
       "wrong where the credit got it right\n")
     for x in STEP1[1:]:
         w("  %-12s %d%s\n" % (x, len(flips[x]), "".join("\n      " + f for f in flips[x])))
+
+
+def report_predict(paths, out=sys.stdout):
+    """Rule (b) of results/diagnosis/waits.txt: the waits column of the groups (pooled over traces) whose
+    waits are 2 se from 0, against what the term's parts predict from what the simulator knew: -wcopy
+    - wpush + the accesses' queueing and synchronous waits (over the horizon: pred_h; until the next
+    decision: pred_n; and with the push-off charged only for a dirty page: pred_n_c); "ok" when the sign
+    is right and the size within a factor 2.  bg-charge: the credit's own -copy - push (bg x time)."""
+    lines = [json.loads(line) for p in paths for line in open(p)]
+    w = out.write
+    pooled = collections.defaultdict(list)
+    for x in lines:
+        pooled[(x["policy"], x["hss"], x["kind"], x["group"])].append(x)
+    w("%-24s %6s %9s %8s | %9s %9s %9s %9s %9s | %9s    %9s    %9s\n" % (
+        "", "n", "waits", "se", "-wcopy", "-wpush", "q_h+s_h", "q_n+s_n", "bg-charge", "pred_h", "pred_n", "pred_n_c"))
+    for k, sel in sorted(pooled.items()):
+        v = collections.defaultdict(float, per_decision(sel))
+        wt = v["d_bg_wait"] + v["d_sync_wait"]
+        se = waits_se(sel)
+        if not (np.isfinite(se) and abs(wt) > 2 * se):
+            continue
+        preds = [-v["wcopy"] - v["wpush"] + v["q_h"] + v["s_h"], -v["wcopy"] - v["wpush"] + v["q_n"] + v["s_n"],
+                 -v["wcopy"] - v["wpush_c"] + v["q_n"] + v["s_n"]]
+        ok = lambda p: "ok" if np.sign(p) == np.sign(wt) and 0.5 <= abs(p / wt) <= 2 else "no"
+        w("%-24s %6d %9.1f %8.1f | %9.1f %9.1f %9.1f %9.1f %9.1f | %s\n" % (
+            " ".join(k), v["n"], wt, se, -v["wcopy"], -v["wpush"], v["q_h"] + v["s_h"], v["q_n"] + v["s_n"],
+            -v["copy"] - v["pushbg"], " ".join("%9.1f %2s" % (p, ok(p)) for p in preds)))
 
 
 def waits_se(lines):
@@ -708,6 +742,7 @@ def main(argv=None):
     ap.add_argument("--report-waits", metavar="JSONL", help="the waits column split (results/diagnosis/waits.txt)")
     ap.add_argument("--report-step1", metavar="JSONL", nargs="+", help="step (i) of credit.txt's rule for the "
                     "waits term (results/diagnosis/waits.txt)")
+    ap.add_argument("--report-predict", metavar="JSONL", nargs="+", help="rule (b) of results/diagnosis/waits.txt")
     ap.add_argument("--report-singles", metavar="JSONL", help="the same for a run with --singles")
     ap.add_argument("--singles", type=int, metavar="K", help="flip K decisions per kind one at a time "
                     "(one JSON line per (HSS, trace)) instead of sets")
@@ -720,6 +755,8 @@ def main(argv=None):
         return report(a.report_singles)
     if a.report:
         return report_sets(a.report)
+    if a.report_predict:
+        return report_predict(a.report_predict)
     if a.report_step1:
         return report_step1(a.report_step1)
     if a.report_waits:
