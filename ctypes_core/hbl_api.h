@@ -354,6 +354,16 @@ int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int3
 #define HBL_DIAG_COLD 0xffffffffffffffffULL
 int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, double scale);
 /* A judged decision once its horizon has passed. */
+/* The device model's waits of a replay with diagnostics on, split (results/diagnosis/waits.txt): per
+ * device d and direction w (0 read, 1 write): foreground I/Os (those that drained a full background
+ * queue included), their waits behind the device's last I/O when that was foreground (wait_fg), a
+ * background read (wait_bg[d][0]) or write (wait_bg[d][1]); background I/Os started in idle time and
+ * their pages; I/Os drained synchronously and their pages, and the drains' own background waits. */
+struct hbl_diag_waits {
+    double fg_ios[4][2], wait_fg[4], wait_bg[4][2];
+    double bg_ios[4][2], bg_pages[4][2];
+    double drain_ios[4][2], drain_pages[4][2], drain_wait_bg[4];
+};
 struct hbl_diag_credit {
     uint64_t round, page;
     int32_t from;              /* the page's device at the decision */
@@ -376,6 +386,12 @@ struct hbl_diag_credit {
     uint32_t accesses_next;
     double benefit_clean[4];   /* hbl_evalq_benefit as with harmonia's credit_clean=1: the page pushed off
                                 * copied down only when it was dirty (results/diagnosis/credit.txt F2) */
+    /* results/diagnosis/waits.txt: Σ over the accesses in the horizon (qwait) and until the next decision
+     * (qwait_next) of device d's mean background wait per foreground I/O so far, at that access; the
+     * replay's waits (struct hbl_diag_waits, below) and its synchronous waits at the decision */
+    double qwait[4], qwait_next[4];
+    double sync_wait_at;
+    struct hbl_diag_waits waits_at;
 };
 /* The judged decisions credited so far, and with ended = 1 those whose horizon had not passed when
  * the trace ended (credited with what they had): at most max into out; returns how many there are. */
@@ -384,6 +400,10 @@ uint64_t hbl_sim_diag_credits(const struct hbl_sim *s, struct hbl_diag_credit *o
  * most max. */
 struct hbl_diag_move { uint64_t round, page; int32_t from, to; };
 uint64_t hbl_sim_diag_moves(const struct hbl_sim *s, struct hbl_diag_move *out, uint64_t max);
+int32_t hbl_sim_diag_waits(const struct hbl_sim *s, struct hbl_diag_waits *out);
+/* Pages drained synchronously in each span of migrate_every requests (index: request count /
+ * migrate_every), at most max; returns how many spans there are. */
+uint64_t hbl_sim_diag_drains(const struct hbl_sim *s, double *out, uint64_t max);
 
 /* Policies with agents: save or load them (after hbl_sim_new, before feeding). */
 int32_t hbl_sim_save_agents(const struct hbl_sim *s, const char *path, char *err, int32_t errlen);

@@ -169,7 +169,7 @@ struct hbl_sim {
     /* background I/O: a bounded queue per device */
     struct hbl_bgop *bgq[4];
     uint32_t nbg[4], bgcap[4];
-    uint8_t bg_last[4];         /* the device's latest I/O was background */
+    uint8_t bg_last[4];         /* the device's latest I/O was background (1 + its write flag) */
     uint64_t bgpages[4];
     double bg_next[4];          /* rate limit: earliest start of the next background I/O */
     double sync_done;           /* synchronous evictions of the current request complete here */

@@ -67,6 +67,7 @@ static double dev_start(struct hbl_sim *s, int d, int write, uint64_t page, uint
 static double dev_io(struct hbl_sim *s, int d, int write, uint64_t page, uint32_t npages, double bytes, double now)
 {
     if (s->free_at[d] > now && s->bg_last[d]) s->st.foreground_wait_ns += s->free_at[d] - now;
+    if (s->diag) hbl_diag_io(s, d, write, s->bg_last[d], s->free_at[d] > now ? s->free_at[d] - now : 0);
     s->bg_last[d] = 0;
     double done = dev_start(s, d, write, page, npages, bytes, now, 0);
     if (done > s->fg_done[d]) s->fg_done[d] = done;
@@ -150,7 +151,8 @@ static void bg_advance(struct hbl_sim *s, int d, double now)
         double bytes = (double)op.npages * s->cfg.page_size;
         double t = dev_start(s, d, op.write, op.page, op.npages, bytes, start, 1);
         hbl_copy_started(s, &op, t);
-        s->bg_last[d] = 1;
+        s->bg_last[d] = (uint8_t)(1 + op.write);   /* 1: a background read, 2: a write (sim_diag.c tells them apart) */
+        if (s->diag) hbl_diag_bg(s, d, op.write, op.npages);
         s->st.background_ios++;
         if (b->compete) s->bg_next[d] = t;
         if (b->rate_bytes_per_ns > 0 && (!b->compete || start + bytes / b->rate_bytes_per_ns > t))
@@ -171,6 +173,7 @@ double hbl_bg_drain(struct hbl_sim *s, int d, uint32_t npages, double now)
     while (s->nbg[d] && !hbl_bg_room(s, d, npages)) {
         struct hbl_bgop op = bg_take(s, d);
         double busy = s->st.busy_ns[d];
+        if (s->diag) hbl_diag_drain(s, d, op.write, op.npages);
         double t = dev_io(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, now);
         hbl_copy_started(s, &op, t);
         s->st.sync_busy_ns[d] += s->st.busy_ns[d] - busy;

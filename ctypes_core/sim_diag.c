@@ -17,7 +17,8 @@ struct hbl_diag_flip { uint64_t round, page; int32_t to; };
  * move it): for a move, the rest of the first round in which the page is accessed again; for a
  * read's promotion, the page's next access (a read counted, a write not: it lands on the fastest
  * device either way). */
-struct hbl_diag_next { uint64_t until; double cost[4]; uint32_t accesses; uint8_t closed, seen; };
+struct hbl_diag_next { uint64_t until; double cost[4]; uint32_t accesses; uint8_t closed, seen;
+                       double qwait[4], qwait_next[4], sync_wait_at; struct hbl_diag_waits at; };
 
 struct hbl_diag {
     struct hbl_diag_flip *flip; uint64_t nflip, fcap, fcursor;     /* sorted by round once feeding starts */
@@ -27,6 +28,8 @@ struct hbl_diag {
     struct hbl_diag_next *next; uint64_t nnext, ncap;   /* an entry's state bytes 10-13: its index here */
     struct hbl_diag_credit *out; uint64_t nout, ocap;
     struct hbl_diag_move *moves; uint64_t nmoves, mcap;
+    struct hbl_diag_waits w; int draining;   /* the device model's waits, split */
+    double *rdrain; uint64_t nrdrain, rdcap;  /* pages drained synchronously, per migrate_every requests */
 };
 
 static struct hbl_diag *diag_of(struct hbl_sim *s)
@@ -40,7 +43,7 @@ void hbl_diag_free(struct hbl_diag *d)
 {
     if (!d) return;
     if (d->have_q) hbl_evalq_free(&d->q);
-    free(d->watch); free(d->flip); free(d->next); free(d->out); free(d->moves);
+    free(d->watch); free(d->flip); free(d->next); free(d->out); free(d->moves); free(d->rdrain);
     free(d);
 }
 
@@ -106,8 +109,12 @@ static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struc
                                                    : hbl_copy_time(s, e->from, t);
         c->chain[t] = t < hbl_slowest(s) ? hbl_copy_time(s, t, t + 1) : 0;
         c->cost_next[t] = next_of(s->diag, e)->cost[t];
+        c->qwait[t] = next_of(s->diag, e)->qwait[t];
+        c->qwait_next[t] = next_of(s->diag, e)->qwait_next[t];
     }
     c->accesses_next = next_of(s->diag, e)->accesses;
+    c->sync_wait_at = next_of(s->diag, e)->sync_wait_at;
+    c->waits_at = next_of(s->diag, e)->at;
 }
 
 static int by_round(const void *a, const void *b)
@@ -161,6 +168,8 @@ static void judge(struct hbl_diag *d, struct hbl_sim *s, uint32_t x, double scal
     uint32_t k = (uint32_t)d->nnext;
     if (grow((void **)&d->next, &d->ncap, d->nnext, sizeof(*d->next))) return;
     memset(&d->next[k], 0, sizeof(d->next[k]));
+    d->next[k].at = d->w;
+    d->next[k].sync_wait_at = s->st.sync_wait_ns;
     memcpy(st + sizeof(uint64_t) + 2, &k, sizeof(k));
     memcpy(st, &s->nreq, sizeof(uint64_t));
     st[sizeof(uint64_t)] = (uint8_t)kind;
@@ -238,6 +247,13 @@ void hbl_diag_ask(struct hbl_sim *s, int n, int write)
 }
 
 /* The judged pages of a request, before hbl_evalq_observe: their accesses until the next decision. */
+/* Device d's mean background wait per foreground I/O so far (results/diagnosis/waits.txt). */
+static double qwait(const struct hbl_diag *d, int dv)
+{
+    double n = d->w.fg_ios[dv][0] + d->w.fg_ios[dv][1];
+    return n > 0 ? (d->w.wait_bg[dv][0] + d->w.wait_bg[dv][1]) / n : 0;
+}
+
 static void until_next(struct hbl_diag *d, const struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
     uint32_t every = s->cfg.migrate_every ? s->cfg.migrate_every : 1;
@@ -247,14 +263,18 @@ static void until_next(struct hbl_diag *d, const struct hbl_sim *s, const uint32
         const struct hbl_judged *e = &d->q.e[t - 1];
         if (!e->live || e->slot != slots[i] || e->skip) continue;
         struct hbl_diag_next *x = next_of(d, e);
+        if (!e->gone)   /* as hbl_evalq_observe counts the access in cost[] */
+            for (int dv = 0; dv < s->cfg.ndev; dv++) x->qwait[dv] += qwait(d, dv) / n;   /* an I/O's wait shared over its pages */
         if (x->closed) continue;
         if (e->kind == HBL_JUDGE_READ) x->closed = 1;
         else if (!x->seen) x->until = (s->nreq / every + 1) * every;   /* the round it is a candidate again */
         else if (s->nreq >= x->until) { x->closed = 1; continue; }
         x->seen = 1;
         if (e->kind == HBL_JUDGE_READ && write) continue;
-        for (int dv = 0; dv < s->cfg.ndev; dv++)
+        for (int dv = 0; dv < s->cfg.ndev; dv++) {
             x->cost[dv] += hbl_page_time(&s->cfg.dev[dv], write, n, s->cfg.page_size);
+            x->qwait_next[dv] += qwait(d, dv) / n;
+        }
         x->accesses++;
     }
 }
@@ -293,4 +313,47 @@ uint64_t hbl_sim_diag_moves(const struct hbl_sim *s, struct hbl_diag_move *out, 
     if (!d) return 0;
     for (uint64_t i = 0; i < d->nmoves && i < max; i++) out[i] = d->moves[i];
     return d->nmoves;
+}
+
+void hbl_diag_io(struct hbl_sim *s, int d, int write, int bg, double wait)
+{
+    struct hbl_diag *g = s->diag;
+    g->w.fg_ios[d][write != 0]++;
+    if (bg) g->w.wait_bg[d][bg - 1] += wait; else g->w.wait_fg[d] += wait;
+    if (bg && g->draining) g->w.drain_wait_bg[d] += wait;
+    g->draining = 0;
+}
+
+void hbl_diag_bg(struct hbl_sim *s, int d, int write, uint32_t npages)
+{
+    s->diag->w.bg_ios[d][write != 0]++;
+    s->diag->w.bg_pages[d][write != 0] += npages;
+}
+
+void hbl_diag_drain(struct hbl_sim *s, int d, int write, uint32_t npages)
+{
+    s->diag->w.drain_ios[d][write != 0]++;
+    s->diag->w.drain_pages[d][write != 0] += npages;
+    s->diag->draining = 1;
+    struct hbl_diag *g = s->diag;
+    uint64_t r = s->nreq / (s->cfg.migrate_every ? s->cfg.migrate_every : 1000);
+    while (g->nrdrain <= r) {
+        if (grow((void **)&g->rdrain, &g->rdcap, g->nrdrain, sizeof(*g->rdrain))) return;
+        g->rdrain[g->nrdrain++] = 0;
+    }
+    g->rdrain[r] += npages;
+}
+
+uint64_t hbl_sim_diag_drains(const struct hbl_sim *s, double *out, uint64_t max)
+{
+    if (!s->diag) return 0;
+    for (uint64_t i = 0; i < s->diag->nrdrain && i < max; i++) out[i] = s->diag->rdrain[i];
+    return s->diag->nrdrain;
+}
+
+int32_t hbl_sim_diag_waits(const struct hbl_sim *s, struct hbl_diag_waits *out)
+{
+    if (!s->diag) return -1;
+    *out = s->diag->w;
+    return 0;
 }

@@ -129,5 +129,11 @@ void hbl_diag_moved(struct hbl_sim *s, uint32_t x, int from, int to);
 /* A request served: the judged decisions credited. */
 void hbl_diag_served(struct hbl_sim *s, const uint32_t *slots, int n, int write);
 void hbl_diag_free(struct hbl_diag *d);
+/* The device model's waits, split (hbl_sim_diag_waits): a foreground I/O on d (write), started
+ * `wait` ns after it was issued behind what the device had started (bg: 0 a foreground I/O, 1 a
+ * background read, 2 a background write); a background I/O started; one drained synchronously. */
+void hbl_diag_io(struct hbl_sim *s, int d, int write, int bg, double wait);
+void hbl_diag_bg(struct hbl_sim *s, int d, int write, uint32_t npages);
+void hbl_diag_drain(struct hbl_sim *s, int d, int write, uint32_t npages);
 
 #endif

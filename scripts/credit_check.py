@@ -33,6 +33,7 @@ time, horizon x0.5 and x2 (judged again).
     .venv/bin/python scripts/credit_check.py --report hps.jsonl
 """
 import argparse
+import collections
 import json
 import random
 import sys
@@ -63,6 +64,43 @@ def load(trace):
     return data, footprint_pages([data])
 
 
+def waits_dict(w, ndev):
+    """struct hbl_diag_waits as a dict: keys with "wait" in ns, the rest counts (results/diagnosis/waits.txt)."""
+    out = {}
+    for d in range(ndev):
+        for j, rw in enumerate("rw"):
+            out["wait_bg%d%s" % (d, rw)] = w.wait_bg[d][j]
+            out["fgio%d%s" % (d, rw)] = w.fg_ios[d][j]
+            out["bgio%d%s" % (d, rw)] = w.bg_ios[d][j]
+            out["bgpg%d%s" % (d, rw)] = w.bg_pages[d][j]
+            out["drainio%d%s" % (d, rw)] = w.drain_ios[d][j]
+            out["drainpg%d%s" % (d, rw)] = w.drain_pages[d][j]
+        out["wait_fg%d" % d] = w.wait_fg[d]
+        out["wait_drainbg%d" % d] = w.drain_wait_bg[d]
+    return out
+
+
+def waits_split(sim, st, ndev):
+    """The replay's waits split by device and by what they waited behind, its synchronous drains'
+    device time, pages served per device (waits.txt)."""
+    w = ffi.new("struct hbl_diag_waits *")
+    if lib.hbl_sim_diag_waits(sim.sim, w):
+        raise HblError("hbl_sim_diag_waits refused")
+    out = waits_dict(w, ndev)
+    for d in range(ndev):
+        out["wait_syncbusy%d" % d] = st.sync_busy_ns[d]
+        out["wait_served%d" % d] = st.served_latency_ns[d]   # latency of requests whose slowest device was d
+        out["served%d" % d] = st.served_requests[d]
+        out["rpages%d" % d] = st.read_pages[d]
+        out["wpages%d" % d] = st.write_pages[d]
+        out["wait_busy%d" % d] = st.busy_ns[d]
+        out["wait_bgbusy%d" % d] = st.background_busy_ns[d]
+    out["sync_evictions"] = st.sync_evictions
+    out["clean_evictions"] = st.clean_evictions
+    out["moves_refused"] = st.moves_refused
+    return out
+
+
 class Run:
     """One replay of `policy`, decisions flipped (flip or flips: (round, page, to)) and decisions judged
     (judge = [(round, page)], horizon `scale`): its total latency, per-window latency sums, counters,
@@ -84,6 +122,7 @@ class Run:
         self.latency = st.latency_sum_ns
         self.counters = dict(fast_reads=st.fast_read_hits, promotions=st.promotions, evictions=st.evictions,
                              bg_wait=st.foreground_wait_ns, sync_wait=st.sync_wait_ns)
+        self.counters.update(waits_split(sim, st, cfg_n))
         n = lib.hbl_sim_timeline(sim.sim, ffi.NULL, 0)
         rows = ffi.new("struct hbl_timeline_row[]", max(n, 1))
         lib.hbl_sim_timeline(sim.sim, rows, n)
@@ -102,7 +141,9 @@ class Run:
                      cost=list(c.cost)[:cfg_n], bg=c.bg, benefit=list(c.benefit)[:cfg_n],
                      copy=list(c.copy)[:cfg_n], chain=list(c.chain)[:cfg_n],
                      cost_next=list(c.cost_next)[:cfg_n], accesses_next=c.accesses_next,
-                     benefit_clean=list(c.benefit_clean)[:cfg_n])
+                     benefit_clean=list(c.benefit_clean)[:cfg_n],
+                     qwait=list(c.qwait)[:cfg_n], qwait_next=list(c.qwait_next)[:cfg_n],
+                     sync_wait_at=c.sync_wait_at, waits_at=waits_dict(c.waits_at, cfg_n))
             if c.cold:
                 self.cold.append(v)
             else:
@@ -241,10 +282,53 @@ def terms(c, space, judged, key):
                tonext=benefit(c, space=space, nxt=True), both=benefit(c, space=space, nxt=True, clean=True),
                acc_next=c["accesses_next"], accesses=c["accesses"],
                full=c["full"] & 1, bg=c["bg"], victim_clean=c["victim_clean"] if c["full"] & 1 else 0)
+    out.update(wait_terms(c))
     for s, run in judged.items():
         cs = run.credits.get(key)
         out["h%g" % s] = benefit(cs, space=space) if cs else out["credit"]
     return out
+
+
+def wait_terms(c):
+    """Raw parts of candidate waits terms of one judged decision (results/diagnosis/waits.txt), ns, from
+    what the simulator knew at the decision (its running counters; nothing fitted):
+      q_h / q_n   the accesses (over the horizon / until the next decision) x the mean background wait
+                  per foreground I/O on the page's device, less on the fastest (at each access);
+      s_h / s_n   the accesses x the synchronous waits so far per foreground I/O on the page's device,
+                  less on the fastest (a device's share of the synchronous waits: its share of the
+                  pages drained);
+      wcopy       what the copy's background I/Os (a move: a read on its device and a write on the
+                  fastest; a read's promotion: the write) cost the foreground so far on average: the
+                  background waits per background I/O of that device and direction, plus the
+                  synchronous waits per page queued on that device;
+      wpush / wpush_c  the same of the copy down of the page pushed off the full fastest device
+                  (always / only if it was dirty);
+      pushbg / pushbg_c  the credit's own push charge without space: bg x the copy down (always / if
+                  dirty)."""
+    src, w, n = c["src"], c["waits_at"], len(c["cost"])
+    pages = {d: sum(w["bgpg%d%s" % (d, rw)] + w["drainpg%d%s" % (d, rw)] for rw in "rw") for d in range(n)}
+    drained = {d: w["drainpg%dr" % d] + w["drainpg%dw" % d] for d in range(n)}
+    alld = sum(drained.values())
+    sync = {d: c["sync_wait_at"] * drained[d] / alld if alld else 0.0 for d in range(n)}
+
+    def per_bg(d, rw):
+        k = w["bgio%d%s" % (d, rw)] + w["drainio%d%s" % (d, rw)]
+        return (w["wait_bg%d%s" % (d, rw)] / k if k else 0.0) + (sync[d] / pages[d] if pages[d] else 0.0)
+
+    def sync_per_fg(d):
+        k = sum(w["fgio%d%s" % (d, rw)] - w["drainio%d%s" % (d, rw)] for rw in "rw")
+        return sync[d] / k if k > 0 else 0.0
+
+    wcopy = per_bg(0, "w") + (per_bg(src, "r") if c["kind"] == 0 else 0.0)
+    full = bool(c["full"] & 1) and n > 1
+    wpush = (per_bg(0, "r") + per_bg(1, "w")) if full else 0.0
+    dirty = not c.get("victim_clean")
+    pushbg = c["bg"] * c["chain"][0] if full else 0.0
+    ds = sync_per_fg(src) - sync_per_fg(0)
+    return dict(q_h=c["qwait"][src] - c["qwait"][0], q_n=c["qwait_next"][src] - c["qwait_next"][0],
+                s_h=c["accesses"] * ds, s_n=c["accesses_next"] * ds,
+                wcopy=wcopy, wpush=wpush, wpush_c=wpush if dirty else 0.0,
+                pushbg=pushbg, pushbg_c=pushbg if dirty else 0.0)
 
 
 def left_candidates(base, data, n_req, rng):
@@ -474,6 +558,156 @@ def report_sets(path, out=sys.stdout):
                 pk + (kind, len(sel)) + tuple("%.2f (%.2f)" % f if np.isfinite(f[0]) else "-" for f in fit[1:])))
 
 
+def report_waits(path, out=sys.stdout):
+    """results/diagnosis/waits.txt: the waits column of the sets split by device and by what the
+    foreground waited behind, pooled over traces (and per trace for the groups whose waits are 2 se
+    from 0)."""
+    lines, w = opened(path, out,
+      "us (counts: per decision) per flipped decision, without the group - with it (> 0: the decisions saved\n"
+      "it); waits = bg + sync as credit.txt's column, se over the repetitions; bgR d / bgW d: foreground\n"
+      "waits on device d behind a background read / write (two devices: bgW0 a promotion's copy, bgR1 a\n"
+      "move's copy read, bgR0 + bgW1 an eviction's copy); sync: requests behind a full queue drained; drW d:\n"
+      "writes drained on d (count); sbusy: device time of the drains; fgq: foreground waits behind foreground\n"
+      "I/O; fgR1: foreground reads on device 1 (drains excluded); bgio d: background I/Os started on d;\n"
+      "wbS / drS: write-back pages on the slowest device written in the background / drained (wbS+drS: all\n"
+      "of them); served0: requests served by the fastest device alone; evict: evictions.\n\n")
+    ndev = max(int(k[7]) for x in lines for k in x["d"] if k[:7] == "wait_bg" and k[7].isdigit()) + 1
+    cols = [("waits", lambda v: v["d_bg_wait"] + v["d_sync_wait"]), ("se", None)]
+    for d in range(ndev):
+        cols += [("bgR%d" % d, lambda v, d=d: v["d_wait_bg%dr" % d]), ("bgW%d" % d, lambda v, d=d: v["d_wait_bg%dw" % d])]
+    cols += [("sync", lambda v: v["d_sync_wait"])]
+    for d in range(1, ndev):
+        cols += [("drW%d" % d, lambda v, d=d: v["d_drainio%dw" % d]), ("sbusy%d" % d, lambda v, d=d: v["d_wait_syncbusy%d" % d])]
+    cols += [("fgq", lambda v: sum(v["d_wait_fg%d" % d] for d in range(ndev)))]
+    cols += [("fgR1", lambda v: v["d_fgio1r"] - v["d_drainio1r"])]
+    for d in range(ndev):
+        cols += [("bgio%d" % d, lambda v, d=d: v["d_bgio%dr" % d] + v["d_bgio%dw" % d])]
+    slowest = lambda v: 2 if "d_bgpg2w" in v else 1
+    cols += [("wbS", lambda v: v["d_bgpg%dw" % slowest(v)]), ("drS", lambda v: v["d_drainpg%dw" % slowest(v)]),
+             ("wbS+drS", lambda v: v["d_bgpg%dw" % slowest(v)] + v["d_drainpg%dw" % slowest(v)]),
+             ("served0", lambda v: v["d_served0"]), ("evict", lambda v: v["d_evictions"])]
+    head = "%-4s %-5s %-22s %-8s %-6s %5s %8s %7s " % ("pol", "hss", "trace", "decision", "group", "n", "truth", "se")
+    w(head + " ".join("%8s" % c for c, _ in cols) + "\n")
+
+    def row(key, sel):
+        v = collections.defaultdict(float, per_decision(sel))
+        cells = []
+        for c, f in cols:
+            if c == "se":
+                cells.append("%8.1f" % waits_se(sel))
+            else:
+                cells.append("%8.1f" % f(v))
+        w("%-4s %-5s %-22s %-8s %-6s %5d %8.1f %7.1f " % (key + (v["n"], v["truth"], v["se"])) + " ".join(cells) + "\n")
+        return v
+
+    pooled, per = {}, {}
+    for x in lines:
+        for g in (x["group"], "all"):
+            pooled.setdefault((x["policy"], x["hss"], "(all traces)", x["kind"], g), []).append(x)
+        per.setdefault((x["policy"], x["hss"], x["trace"][:22], x["kind"], x["group"]), []).append(x)
+    w("pooled over traces\n")
+    for k, sel in sorted(pooled.items()):
+        row(k, sel)
+    w("\nper trace, groups whose waits are 2 se from 0\n")
+    for k, sel in sorted(per.items()):
+        v = per_decision(sel)
+        se = waits_se(sel)
+        if np.isfinite(se) and abs(v["d_bg_wait"] + v["d_sync_wait"]) > 2 * se:
+            row(k, sel)
+
+
+MEAS = (("meas", "credit", "pushbg", "wpush", "q_h", "s_h"), ("meas+tonext", "tonext", "pushbg", "wpush", "q_n", "s_n"),
+        ("meas+both", "both", "pushbg_c", "wpush_c", "q_n", "s_n"))
+
+
+def meas_variants(v):
+    """The credit with the waits term (results/diagnosis/waits.txt), from a set's per-decision means:
+    the copy's and the push-off's charges (bg x device time) replaced by what background I/O of their
+    kind has cost the foreground so far (wcopy, wpush), and the accesses' queueing and synchronous
+    waits on the page's device less the fastest's added (q + s); alone, with tonext (F1), with tonext
+    and clean (F2)."""
+    out = {}
+    for name, base, pushbg, wpush, q, sy in MEAS:
+        if all(k in v for k in (base, pushbg, wpush, q, sy, "wcopy")):
+            out[name] = v[base] + v["copy"] - v["wcopy"] + v[pushbg] - v[wpush] + v[q] + v[sy]
+    return out
+
+
+STEP1 = ("credit", "clean", "tonext", "both", "meas", "meas+tonext", "meas+both")
+
+
+def report_step1(paths, out=sys.stdout):
+    """Step (i) of credit.txt's rule for the waits term: pooled bias (all groups) per policy and HSS,
+    and the groups (pooled over traces, and per trace) whose truth is 2 se from 0 and whose sign a
+    variant gets wrong where the credit got it right."""
+    lines = [json.loads(line) for p in paths for line in open(p)]
+    w = out.write
+    w("pooled bias (credit - truth, us per decision, all groups of a kind: credit.txt's step (i) figures are\n"
+      "the promoted rows); |bias| against the credit's\n")
+    w("%-4s %-5s %-8s %6s %9s %s\n" % ("pol", "hss", "decision", "n", "truth", " ".join("%12s" % v for v in STEP1)))
+    flips = {v: [] for v in STEP1}
+    groups = {}
+    for x in lines:
+        groups.setdefault((x["policy"], x["hss"], x["kind"]), []).append(x)
+        groups.setdefault((x["policy"], x["hss"], "(all)", x["kind"], x["group"]), []).append(x)
+        groups.setdefault((x["policy"], x["hss"], x["trace"][:30], x["kind"], x["group"]), []).append(x)
+    for k, sel in sorted(groups.items()):
+        v = per_decision(sel)
+        v.update(meas_variants(v))
+        if len(k) == 3:
+            w("%-4s %-5s %-8s %6d %9.1f %s\n" % (k[0], k[1], k[2], v["n"], v["truth"], " ".join(
+                "%12.1f" % (v[x] - v["truth"]) if x in v else "%12s" % "-" for x in STEP1)))
+            continue
+        if not (np.isfinite(v["se"]) and abs(v["truth"]) > 2 * v["se"]):
+            continue
+        right = np.sign(v["credit"]) == np.sign(v["truth"])
+        for x in STEP1:
+            if x in v and right and np.sign(v[x]) != np.sign(v["truth"]):
+                flips[x].append("%s %s %s %s %s (truth %.1f, se %.1f, credit %.1f, %s %.1f)" % (k + (v["truth"], v["se"], v["credit"], x, v[x])))
+    w("\ngroups whose truth is 2 se from 0 (pooled over traces: trace '(all)'; and per trace) whose sign a variant gets\n"
+      "wrong where the credit got it right\n")
+    for x in STEP1[1:]:
+        w("  %-12s %d%s\n" % (x, len(flips[x]), "".join("\n      " + f for f in flips[x])))
+
+
+def report_predict(paths, out=sys.stdout):
+    """Rule (b) of results/diagnosis/waits.txt: the waits column of the groups (pooled over traces) whose
+    waits are 2 se from 0, against what the term's parts predict from what the simulator knew: -wcopy
+    - wpush + the accesses' queueing and synchronous waits (over the horizon: pred_h; until the next
+    decision: pred_n; and with the push-off charged only for a dirty page: pred_n_c); "ok" when the sign
+    is right and the size within a factor 2.  bg-charge: the credit's own -copy - push (bg x time)."""
+    lines = [json.loads(line) for p in paths for line in open(p)]
+    w = out.write
+    pooled = collections.defaultdict(list)
+    for x in lines:
+        pooled[(x["policy"], x["hss"], x["kind"], x["group"])].append(x)
+    w("%-24s %6s %9s %8s | %9s %9s %9s %9s %9s | %9s    %9s    %9s\n" % (
+        "", "n", "waits", "se", "-wcopy", "-wpush", "q_h+s_h", "q_n+s_n", "bg-charge", "pred_h", "pred_n", "pred_n_c"))
+    for k, sel in sorted(pooled.items()):
+        v = collections.defaultdict(float, per_decision(sel))
+        wt = v["d_bg_wait"] + v["d_sync_wait"]
+        se = waits_se(sel)
+        if not (np.isfinite(se) and abs(wt) > 2 * se):
+            continue
+        preds = [-v["wcopy"] - v["wpush"] + v["q_h"] + v["s_h"], -v["wcopy"] - v["wpush"] + v["q_n"] + v["s_n"],
+                 -v["wcopy"] - v["wpush_c"] + v["q_n"] + v["s_n"]]
+        ok = lambda p: "ok" if np.sign(p) == np.sign(wt) and 0.5 <= abs(p / wt) <= 2 else "no"
+        w("%-24s %6d %9.1f %8.1f | %9.1f %9.1f %9.1f %9.1f %9.1f | %s\n" % (
+            " ".join(k), v["n"], wt, se, -v["wcopy"], -v["wpush"], v["q_h"] + v["s_h"], v["q_n"] + v["s_n"],
+            -v["copy"] - v["pushbg"], " ".join("%9.1f %2s" % (p, ok(p)) for p in preds)))
+
+
+def waits_se(lines):
+    """Standard error over the repetitions of the waits column (us per decision)."""
+    reps = {}
+    for x in lines:
+        a = reps.setdefault(x["rep"], [0.0, 0])
+        a[0] += (x["d"]["bg_wait"] + x["d"]["sync_wait"]) / 1e3
+        a[1] += x["n"]
+    per = np.array([s / k for s, k in reps.values()])
+    return per.std(ddof=1) / np.sqrt(len(per)) if len(per) > 1 else float("nan")
+
+
 def set_weights(lines):
     """Least squares of the sets' truth on (n, Σreads, -Σcopy, -Σpush), us."""
     rows = [dict(truth=x["truth"], reads=x["sums"]["reads"], copy=x["sums"]["copy"], push=x["sums"]["push"])
@@ -505,6 +739,10 @@ def main(argv=None):
     ap.add_argument("--policy", default="hps", choices=POLICIES)
     ap.add_argument("--trace", action="append")
     ap.add_argument("--report", metavar="JSONL", help="print the tables of a run's --out file instead")
+    ap.add_argument("--report-waits", metavar="JSONL", help="the waits column split (results/diagnosis/waits.txt)")
+    ap.add_argument("--report-step1", metavar="JSONL", nargs="+", help="step (i) of credit.txt's rule for the "
+                    "waits term (results/diagnosis/waits.txt)")
+    ap.add_argument("--report-predict", metavar="JSONL", nargs="+", help="rule (b) of results/diagnosis/waits.txt")
     ap.add_argument("--report-singles", metavar="JSONL", help="the same for a run with --singles")
     ap.add_argument("--singles", type=int, metavar="K", help="flip K decisions per kind one at a time "
                     "(one JSON line per (HSS, trace)) instead of sets")
@@ -517,6 +755,12 @@ def main(argv=None):
         return report(a.report_singles)
     if a.report:
         return report_sets(a.report)
+    if a.report_predict:
+        return report_predict(a.report_predict)
+    if a.report_step1:
+        return report_step1(a.report_step1)
+    if a.report_waits:
+        return report_waits(a.report_waits)
     if not a.trace:
         ap.error("--trace is required (or --report)")
     out = sys.stdout if a.out == "-" else open(a.out, "w")

@@ -130,3 +130,23 @@ def test_credit_clean_spares_the_copy_down_of_a_clean_page_pushed_off(tmp_path, 
     assert charge > 0
     assert c["benefit_clean"][0] - c["benefit"][0] == pytest.approx(charge if clean else 0, abs=1e-6)
     assert c["benefit_clean"][0] == pytest.approx(cc.benefit(c, clean=True))
+
+
+def test_the_waits_split_adds_up_to_the_replays_waits():
+    """hbl_sim_diag_waits (results/diagnosis/waits.txt): its background waits are the replay's
+    foreground_wait_ns, its background I/Os the replay's, and turning it on changes nothing."""
+    cc = script("credit_check")
+    data = record.concat(list(open_trace("synth:src:requests=20000,seed=2")))
+    for hss in ("perf", "tri"):
+        cfg = load_hss(hss)
+        caps = cfg.capacity_pages(footprint_pages([data]), 4096)
+        run = cc.Run("hps", cfg, caps, data)
+        sim = Simulator(cfg, "hps", caps)
+        sim.feed(data)
+        st = sim.stats()
+        assert run.latency == st.latency_sum_ns
+        k, n = run.counters, len(cfg.devices)
+        assert sum(k["wait_bg%d%s" % (d, rw)] for d in range(n) for rw in "rw") == pytest.approx(st.foreground_wait_ns)
+        assert sum(k["bgio%d%s" % (d, rw)] for d in range(n) for rw in "rw") == st.background_ios
+        if hss == "perf":   # src fills the slow device's queue there
+            assert sum(k["drainio%d%s" % (d, rw)] for d in range(n) for rw in "rw") > 0
