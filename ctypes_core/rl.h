@@ -46,7 +46,7 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
  * reward=1, since a request reaches the engine after it was served, where its
  * extent was, so its own latency says nothing of the decision taken on it
  * (with reward=0 the agents' choices stay arbitrary: in the host emulation of
- * the live loop, tests/test_live.py, harmonia's fast-device hit ratio ranged
+ * the live loop, tests/test_live_decider.py, harmonia's fast-device hit ratio ranged
  * 0.00-0.87 over six seeds, against 0.86-0.87); and train_every 25,
  * sync_every 250, since a live device makes thousands of decisions where a
  * trace has millions.

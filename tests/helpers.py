@@ -39,3 +39,32 @@ def capture_why_not(needs):
     if subprocess.run(["losetup", "-f"], capture_output=True).returncode != 0:
         return "no free loop device"
     return None
+
+
+# ---- the live device's tests (tests/test_live_*.py) ----
+
+MIB = 1 << 20
+
+
+def live_requests(extents, ops, t0=0):
+    """Records of 4 KiB requests, one to the start of each of `extents` (1 MiB extents), ops as given."""
+    import numpy as np
+    from hbl import record
+    r = record.empty(len(extents))
+    r["offset"] = np.asarray(extents) * MIB
+    r["length"] = 4096
+    r["op"] = ops
+    r["latency_ns"] = 100_000
+    r["time_ns"] = t0 + np.arange(len(extents)) * 1000
+    return r
+
+
+def live_meta():
+    """The metadata of a new live device over two small members (32 and 64 MiB, 1 MiB extents), as
+    layout.initial_mapping lays it out."""
+    from hbl.live import layout
+    from hbl.live.meta import Meta, new_uuid
+    members = [{"path": "/dev/a", "size": 32 * MIB, "slots": 31, "spares": 4, "data_start": MIB},
+               {"path": "/dev/b", "size": 64 * MIB, "slots": 63, "spares": 4, "data_start": MIB}]
+    dev, slot, written = layout.initial_mapping(members)
+    return Meta("t", new_uuid(), MIB, members, dev, slot, written)
