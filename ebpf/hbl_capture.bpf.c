@@ -208,14 +208,17 @@ int hbl_rq_complete(unsigned long long *ctx)
  * latency runs from the request's own start time (set when it was allocated,
  * as block_io_start counts it; io_start_time_ns when the kernel keeps that),
  * so it includes time in the I/O scheduler; pid and comm are unknown at
- * completion and left empty.  No in-flight table: about half the cost.
+ * completion and left empty.  No in-flight table: about half the cost.  The
+ * device is the disk's, as at issue (rq_dev): rq->part is set only where the
+ * queue keeps I/O statistics (queue/iostats), and there the start times too;
+ * without them the request is recorded with no latency (0).
  */
 SEC("tp_btf/block_rq_complete")
 int hbl_rq_done(unsigned long long *ctx)
 {
     struct request *rq = (struct request *)ctx[0];
     __u32 nr_bytes = (__u32)ctx[2];
-    __u32 dev = BPF_CORE_READ(rq, part, bd_dev);
+    __u32 dev = rq_dev(rq);
     if (mode_of(dev) != HBL_MODE_RQ)
         return 0;
     __u8 sync, op = op_of(BPF_CORE_READ(rq, cmd_flags), &sync);

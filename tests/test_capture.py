@@ -388,6 +388,24 @@ def test_fast_mode_records(loopdev):
     assert (d["pid"] == 0).all()
 
 
+def test_fast_mode_records_a_device_whose_queue_keeps_no_io_statistics(loopdev):
+    """With queue/iostats off the kernel leaves a request's partition (rq->part) unset: fast mode
+    takes the device from the request's disk, as at issue, and records every request (it recorded
+    none, and counted none lost, while it read rq->part)."""
+    dev = loopdev()
+    knob = "/sys/block/%s/queue/iostats" % os.path.basename(dev)
+    with open(knob, "w") as f:
+        f.write("0")
+    try:
+        d, st = capture_while([dev], lambda: direct_io(dev, PATTERN), fast=True)
+    finally:               # the loop device is reused after this test: its statistics back on
+        with open(knob, "w") as f:
+            f.write("1")
+    got = sorted(zip(d["op"].tolist(), d["offset"].tolist(), d["length"].tolist()))
+    want = sorted((record.WRITE if op == "w" else record.READ, off, ln) for op, off, ln in PATTERN)
+    assert got == want and st["lost"] == 0
+
+
 def _same_sector_readers(dev, threads=8, each=300):
     """`threads` threads reading the same 4 KiB with O_DIRECT, `each` reads each: many requests
     to one sector in flight at once."""
