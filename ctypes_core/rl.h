@@ -66,8 +66,19 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
       "discount of future rewards") \
     X(lr, lr, 1e-3, 1e-3, 1e-2, "Sibyl / Harmonia (secondhand)", "Harmonia (secondhand)", "learning rate") \
     X(epsilon, epsilon, 0.001, 0.001, 0.001, "Sibyl", "Harmonia (secondhand)", "exploration rate after warm-up") \
-    X(warmup, warmup, 1000, 1000, 500, "ours", "ours (about 8 rounds)", \
-      "decisions over which exploration falls from 1 to epsilon") \
+    X(init_out, init_out, 1, 0, live ? 0 : 1, "ours", "ours", \
+      "1: an untrained network's output layer starts at zero, so every action has the same value (C51: the " \
+      "same uniform distribution) in every state until training separates them, ties going to the first " \
+      "action (the fastest device); 2: as 1, each action's distribution starting with 0.99 of its mass on " \
+      "the lowest atom (a pessimistic start: an action not yet tried looks no better than one tried); 0: " \
+      "Glorot like the hidden layers, each action's value a random function of the state, which decided " \
+      "where an untrained agent writes (results/learning/scratch.txt; hbl pretrain starts from 0, as the " \
+      "shipped agents did; live mode keeps 0 for both agents, not measured there); with it, no warm-up by " \
+      "default (warmup, results/learning/short.txt)") \
+    X(warmup, warmup, c->init_out ? 0 : 1000, 1000, c->init_out ? 0 : 500, "ours", "ours (about 8 rounds)", \
+      "decisions over which exploration falls from 1 to epsilon; none from a zero start (init_out >= 1): its " \
+      "random placements were most of an untrained agent's loss over its first 20,000 requests, and 20,000 " \
+      "requests teach it nothing (results/learning/short.txt)") \
     X(batch, batch, 128, 128, 256, "Sibyl / Harmonia (secondhand)", "Harmonia (secondhand)", "minibatch size") \
     X(buffer, buffer, 1000, 1000, 1000, "Sibyl / Harmonia (secondhand)", "Harmonia (secondhand)", \
       "experience buffer capacity") \
@@ -83,15 +94,8 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
       "weight of the large-margin loss towards the oracle's action where the trace's future labels it " \
       "(closed-loop replay only, demos.h); 0: none") \
     X(demo_margin, demo_margin, 0.8, 0.8, 0.8, "DQfD", "DQfD", \
-      "demo: the margin by which the oracle's action's value must lead the others'") \
-    X(init_out, init_out, 1, 0, live ? 0 : 1, "ours", "ours", \
-      "1: an untrained network's output layer starts at zero, so every action has the same value (C51: the " \
-      "same uniform distribution) in every state until training separates them, ties going to the first " \
-      "action (the fastest device); 2: as 1, each action's distribution starting with 0.99 of its mass on " \
-      "the lowest atom (a pessimistic start: an action not yet tried looks no better than one tried); 0: " \
-      "Glorot like the hidden layers, each action's value a random function of the state, which decided " \
-      "where an untrained agent writes (results/learning/scratch.txt; hbl pretrain starts from 0, as the " \
-      "shipped agents did; live mode keeps 0 for both agents, not measured there)")
+      "demo: the margin by which the oracle's action's value must lead the others'")
+
 
 /*
  * The settings of the learning policies around their agents: X(name, default,

@@ -559,8 +559,11 @@ def test_read_admit_8_never_pushes_off_a_written_page_once_promoting_pays():
     from hbl import record
 
     def run(rule):
+        # (m_warmup=500: the migration agent's random warm-up moves are what first fill the fast device
+        # here, reads only and no migration; from the zero start, with no warm-up, it stays empty, its
+        # characteristic time unbounded, and rule 8 never judges a horizon within the run)
         sim = Simulator(load_hss("perf"), "harmonia-migration-only", [10, None],
-                        params=["read_admit=%d" % rule], migrate_max=0)
+                        params=["read_admit=%d" % rule, "m_warmup=500"], migrate_max=0)
         t = 0
 
         def feed(pages, op):
@@ -596,7 +599,8 @@ def test_read_admit_9_shows_the_agents_read_admitted_pages_as_free_space():
     from hbl import record
 
     def run(rule):
-        sim = Simulator(load_hss("perf"), "harmonia", [10, None], params=["read_admit=%d" % rule], migrate_max=0)
+        sim = Simulator(load_hss("perf"), "harmonia", [10, None], params=["read_admit=%d" % rule, "m_warmup=500"],
+                        migrate_max=0)     # (m_warmup: as in the test above)
         pages = np.random.default_rng(1).zipf(1.2, 40_000) % 200
         r = record.empty(len(pages) + 2)
         r["offset"][:-2], r["offset"][-2:] = pages * 4096, (100_000 * 4096, 100_001 * 4096)
