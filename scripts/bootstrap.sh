@@ -39,12 +39,12 @@ for p in clang llvm libbpf-dev bpftool python3-bpfcc bpfcc-tools fio \
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 # hbl workloads: the applications whose block I/O the recipes capture (hbl/trace/workloads.py
-# names the same list in its error when one is missing); sqlite3 always, it is small
-# and the capture test runs its recipe
-wl=(sqlite3)
+# names the same list in its error when one is missing); always sqlite3 and the training
+# captures' small ones (lmdb, rrdtool, kyotocabinet, dovecot's deliver): the test suite runs
+# their recipes, so a fresh machine skips none of them
+wl=(sqlite3 python3-lmdb python3-rrdtool python3-kyotocabinet dovecot-core)
 ((WORKLOADS)) && wl+=(postgresql mariadb-server sysbench rocksdb-tools linux-source xz-utils make bc flex bison
-                     libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git squid beanstalkd
-                     python3-lmdb python3-rrdtool python3-kyotocabinet dovecot-core)
+                     libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git squid beanstalkd)
 for p in "${wl[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done

@@ -125,7 +125,7 @@ def _lmdb_script(tmp_path, name, *args):
     return _script(tmp_path, lmdb_kv, name, *args)
 
 
-@pytest.mark.skipif(bool(LMDB.tools()[1]), reason="python3-lmdb is not installed (bootstrap.sh --workloads)")
+@pytest.mark.skipif(bool(LMDB.tools()[1]), reason="python3-lmdb is not installed (scripts/bootstrap.sh installs it)")
 def test_lmdb_kv_popularity_is_skewed_and_spread(tmp_path):
     """The keys lmdb-kv's readers ask for: a few hot keys, asked for again and again, one to a page
     (nine keys of 400 B to a 4 KiB page, loaded in order), and other hot keys in the second phase."""
@@ -145,7 +145,7 @@ def test_lmdb_kv_popularity_is_skewed_and_spread(tmp_path):
     assert len(phases[0] & phases[1]) <= 2                           # the second phase has other hot keys
 
 
-@pytest.mark.skipif(bool(LMDB.tools()[1]), reason="python3-lmdb is not installed (bootstrap.sh --workloads)")
+@pytest.mark.skipif(bool(LMDB.tools()[1]), reason="python3-lmdb is not installed (scripts/bootstrap.sh installs it)")
 def test_lmdb_kv_loads_and_runs_its_mix(tmp_path):
     """lmdb-kv's load and its readers and writer, bounded, on a small database (no capture)."""
     db = tmp_path / "db"
@@ -166,7 +166,7 @@ def test_lmdb_kv_loads_and_runs_its_mix(tmp_path):
 RRD = workloads.get("rrd-metrics")
 
 
-@pytest.mark.skipif(bool(RRD.tools()[1]), reason="python3-rrdtool is not installed (bootstrap.sh --workloads)")
+@pytest.mark.skipif(bool(RRD.tools()[1]), reason="python3-rrdtool is not installed (scripts/bootstrap.sh installs it)")
 def test_rrd_metrics_sweeps_every_file_and_reads_history(tmp_path):
     """rrd-metrics' files, five collector sweeps over all of them (time 10 s ahead a sweep) and two dashboard
     views, on 2 hosts x 3 metrics (no capture)."""
@@ -193,7 +193,7 @@ def test_rrd_metrics_sweeps_every_file_and_reads_history(tmp_path):
 KYOTO = workloads.get("kyoto-hash")
 
 
-@pytest.mark.skipif(bool(KYOTO.tools()[1]), reason="python3-kyotocabinet is not installed (bootstrap.sh --workloads)")
+@pytest.mark.skipif(bool(KYOTO.tools()[1]), reason="python3-kyotocabinet is not installed (scripts/bootstrap.sh installs it)")
 def test_kyoto_hash_loads_and_commits_its_updates(tmp_path):
     """kyoto-hash's load and its mix (a reader thread, five writer transactions) on a small database:
     the updates replace records (no key added), and every transaction commits (no write-ahead log left)."""
@@ -210,7 +210,7 @@ def test_kyoto_hash_loads_and_commits_its_updates(tmp_path):
 MAIL = workloads.get("maildir-lda")
 
 
-@pytest.mark.skipif(bool(MAIL.tools()[1]), reason="dovecot-core is not installed (bootstrap.sh --workloads)")
+@pytest.mark.skipif(bool(MAIL.tools()[1]), reason="dovecot-core is not installed (scripts/bootstrap.sh installs it)")
 def test_maildir_lda_messages_and_dovecot_settings(tmp_path):
     """maildir-lda's messages (log-normal sizes, median a few KiB, a few large) and Dovecot's reading of its settings."""
     from hbl.trace.recipes import maildir_lda
