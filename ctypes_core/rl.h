@@ -96,7 +96,6 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
     X(demo_margin, demo_margin, 0.8, 0.8, 0.8, "DQfD", "DQfD", \
       "demo: the margin by which the oracle's action's value must lead the others'")
 
-
 /*
  * The settings of the learning policies around their agents: X(name, default,
  * default in live mode, source, meaning).  t_ref is one page read on the

@@ -246,7 +246,6 @@ void hbl_diag_ask(struct hbl_sim *s, int n, int write)
     }
 }
 
-/* The judged pages of a request, before hbl_evalq_observe: their accesses until the next decision. */
 /* Device d's mean background wait per foreground I/O so far (results/diagnosis/waits.txt). */
 static double qwait(const struct hbl_diag *d, int dv)
 {
@@ -254,6 +253,7 @@ static double qwait(const struct hbl_diag *d, int dv)
     return n > 0 ? (d->w.wait_bg[dv][0] + d->w.wait_bg[dv][1]) / n : 0;
 }
 
+/* The judged pages of a request, before hbl_evalq_observe: their accesses until the next decision. */
 static void until_next(struct hbl_diag *d, const struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
     uint32_t every = s->cfg.migrate_every ? s->cfg.migrate_every : 1;
@@ -332,10 +332,10 @@ void hbl_diag_bg(struct hbl_sim *s, int d, int write, uint32_t npages)
 
 void hbl_diag_drain(struct hbl_sim *s, int d, int write, uint32_t npages)
 {
-    s->diag->w.drain_ios[d][write != 0]++;
-    s->diag->w.drain_pages[d][write != 0] += npages;
-    s->diag->draining = 1;
     struct hbl_diag *g = s->diag;
+    g->w.drain_ios[d][write != 0]++;
+    g->w.drain_pages[d][write != 0] += npages;
+    g->draining = 1;
     uint64_t r = s->nreq / (s->cfg.migrate_every ? s->cfg.migrate_every : 1000);
     while (g->nrdrain <= r) {
         if (grow((void **)&g->rdrain, &g->rdcap, g->nrdrain, sizeof(*g->rdrain))) return;

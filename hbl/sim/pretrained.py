@@ -167,13 +167,10 @@ PRETRAIN_START = {"init_out": 0.0, "m_init_out": 0.0}
 
 def pretrain_params(policy, params):
     """params with PRETRAIN_START's entries the policy takes and params do not set."""
-    from hbl.sim.registry import parse_params, policy_names, policy_params
+    from hbl.sim.registry import params_for, parse_params
     out = parse_params(params, policy)
-    names = policy_names()
-    takes = set(policy_params(names.index(policy))) if policy in names else set()
-    for k, v in PRETRAIN_START.items():
-        if k in takes and k not in out:
-            out[k] = v
+    for k, v in params_for(PRETRAIN_START, policy).items():
+        out.setdefault(k, v)
     return out or params
 
 
