@@ -102,7 +102,7 @@ def test_credit_resident_credits_a_promotion_only_with_the_reads_before_its_evic
     credited only while its page stays, a promotion is worth nothing, rule 8 promotes fewer and
     the pages it leaves on the fast device are there when read again.  Default 0; 2 is refused."""
     def run(*p):
-        # (m_warmup=500: the warm-up's random moves first fill the fast device here, as in test_agent.py's
+        # (m_warmup=500: the warm-up's random moves first fill the fast device here, as in test_admit.py's
         # read_admit tests; without them rule 8 never judges a horizon)
         sim = Simulator(load_hss("perf"), "harmonia-migration-only", [10, None],
                         params=["read_admit=8", "m_warmup=500", *p], migrate_max=0)
