@@ -353,6 +353,14 @@ int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int3
  * (k < 64; as the agent's cold candidates, whose credit is its `space` term).  0, or -1 (a learning policy, live mode, out of memory). */
 #define HBL_DIAG_COLD 0xffffffffffffffffULL
 int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, double scale);
+/* Writes' placements (scripts/write_credit.py; results/diagnosis/write-credit.txt), named by the
+ * write's request index and its first page: flip_write puts every page of that write on device
+ * `to` whatever the policy's targets were; judge_write queues its first page for hindsight credit
+ * as the placement agent's reward=2 queues a write (HBL_JUDGE_WRITE, the write itself counted,
+ * queued before it lands), horizon scale x hbl_characteristic_time (the agent's horizon 0).  A
+ * write's flips and judges are apart from the moves' and reads' above.  0, or -1. */
+int32_t hbl_sim_diag_flip_write(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to);
+int32_t hbl_sim_diag_judge_write(struct hbl_sim *s, uint64_t round, uint64_t page, double scale);
 /* A judged decision once its horizon has passed. */
 /* The device model's waits of a replay with diagnostics on, split (results/diagnosis/waits.txt): per
  * device d and direction w (0 read, 1 write): foreground I/Os (those that drained a full background
@@ -367,7 +375,8 @@ struct hbl_diag_waits {
 struct hbl_diag_credit {
     uint64_t round, page;
     int32_t from;              /* the page's device at the decision */
-    int32_t kind;              /* 0: a move (migrate()'s), 1: a read's promotion (hindsight.h enum hbl_judged_kind) */
+    int32_t kind;              /* 0: a move (migrate()'s), 1: a read's promotion, 2: a write's placement
+                                * (hindsight.h enum hbl_judged_kind) */
     uint32_t full;             /* bit d: device d was full then (hbl_judged.full) */
     uint32_t cold;             /* 1: judged as HBL_DIAG_COLD - k, a page of the fastest device */
     uint32_t victim_clean;     /* two devices: the fastest device's least recently used page then had a
@@ -392,6 +401,13 @@ struct hbl_diag_credit {
     double qwait[4], qwait_next[4];
     double sync_wait_at;
     struct hbl_diag_waits waits_at;
+    /* a write's placement (kind 2): cost[] split into the write itself (own), the later writes of
+     * its page in the horizon (rewrite, counted in nrewrite) and its later reads (reread, nreread);
+     * the write's pages; `clean` as hbl_judged.clean (bit d: the page a write onto a full d pushes
+     * off had a valid copy below then) */
+    double own[4], rewrite[4], reread[4];
+    uint32_t nrewrite, nreread, npages, clean;
+    double chain_measured[4];  /* chain[] as harmonia's credit_copy=1 charges it: hbl_measured_copy_time(d, d + 1) */
 };
 /* The judged decisions credited so far, and with ended = 1 those whose horizon had not passed when
  * the trace ended (credited with what they had): at most max into out; returns how many there are. */

@@ -171,6 +171,7 @@ struct hbl_sim {
     uint32_t nbg[4], bgcap[4];
     uint8_t bg_last[4];         /* the device's latest I/O was background (1 + its write flag) */
     uint64_t bgpages[4];
+    double bg_done_pages[4];   /* pages of background I/O served per device (started or drained): hindsight.c */
     double bg_next[4];          /* rate limit: earliest start of the next background I/O */
     double sync_done;           /* synchronous evictions of the current request complete here */
     uint32_t lru_head[4], lru_tail[4]; /* head = most recent */

@@ -69,6 +69,7 @@ void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const
         if (cap >= 0 && hbl_free_pages(s, d) * 8 <= cap) e->full |= (uint8_t)(1u << d);
     }
     if (q->clean_credit) e->clean = clean_victims(s);
+    e->measured_copy = q->measured_copy;
     e->live = 1;
     e->mark = (uint8_t)mark;
     e->skip = kind == HBL_JUDGE_READ;
@@ -94,6 +95,18 @@ double hbl_copy_time(const struct hbl_sim *s, int from, int to)
     const struct hbl_device_params *dv = s->cfg.dev;
     uint32_t ps = s->cfg.page_size;
     return hbl_page_time(&dv[from], 0, 1, ps) + hbl_page_time(&dv[to], 1, 1, ps);
+}
+
+static double bg_page_time(const struct hbl_sim *s, int d, int write)
+{
+    double n = s->bg_done_pages[d];
+    return n > 0 ? (s->st.background_busy_ns[d] + s->st.sync_busy_ns[d]) / n
+                 : hbl_page_time(&s->cfg.dev[d], write, 1, s->cfg.page_size);
+}
+
+double hbl_measured_copy_time(const struct hbl_sim *s, int from, int to)
+{
+    return bg_page_time(s, from, 0) + bg_page_time(s, to, 1);
 }
 
 double hbl_reference_latency(const struct hbl_sim *s)
@@ -177,10 +190,12 @@ double hbl_evalq_benefit(const struct hbl_sim *s, const struct hbl_judged *e, in
     /* copies are background I/O of single pages at scattered addresses, charged for the
      * foreground time they take */
     uint32_t ps = s->cfg.page_size;
-    if (e->kind == HBL_JUDGE_MOVE) b -= bg * hbl_copy_time(s, from, to);
-    else if (e->kind == HBL_JUDGE_READ) b -= bg * hbl_page_time(&dv[to], 1, 1, ps);
+    double (*copy)(const struct hbl_sim *, int, int) = e->measured_copy ? hbl_measured_copy_time : hbl_copy_time;
+    if (e->kind == HBL_JUDGE_MOVE) b -= bg * copy(s, from, to);
+    else if (e->kind == HBL_JUDGE_READ)
+        b -= bg * (e->measured_copy ? bg_page_time(s, to, 1) : hbl_page_time(&dv[to], 1, 1, ps));
     if (e->full & (1u << to) && to < hbl_slowest(s)) {   /* a page pushed off `to`, copied one device down */
-        if (!(e->clean & (1u << to))) b -= bg * hbl_copy_time(s, to, to + 1);
+        if (!(e->clean & (1u << to))) b -= bg * copy(s, to, to + 1);
         if (space) b -= space[to];
     }
     if (e->full & (1u << from) && e->kind != HBL_JUDGE_WRITE && space) b += space[from];

@@ -42,6 +42,7 @@ struct hbl_judged {
     uint32_t horizon;
     double cost[4];           /* device time of the page's accesses in the horizon, had it been on device d */
     uint32_t accesses;
+    uint8_t measured_copy;    /* its queue's measured_copy when queued */
 };
 
 #define HBL_EVAL_SPAN 4
@@ -52,6 +53,8 @@ struct hbl_evalq {
     uint8_t nstate;
     uint8_t tag64;            /* the page table field that tags a page under evaluation: aux64, or decision */
     uint8_t clean_credit;     /* 1: record hbl_judged.clean (the push-off copy charged only for a dirty page) */
+    uint8_t measured_copy;    /* 1: copies charged at hbl_measured_copy_time, not hbl_copy_time (harmonia's
+                               * credit_copy; results/diagnosis/write-credit.txt) */
 };
 
 int hbl_evalq_init(struct hbl_evalq *q, uint32_t cap, int nstate, int tag64);
@@ -87,6 +90,11 @@ double hbl_page_time(const struct hbl_device_params *p, int write, int n, uint32
 /* Device time of a background copy of one page from device `from` to device `to` (a read there,
  * a write here), before the background share. */
 double hbl_copy_time(const struct hbl_sim *s, int from, int to);
+/* The device time a page of background I/O (copies, evictions; queued in idle time or drained) has
+ * taken on device `from` and on device `to` so far in this run, each device's busy time on it over
+ * its pages (the queues serve an HDD's in LBA order and merge runs, so a copy seldom pays a whole
+ * seek and rotation); a device that served none yet: hbl_copy_time's part. */
+double hbl_measured_copy_time(const struct hbl_sim *s, int from, int to);
 /* Service time of one page read on the fastest device: the agents' rewards are this over a latency. */
 double hbl_reference_latency(const struct hbl_sim *s);
 /* Hindsight credits are in this unit: the device time saved by one page read moved from the

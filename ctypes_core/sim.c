@@ -266,6 +266,7 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
     int write = r->op == HBL_OP_WRITE;
     if (look_up(s, first, n, write)) return -1;
     if (s->ops->place) s->ops->place(s->pstate, s, r, s->slots, (int)n, s->targets);
+    if (s->diag) hbl_diag_place(s, (int)n, write);
 
     struct served v = { arrival, 0, 0, 0 };
     if (s->live) {

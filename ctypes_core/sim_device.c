@@ -152,6 +152,7 @@ static void bg_advance(struct hbl_sim *s, int d, double now)
         double t = dev_start(s, d, op.write, op.page, op.npages, bytes, start, 1);
         hbl_copy_started(s, &op, t);
         s->bg_last[d] = (uint8_t)(1 + op.write);   /* 1: a background read, 2: a write (sim_diag.c tells them apart) */
+        s->bg_done_pages[d] += op.npages;
         if (s->diag) hbl_diag_bg(s, d, op.write, op.npages);
         s->st.background_ios++;
         if (b->compete) s->bg_next[d] = t;
@@ -173,6 +174,7 @@ double hbl_bg_drain(struct hbl_sim *s, int d, uint32_t npages, double now)
     while (s->nbg[d] && !hbl_bg_room(s, d, npages)) {
         struct hbl_bgop op = bg_take(s, d);
         double busy = s->st.busy_ns[d];
+        s->bg_done_pages[d] += op.npages;
         if (s->diag) hbl_diag_drain(s, d, op.write, op.npages);
         double t = dev_io(s, d, op.write, op.page, op.npages, (double)op.npages * s->cfg.page_size, now);
         hbl_copy_started(s, &op, t);

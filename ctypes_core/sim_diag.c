@@ -11,14 +11,15 @@
 #include "sim_internal.h"
 #include "hindsight.h"
 
-struct hbl_diag_watch { uint64_t round, page; double scale; };
-struct hbl_diag_flip { uint64_t round, page; int32_t to; };
+struct hbl_diag_watch { uint64_t round, page; double scale; int write; };   /* write: a write's placement */
+struct hbl_diag_flip { uint64_t round, page; int32_t to; int write; };
 /* A judged decision's accesses until the next decision on its page (the policy's next chance to
  * move it): for a move, the rest of the first round in which the page is accessed again; for a
  * read's promotion, the page's next access (a read counted, a write not: it lands on the fastest
  * device either way). */
 struct hbl_diag_next { uint64_t until; double cost[4]; uint32_t accesses; uint8_t closed, seen;
-                       double qwait[4], qwait_next[4], sync_wait_at; struct hbl_diag_waits at; };
+                       double qwait[4], qwait_next[4], sync_wait_at; struct hbl_diag_waits at;
+                       double own[4], rewrite[4], reread[4]; uint32_t nrewrite, nreread, npages; uint8_t owned; };
 
 struct hbl_diag {
     struct hbl_diag_flip *flip; uint64_t nflip, fcap, fcursor;     /* sorted by round once feeding starts */
@@ -62,24 +63,36 @@ int32_t hbl_sim_diag_start(struct hbl_sim *s)
     return diag_of(s) ? 0 : -1;
 }
 
-int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to)
+static int32_t add_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to, int write)
 {
     struct hbl_diag *d = diag_of(s);
-    if (!d || to >= s->cfg.ndev) return -1;
+    if (!d || to >= s->cfg.ndev || (write && to < 0)) return -1;
     if (d->started) return -1;
     if (grow((void **)&d->flip, &d->fcap, d->nflip, sizeof(*d->flip))) return -1;
-    d->flip[d->nflip++] = (struct hbl_diag_flip){round, page, to};
+    d->flip[d->nflip++] = (struct hbl_diag_flip){round, page, to, write};
     return 0;
 }
 
-int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, double scale)
+static int32_t add_watch(struct hbl_sim *s, uint64_t round, uint64_t page, double scale, int write)
 {
     struct hbl_diag *d = diag_of(s);
     if (!d || d->started || !(scale > 0)) return -1;
     if (grow((void **)&d->watch, &d->wcap, d->nwatch, sizeof(*d->watch))) return -1;
-    d->watch[d->nwatch++] = (struct hbl_diag_watch){round, page, scale};
+    d->watch[d->nwatch++] = (struct hbl_diag_watch){round, page, scale, write};
     return 0;
 }
+
+int32_t hbl_sim_diag_flip(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to)
+{ return add_flip(s, round, page, to, 0); }
+
+int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, double scale)
+{ return add_watch(s, round, page, scale, 0); }
+
+int32_t hbl_sim_diag_flip_write(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to)
+{ return add_flip(s, round, page, to, 1); }
+
+int32_t hbl_sim_diag_judge_write(struct hbl_sim *s, uint64_t round, uint64_t page, double scale)
+{ return add_watch(s, round, page, scale, 1); }
 
 static struct hbl_diag_next *next_of(struct hbl_diag *d, const struct hbl_judged *e)
 {
@@ -108,10 +121,14 @@ static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struc
             c->copy[t] = e->kind == HBL_JUDGE_READ ? hbl_page_time(&s->cfg.dev[t], 1, 1, s->cfg.page_size)
                                                    : hbl_copy_time(s, e->from, t);
         c->chain[t] = t < hbl_slowest(s) ? hbl_copy_time(s, t, t + 1) : 0;
+        c->chain_measured[t] = t < hbl_slowest(s) ? hbl_measured_copy_time(s, t, t + 1) : 0;
         c->cost_next[t] = next_of(s->diag, e)->cost[t];
         c->qwait[t] = next_of(s->diag, e)->qwait[t];
         c->qwait_next[t] = next_of(s->diag, e)->qwait_next[t];
     }
+    const struct hbl_diag_next *x = next_of(s->diag, e);
+    for (int t = 0; t < s->cfg.ndev; t++) { c->own[t] = x->own[t]; c->rewrite[t] = x->rewrite[t]; c->reread[t] = x->reread[t]; }
+    c->nrewrite = x->nrewrite; c->nreread = x->nreread; c->npages = x->npages; c->clean = e->clean;
     c->accesses_next = next_of(s->diag, e)->accesses;
     c->sync_wait_at = next_of(s->diag, e)->sync_wait_at;
     c->waits_at = next_of(s->diag, e)->at;
@@ -203,6 +220,7 @@ int hbl_diag_round(struct hbl_sim *s, int m)
     struct hbl_diag *d = s->diag;
     uint64_t i, end = watched(d, s, &i);
     for (; i < end; i++) {   /* queued as the migration agent queues its candidates: before the moves */
+        if (d->watch[i].write) continue;
         uint32_t x = cold(s, d->watch[i].page);
         int c = x != HBL_NONE;
         if (!c) x = hbl_pt_find(&s->pt, d->watch[i].page);
@@ -210,6 +228,7 @@ int hbl_diag_round(struct hbl_sim *s, int m)
     }
     uint64_t f, fend = flips_now(d, s, &f);
     for (int forced = 0; f < fend; f++) {
+        if (d->flip[f].write) continue;
         uint32_t x = hbl_pt_find(&s->pt, d->flip[f].page);
         int k = 0, asked = 0, to = d->flip[f].to;
         for (int j = 0; j < m; j++) {
@@ -230,6 +249,7 @@ void hbl_diag_ask(struct hbl_sim *s, int n, int write)
     struct hbl_diag *d = s->diag;
     uint64_t first, end = watched(d, s, &first), f, fend = flips_now(d, s, &f);
     for (uint64_t w = first; w < end && !s->ops->migrate; w++) {   /* cold pages, as admit.c judges victims */
+        if (d->watch[w].write) continue;
         uint32_t x = cold(s, d->watch[w].page);
         if (x < s->pt.n) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_MOVE, 1);
     }
@@ -240,10 +260,36 @@ void hbl_diag_ask(struct hbl_sim *s, int n, int write)
         uint64_t page = s->pt.page[x];
         if (!write)   /* a read's promotion, judged as the read admission judges it (admit.c) */
             for (uint64_t w = first; w < end; w++)
-                if (d->watch[w].page == page) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_READ, 0);
+                if (d->watch[w].page == page && !d->watch[w].write) judge(d, s, x, d->watch[w].scale, HBL_JUDGE_READ, 0);
         for (uint64_t g = f; g < fend; g++)
-            if (d->flip[g].page == page && d->flip[g].to < 0) s->targets[i] = -1;
+            if (d->flip[g].page == page && d->flip[g].to < 0 && !d->flip[g].write) s->targets[i] = -1;
     }
+}
+
+void hbl_diag_place(struct hbl_sim *s, int n, int write)
+{
+    struct hbl_diag *d = s->diag;
+    uint64_t first, end = watched(d, s, &first), f, fend = flips_now(d, s, &f);
+    if (!write || n < 1) return;
+    uint64_t page = s->pt.page[s->slots[0]];
+    for (uint64_t w = first; w < end; w++)   /* as rl.c queues a write: its first page, before it lands */
+        if (d->watch[w].write && d->watch[w].page == page) {
+            uint64_t before = d->nnext;
+            judge(d, s, s->slots[0], d->watch[w].scale, HBL_JUDGE_WRITE, 0);
+            if (d->nnext > before) d->next[before].npages = (uint32_t)n;
+        }
+    for (uint64_t g = f; g < fend; g++)
+        if (d->flip[g].write && d->flip[g].page == page)
+            for (int i = 0; i < n; i++) s->targets[i] = (int8_t)d->flip[g].to;
+}
+
+/* A judged write's access: the write itself, a later write or a later read of its page. */
+static void split_write(struct hbl_diag_next *x, const struct hbl_sim *s, int n, int write)
+{
+    double *into = !x->owned ? x->own : write ? x->rewrite : x->reread;
+    if (x->owned) { if (write) x->nrewrite++; else x->nreread++; }
+    x->owned = 1;
+    for (int dv = 0; dv < s->cfg.ndev; dv++) into[dv] += hbl_page_time(&s->cfg.dev[dv], write, n, s->cfg.page_size);
 }
 
 /* Device d's mean background wait per foreground I/O so far (results/diagnosis/waits.txt). */
@@ -263,6 +309,7 @@ static void until_next(struct hbl_diag *d, const struct hbl_sim *s, const uint32
         const struct hbl_judged *e = &d->q.e[t - 1];
         if (!e->live || e->slot != slots[i] || e->skip) continue;
         struct hbl_diag_next *x = next_of(d, e);
+        if (!e->gone && e->kind == HBL_JUDGE_WRITE) split_write(x, s, n, write);
         if (!e->gone)   /* as hbl_evalq_observe counts the access in cost[] */
             for (int dv = 0; dv < s->cfg.ndev; dv++) x->qwait[dv] += qwait(d, dv) / n;   /* an I/O's wait shared over its pages */
         if (x->closed) continue;

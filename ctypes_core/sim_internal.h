@@ -124,6 +124,9 @@ int hbl_diag_round(struct hbl_sim *s, int m);
 /* A request's pages and targets in s->slots, s->targets, before its moves are asked: a read's
  * promotions judged, the flip applied. */
 void hbl_diag_ask(struct hbl_sim *s, int n, int write);
+/* A request's targets as placement set them, before its pages land: a write's placement judged,
+ * a write's flip applied. */
+void hbl_diag_place(struct hbl_sim *s, int n, int write);
 /* Page x moved from `from` to `to` (a move migrate() or a request asked for, made): logged. */
 void hbl_diag_moved(struct hbl_sim *s, uint32_t x, int from, int to);
 /* A request served: the judged decisions credited. */

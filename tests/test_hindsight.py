@@ -115,3 +115,18 @@ def test_credit_resident_credits_a_promotion_only_with_the_reads_before_its_evic
     assert resident.fast_read_hits > 10_000
     with pytest.raises(HblError, match="credit_resident must be 0 or 1"):
         run("credit_resident=2")
+
+
+def test_credit_copy_keeps_an_untrained_agent_writing_fast_and_is_off_by_default():
+    """credit_copy=1 (copies charged at the run's measured background device time per page, not a
+    scattered page's seek and rotation; results/diagnosis/write-credit.txt): on cost a log's copies
+    down to the HDD are near-sequential, so a fast write's push-off charge no longer outweighs the
+    HDD write it saves and the untrained placement agent keeps writing fast.  credit_copy=0 is the
+    default; other values are refused."""
+    run = lambda *p: simulate("synth:log:requests=60000,seed=2", hss="cost", policy="harmonia", seed=1,
+                              load_agents=False, params=["reward=2", *p])
+    default, off, on = run(), run("credit_copy=0"), run("credit_copy=1")
+    assert default["avg_latency_us"] == off["avg_latency_us"]
+    assert off["fast_write_share"] < 0.7 and on["fast_write_share"] > 0.99
+    with pytest.raises(HblError, match="credit_copy must be 0 or 1"):
+        run("credit_copy=2")

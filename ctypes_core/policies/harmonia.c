@@ -45,6 +45,11 @@ static const struct hbl_param_doc params[] = {
                      "charges the copy down of the page a promotion pushes off only when that page is dirty "
                      "(a clean one, with a valid copy below, is evicted for free); 0 charges it always "
                      "[ours, an experiment, results/diagnosis/credit.txt F2, results/pretrain/clean-credit.txt]"},
+    {"credit_copy", "1: the hindsight credits (reward=2, m_reward=2, read_admit 5, 6, 8, 9) charge a copy (a move's, "
+                    "a promotion's write, the copy down of a page pushed off a full device) at the device time the "
+                    "run's background I/O has taken per page on each device so far, not a single scattered page's "
+                    "(an HDD's background queue is served in LBA order) [ours, an experiment, "
+                    "results/diagnosis/write-credit.txt]"},
     {"credit_resident", "1: read admission's hindsight credit (read_admit 5, 6, 8, 9) of a promoted read miss ends "
                         "when its page leaves the fastest device (an eviction), the reads it served there less its "
                         "copy and push-off charges, its horizon the longest it runs; 0 runs it over the whole horizon "
@@ -116,6 +121,12 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
         goto fail;
     }
     st->admit.q.clean_credit = st->ma.evalq.clean_credit = (uint8_t)clean;
+    double copy = hbl_param(p, "credit_copy", 0);
+    if (copy != 0 && copy != 1) {
+        snprintf(err, errlen, "credit_copy must be 0 or 1");
+        goto fail;
+    }
+    st->admit.q.measured_copy = st->ma.evalq.measured_copy = st->pa.evalq.measured_copy = (uint8_t)copy;
     double resident = hbl_param(p, "credit_resident", 0);
     if (resident != 0 && resident != 1) {
         snprintf(err, errlen, "credit_resident must be 0 or 1");
