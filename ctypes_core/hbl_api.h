@@ -361,6 +361,10 @@ int32_t hbl_sim_diag_judge(struct hbl_sim *s, uint64_t round, uint64_t page, dou
  * write's flips and judges are apart from the moves' and reads' above.  0, or -1. */
 int32_t hbl_sim_diag_flip_write(struct hbl_sim *s, uint64_t round, uint64_t page, int32_t to);
 int32_t hbl_sim_diag_judge_write(struct hbl_sim *s, uint64_t round, uint64_t page, double scale);
+/* The judged decisions' queue as harmonia's options set the placement agent's: measured_copy
+ * (credit_copy=1), end_next (credit_next=1: an evaluation ends at its page's next write, that write not
+ * counted).  Before the replay starts; 0, or -1. */
+int32_t hbl_sim_diag_credit_opts(struct hbl_sim *s, int32_t measured_copy, int32_t end_next);
 /* A judged decision once its horizon has passed. */
 /* The device model's waits of a replay with diagnostics on, split (results/diagnosis/waits.txt): per
  * device d and direction w (0 read, 1 write): foreground I/Os (those that drained a full background

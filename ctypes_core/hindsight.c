@@ -54,8 +54,11 @@ void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const
                     enum hbl_judged_kind kind, int mark, uint32_t horizon)
 {
     if (q->n == q->cap) return;
-    const struct hbl_judged *old = entry_of(q, s, slot);
-    if (old && !old->gone) return;
+    struct hbl_judged *old = entry_of(q, s, slot);
+    if (old && !old->gone) {
+        if (!q->end_next) return;
+        old->gone = 1;   /* this decision places the page again: the old one's evaluation ends here */
+    }
     uint32_t i = (q->head + q->n) % q->cap;
     struct hbl_judged *e = &q->e[i];
     memset(e, 0, sizeof(*e));
@@ -70,6 +73,7 @@ void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const
     }
     if (q->clean_credit) e->clean = clean_victims(s);
     e->measured_copy = q->measured_copy;
+    e->born = s->nreq;
     e->live = 1;
     e->mark = (uint8_t)mark;
     e->skip = kind == HBL_JUDGE_READ;
@@ -130,6 +134,7 @@ void hbl_evalq_observe(struct hbl_evalq *q, struct hbl_sim *s, const uint32_t *s
     for (int i = 0; i < n; i++) {
         struct hbl_judged *e = entry_of(q, s, slots[i]);
         if (!e || e->gone) continue;
+        if (write && q->end_next && e->born != s->nreq) { e->gone = 1; continue; }   /* placed again */
         if (e->skip) { e->skip = 0; continue; }
         for (int d = 0; d < s->cfg.ndev; d++) e->cost[d] += t[d];
         e->accesses++;

@@ -43,6 +43,7 @@ struct hbl_judged {
     double cost[4];           /* device time of the page's accesses in the horizon, had it been on device d */
     uint32_t accesses;
     uint8_t measured_copy;    /* its queue's measured_copy when queued */
+    uint64_t born;            /* the request it was decided at (s->nreq) */
 };
 
 #define HBL_EVAL_SPAN 4
@@ -55,6 +56,10 @@ struct hbl_evalq {
     uint8_t clean_credit;     /* 1: record hbl_judged.clean (the push-off copy charged only for a dirty page) */
     uint8_t measured_copy;    /* 1: copies charged at hbl_measured_copy_time, not hbl_copy_time (harmonia's
                                * credit_copy; results/diagnosis/write-credit.txt) */
+    uint8_t end_next;         /* 1: a decision's evaluation ends at its page's next placement decision: a new
+                               * decision queued on it, or a later write to it (a write places its pages again),
+                               * that access not counted (it is the next decision's); harmonia's credit_next,
+                               * results/diagnosis/write-credit-next.txt */
 };
 
 int hbl_evalq_init(struct hbl_evalq *q, uint32_t cap, int nstate, int tag64);
@@ -63,10 +68,12 @@ void hbl_evalq_free(struct hbl_evalq *q);
  * a page that had moved would stay: until `horizon` requests pass without an access (LRU
  * residency; the first access of an HBL_JUDGE_READ, the deciding read, not counted), at most
  * HBL_EVAL_SPAN horizons; `mark` is the caller's.  A page already under evaluation is not queued again (its first decision keeps
- * its accesses), unless its page left (hbl_evalq_left); nor is one when the queue is full. */
+ * its accesses), unless its page left (hbl_evalq_left) or the queue has end_next (the first decision's evaluation
+ * ends here); nor is one when the queue is full. */
 void hbl_evalq_push(struct hbl_evalq *q, struct hbl_sim *s, uint32_t slot, const uint8_t *state,
                     enum hbl_judged_kind kind, int mark, uint32_t horizon);
-/* A request served: credit the decisions on its pages with what it costs on each device. */
+/* A request served: credit the decisions on its pages with what it costs on each device (end_next: a
+ * write ends the evaluations on its pages decided before this request instead). */
 void hbl_evalq_observe(struct hbl_evalq *q, struct hbl_sim *s, const uint32_t *slots, int n, int write);
 /* The page of a live decision of `kind` left the device it was put on (back 0: harmonia's
  * credit_resident): the decision's evaluation ends there, credited with the accesses it had, and it

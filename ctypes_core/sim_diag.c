@@ -31,6 +31,7 @@ struct hbl_diag {
     struct hbl_diag_move *moves; uint64_t nmoves, mcap;
     struct hbl_diag_waits w; int draining;   /* the device model's waits, split */
     double *rdrain; uint64_t nrdrain, rdcap;  /* pages drained synchronously, per migrate_every requests */
+    uint8_t measured_copy, end_next;        /* the queue's options (hbl_sim_diag_credit_opts) */
 };
 
 static struct hbl_diag *diag_of(struct hbl_sim *s)
@@ -94,6 +95,15 @@ int32_t hbl_sim_diag_flip_write(struct hbl_sim *s, uint64_t round, uint64_t page
 int32_t hbl_sim_diag_judge_write(struct hbl_sim *s, uint64_t round, uint64_t page, double scale)
 { return add_watch(s, round, page, scale, 1); }
 
+int32_t hbl_sim_diag_credit_opts(struct hbl_sim *s, int32_t measured_copy, int32_t end_next)
+{
+    struct hbl_diag *d = diag_of(s);
+    if (!d || d->started) return -1;
+    d->measured_copy = (uint8_t)(measured_copy != 0);
+    d->end_next = (uint8_t)(end_next != 0);
+    return 0;
+}
+
 static struct hbl_diag_next *next_of(struct hbl_diag *d, const struct hbl_judged *e)
 {
     uint32_t k;
@@ -155,6 +165,8 @@ static void start(struct hbl_diag *d)
     if (d->nwatch && !hbl_evalq_init(&d->q, (uint32_t)d->nwatch, sizeof(uint64_t) + 2 + sizeof(uint32_t), 0))
         d->have_q = 1;
     d->q.clean_credit = 1;   /* benefit_clean; benefit is the credit as the agents' queues have it by default */
+    d->q.measured_copy = d->measured_copy;
+    d->q.end_next = d->end_next;
 }
 
 /* The flips of this request count: [*first, return value). */

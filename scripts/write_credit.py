@@ -52,10 +52,12 @@ class Run:
     (judge: [(index, page)]) and cold pages judged (cold: [(index, COLD - k)]): its latency, counters
     and the credits of the judged decisions."""
 
-    def __init__(self, policy, cfg, caps, data, flips=(), to=None, judge=(), cold=()):
+    def __init__(self, policy, cfg, caps, data, flips=(), to=None, judge=(), cold=(), opts=None):
         sim = Simulator(cfg, policy, caps)
         if lib.hbl_sim_diag_start(sim.sim):
             raise HblError("hbl_sim_diag_start refused")
+        if opts and lib.hbl_sim_diag_credit_opts(sim.sim, *opts):   # (measured_copy, end_next)
+            raise HblError("hbl_sim_diag_credit_opts refused")
         for r, p in flips:
             if lib.hbl_sim_diag_flip_write(sim.sim, r, p, to):
                 raise HblError("hbl_sim_diag_flip_write refused")
@@ -89,8 +91,9 @@ class Run:
                 self.credits[(c.round, c.page)] = v
 
 
-def terms(c, space):
-    """The credit of writing fast (to = 0) against the slowest device, and its parts (ns)."""
+def terms(c, space, nxt=None):
+    """The credit of writing fast (to = 0) against the slowest device, and its parts (ns); nxt: the same
+    decision judged with credit_copy=1 credit_next=1 (its evaluation ended at the page's next write)."""
     s = len(c["cost"]) - 1
     full = bool(c["full"] & 1)
     dirty = not (c["clean"] & 1)
@@ -107,6 +110,10 @@ def terms(c, space):
     t["credit_m"] = acc - t["push_m"]      # harmonia's credit_copy=1
     t["credit_space"] = t["credit"] - t["space"]
     t["credit_n"] = t["credit"] * c["npages"]
+    if nxt is not None:
+        full_n = bool(nxt["full"] & 1)
+        t["next_m"] = nxt["benefit"][0]                                           # credit_copy=1 credit_next=1
+        t["next"] = t["next_m"] + (nxt["bg"] * (nxt["chain_m"][0] - nxt["chain"][0]) if full_n else 0.0)
     return t
 
 
@@ -114,7 +121,7 @@ def group_of(c):
     return "unread" if c["accesses"] <= 1 else "reread" if c["nreread"] else "rewritten"
 
 
-def check(policy, hss, trace, reps, frac, seed, out):
+def check(policy, hss, trace, reps, frac, seed, out, with_next=False):
     cfg = load_hss(hss)
     data, fp = load(trace)
     caps = cfg.capacity_pages(fp, PS)
@@ -133,6 +140,9 @@ def check(policy, hss, trace, reps, frac, seed, out):
         one = Run(policy, cfg, caps, data, judge=judged, cold=cold)
         if abs(one.latency - base.latency) > 1e-6 * base.latency:
             raise AssertionError("judging changed the replay")
+        nx = Run(policy, cfg, caps, data, judge=judged, opts=(1, 1)) if with_next else None
+        if nx and abs(nx.latency - base.latency) > 1e-6 * base.latency:
+            raise AssertionError("judging changed the replay")
         v = [c["cost"][1] - c["cost"][0] for c in one.cold if not c["ended"]]
         space = float(np.mean(v)) if v else 0.0
         groups = {}
@@ -144,7 +154,7 @@ def check(policy, hss, trace, reps, frac, seed, out):
             flip = Run(policy, cfg, caps, data, flips=ds, to=slow)
             sums = {}
             for d in ds:
-                for k, x in terms(one.credits[d], space).items():
+                for k, x in terms(one.credits[d], space, nx.credits.get(d) if nx else None).items():
                     sums[k] = sums.get(k, 0.0) + x
             out.write(json.dumps(dict(head, rep=rep, group=g, n=len(ds), space=space, nspace=len(v),
                                       truth=flip.latency - base.latency, sums=sums,
@@ -154,7 +164,8 @@ def check(policy, hss, trace, reps, frac, seed, out):
 
 COLS = (("truth", "truth"), ("credit", "credit"), ("own", "own"), ("rewrite", "rewrite"), ("reread", "reread"),
         ("push", "-push"), ("push_c", "-push_c"), ("space", "-space"), ("credit_clean", "clean"),
-        ("credit_n", "x npages"), ("push_m", "-push_m"), ("credit_m", "copy_m"))
+        ("credit_n", "x npages"), ("push_m", "-push_m"), ("credit_m", "copy_m"), ("next", "next"),
+        ("next_m", "next_m"))
 
 
 def report(path, out=sys.stdout):
@@ -166,7 +177,8 @@ def report(path, out=sys.stdout):
       "to 0 as reward=2 alone computes it; credit = own + rewrite + reread - push; -space: what m_reward=2's\n"
       "space[0] would subtract more; clean: the credit with credit_clean; x npages: credit x the write's pages;\n"
       "-push_m, copy_m: the push-off copy and the credit with harmonia's credit_copy=1, the copy at the run's\n"
-      "measured background device time per page)\n")
+      "measured background device time per page; next_m: the credit with credit_copy=1 and credit_next=1, the\n"
+      "evaluation ended at the page's next write, which is not counted; next: the same without credit_copy)\n")
     w("%-5s %-38s %-9s %5s %4s %4s %4s " % ("hss", "trace", "group", "n", "full", "dirt", "bg")
       + " ".join("%8s" % h for _, h in COLS) + "\n")
 
@@ -193,7 +205,7 @@ def report(path, out=sys.stdout):
     w("\nsign agreement (sets): credit > 0 where truth > 0, per HSS\n")
     for hss in sorted({k[0] for k in keys}):
         sel = [r for r in rows if r["hss"] == hss]
-        for k in ("credit", "credit_clean", "credit_space", "credit_n", "credit_m"):
+        for k in ("credit", "credit_clean", "credit_space", "credit_n", "credit_m", "next", "next_m"):
             if not all(k in r["sums"] for r in sel):
                 continue
             agree = sum((r["sums"][k] > 0) == (r["truth"] > 0) for r in sel)
@@ -210,6 +222,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="-")
     ap.add_argument("--report", metavar="JSONL")
+    ap.add_argument("--next", action="store_true", help="also judge the writes with credit_copy=1 credit_next=1 "
+                    "(columns next_m, and next: without credit_copy)")
     a = ap.parse_args(argv)
     if a.report:
         return report(a.report)
@@ -219,7 +233,7 @@ def main(argv=None):
     try:
         for hss in a.hss.split(","):
             for t in a.trace:
-                check(a.policy, hss, t, a.reps, a.frac, a.seed, out)
+                check(a.policy, hss, t, a.reps, a.frac, a.seed, out, a.next)
     except HblError as e:
         sys.exit("write_credit: %s" % e)
 

@@ -130,3 +130,17 @@ def test_credit_copy_keeps_an_untrained_agent_writing_fast_and_is_off_by_default
     assert off["fast_write_share"] < 0.7 and on["fast_write_share"] > 0.99
     with pytest.raises(HblError, match="credit_copy must be 0 or 1"):
         run("credit_copy=2")
+
+
+def test_credit_next_is_off_by_default_and_changes_the_untrained_agent():
+    """credit_next=1 (a write decision's credit ends at its page's next write, that write's own
+    decision then queued; results/diagnosis/write-credit-next.txt): 0 is the default; with reward=2 the
+    credits, so the untrained agent's choices, change on a log whose pages are rewritten; other values
+    are refused."""
+    run = lambda *p: simulate("synth:log:requests=60000,seed=2", hss="cost", policy="harmonia", seed=1,
+                              load_agents=False, params=["reward=2", "credit_copy=1", *p])
+    default, off, on = run(), run("credit_next=0"), run("credit_next=1")
+    assert default["avg_latency_us"] == off["avg_latency_us"]
+    assert on["avg_latency_us"] != off["avg_latency_us"]
+    with pytest.raises(HblError, match="credit_next must be 0 or 1"):
+        run("credit_next=2")

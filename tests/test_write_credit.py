@@ -69,3 +69,24 @@ def test_write_flips_are_refused_where_moves_are(tmp_path):
     sim = Simulator(cfg, "lru", caps)
     assert lib.hbl_sim_diag_flip_write(sim.sim, WROTE_AT, HOT, -1) == -1   # a write lands somewhere
     assert lib.hbl_sim_diag_judge_write(sim.sim, WROTE_AT, HOT, 1.0) == 0
+
+
+def test_credit_next_ends_a_write_credit_at_the_pages_next_write(tmp_path):
+    """credit_next (hindsight.c end_next; harmonia's --param credit_next=1): a later write places the
+    page again, so the first write's evaluation ends there, credited with the write itself only (the
+    rewrites are not its), and the later write judged is queued as a decision of its own, which it is
+    not while the first one's evaluation runs."""
+    wc = script("write_credit")
+    cfg, caps, data = _trace(tmp_path / "w.csv", rewrites=5)
+    later = WROTE_AT + 10                                       # the first rewrite's request
+    judge = [(WROTE_AT, HOT), (later, HOT)]
+    old = wc.Run("lru", cfg, caps, data, judge=judge)
+    nxt = wc.Run("lru", cfg, caps, data, judge=judge, opts=(0, 1))
+    assert nxt.latency == old.latency                           # judging changes nothing
+    c, n = old.credits[(WROTE_AT, HOT)], nxt.credits[(WROTE_AT, HOT)]
+    assert c["accesses"] == 6 and (later, HOT) not in old.credits
+    assert n["accesses"] == 1 and not n["ended"]
+    t = wc.terms(c, space=0.0)
+    assert n["cost"][1] - n["cost"][0] == pytest.approx(t["own"])
+    assert n["benefit"][0] == pytest.approx(t["own"] - t["push"])
+    assert nxt.credits[(later, HOT)]["accesses"] == 1           # itself: the next rewrite ends it in turn

@@ -50,6 +50,11 @@ static const struct hbl_param_doc params[] = {
                     "run's background I/O has taken per page on each device so far, not a single scattered page's "
                     "(an HDD's background queue is served in LBA order) [ours, an experiment, "
                     "results/diagnosis/write-credit.txt]"},
+    {"credit_next", "1: the placement agent's hindsight credit (reward=2) of a decision on a page ends at the page's "
+                    "next placement decision (a later write places the page again; a read, with place_reads=1), "
+                    "credited with the accesses it had until then, that one not counted (it is the next decision's, "
+                    "now queued); 0 counts every access in the horizon as if the page stayed where the first put it "
+                    "[ours, an experiment, results/diagnosis/write-credit-next.txt]"},
     {"credit_resident", "1: read admission's hindsight credit (read_admit 5, 6, 8, 9) of a promoted read miss ends "
                         "when its page leaves the fastest device (an eviction), the reads it served there less its "
                         "copy and push-off charges, its horizon the longest it runs; 0 runs it over the whole horizon "
@@ -127,6 +132,12 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
         goto fail;
     }
     st->admit.q.measured_copy = st->ma.evalq.measured_copy = st->pa.evalq.measured_copy = (uint8_t)copy;
+    double next = hbl_param(p, "credit_next", 0);
+    if (next != 0 && next != 1) {
+        snprintf(err, errlen, "credit_next must be 0 or 1");
+        goto fail;
+    }
+    st->pa.evalq.end_next = (uint8_t)next;
     double resident = hbl_param(p, "credit_resident", 0);
     if (resident != 0 && resident != 1) {
         snprintf(err, errlen, "credit_resident must be 0 or 1");
