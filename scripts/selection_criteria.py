@@ -19,12 +19,13 @@ def load(path):
     return d, lat
 
 
-def per_online(path, traces=None):
-    """{pretraining seed: [geomean per online seed]} over traces (default: all of the file's)."""
+def per_online(path, traces=None, group=None):
+    """{pretraining seed: [geomean per online seed]} over traces (default: all of the file's), for the
+    pretraining seeds in group (default: all of the file's)."""
     d, lat = load(path)
     traces = traces or d["traces"]
     return {k: [math.exp(sum(math.log(lat[(t, k, s)] / d["fast_only"][t]) for t in traces) / len(traces))
-                for s in range(1, d["online"] + 1)] for k in range(1, d["seeds"] + 1)}
+                for s in range(1, d["online"] + 1)] for k in group or range(1, d["seeds"] + 1)}
 
 
 def mean(x):
@@ -37,14 +38,16 @@ def main():
     ap.add_argument("--val", action="append", required=True, help="seed_scores JSON on the S0/S1 set, per --hss")
     ap.add_argument("--real", action="append", required=True, help="seed_scores JSON on the S2 set, per --hss")
     ap.add_argument("--check", action="append", required=True, help="seed_scores JSON on the check, per --hss")
+    ap.add_argument("--group", metavar="A-B", help="choose among pretraining seeds A..B only (default: all)")
     a = ap.parse_args()
+    g = range(int(a.group.split("-")[0]), int(a.group.split("-")[1]) + 1) if a.group else None
     verdict = {}
     for h, val, real, check in zip(a.hss, a.val, a.real, a.check):
-        v, r, c = per_online(val), per_online(real), per_online(check)
+        v, r, c = per_online(val, group=g), per_online(real, group=g), per_online(check, group=g)
         d, _ = load(check)
         synth = [t for t in d["traces"] if t.startswith("synth:")]
         apps = [t for t in d["traces"] if not t.startswith("synth:")]
-        cs, ca = per_online(check, synth), per_online(check, apps)
+        cs, ca = per_online(check, synth, g), per_online(check, apps, g)
         picks = {"S0": min(v, key=lambda k: v[k][0]), "S1": min(v, key=lambda k: mean(v[k])),
                  "S2": min(r, key=lambda k: mean(r[k]))}
         print("HSS %s" % h)
