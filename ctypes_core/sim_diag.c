@@ -121,6 +121,7 @@ static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struc
     *c = (struct hbl_diag_credit){round, s->pt.page[e->slot], e->from, e->kind, e->full, e->mark,
                                   e->s[sizeof(uint64_t) + 1], e->horizon, e->accesses,
                                   s->nreq, ended, {0}, bg, {0}, {0}, {0}, {0}, 0, {0}};
+    const struct hbl_diag_next *x = next_of(s->diag, e);
     struct hbl_judged dirty = *e;   /* the credit without credit_clean: every page pushed off copied down */
     dirty.clean = 0;
     for (int t = 0; t < s->cfg.ndev; t++) {
@@ -132,16 +133,17 @@ static void fill(struct hbl_diag_credit *c, const struct hbl_sim *s, const struc
                                                    : hbl_copy_time(s, e->from, t);
         c->chain[t] = t < hbl_slowest(s) ? hbl_copy_time(s, t, t + 1) : 0;
         c->chain_measured[t] = t < hbl_slowest(s) ? hbl_measured_copy_time(s, t, t + 1) : 0;
-        c->cost_next[t] = next_of(s->diag, e)->cost[t];
-        c->qwait[t] = next_of(s->diag, e)->qwait[t];
-        c->qwait_next[t] = next_of(s->diag, e)->qwait_next[t];
+        c->cost_next[t] = x->cost[t];
+        c->qwait[t] = x->qwait[t];
+        c->qwait_next[t] = x->qwait_next[t];
+        c->own[t] = x->own[t];
+        c->rewrite[t] = x->rewrite[t];
+        c->reread[t] = x->reread[t];
     }
-    const struct hbl_diag_next *x = next_of(s->diag, e);
-    for (int t = 0; t < s->cfg.ndev; t++) { c->own[t] = x->own[t]; c->rewrite[t] = x->rewrite[t]; c->reread[t] = x->reread[t]; }
     c->nrewrite = x->nrewrite; c->nreread = x->nreread; c->npages = x->npages; c->clean = e->clean;
-    c->accesses_next = next_of(s->diag, e)->accesses;
-    c->sync_wait_at = next_of(s->diag, e)->sync_wait_at;
-    c->waits_at = next_of(s->diag, e)->at;
+    c->accesses_next = x->accesses;
+    c->sync_wait_at = x->sync_wait_at;
+    c->waits_at = x->at;
 }
 
 static int by_round(const void *a, const void *b)
@@ -280,9 +282,9 @@ void hbl_diag_ask(struct hbl_sim *s, int n, int write)
 
 void hbl_diag_place(struct hbl_sim *s, int n, int write)
 {
+    if (!write || n < 1) return;   /* (hbl_diag_ask moves the cursors on every request) */
     struct hbl_diag *d = s->diag;
     uint64_t first, end = watched(d, s, &first), f, fend = flips_now(d, s, &f);
-    if (!write || n < 1) return;
     uint64_t page = s->pt.page[s->slots[0]];
     for (uint64_t w = first; w < end; w++)   /* as rl.c queues a write: its first page, before it lands */
         if (d->watch[w].write && d->watch[w].page == page) {

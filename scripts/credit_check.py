@@ -426,16 +426,23 @@ def main(argv=None):
     if not a.trace:
         ap.error("--trace is required (or --report)")
     out = sys.stdout if a.out == "-" else open(a.out, "w")
+    if a.singles:
+        one = lambda hss, t: check(a.policy, hss, t, a.singles, a.seed, out)
+    else:
+        one = lambda hss, t: check_sets(a.policy, hss, t, a.reps, a.frac or {"hps": 0.25, "lru": 0.02}[a.policy],
+                                        a.seed, out)
+    each_run("credit_check", a.hss, a.trace, one)
+
+
+def each_run(prog, hss, traces, one):
+    """one(hss, trace) for every HSS of the comma-separated `hss` and every trace; bad input (HblError)
+    ends the program with a line naming `prog`, not a traceback (write_credit.py's loop too)."""
     try:
-        for hss in a.hss.split(","):
-            for t in a.trace:
-                if a.singles:
-                    check(a.policy, hss, t, a.singles, a.seed, out)
-                else:
-                    check_sets(a.policy, hss, t, a.reps, a.frac or {"hps": 0.25, "lru": 0.02}[a.policy], a.seed,
-                               out)
+        for h in hss.split(","):
+            for t in traces:
+                one(h, t)
     except HblError as e:
-        sys.exit("credit_check: %s" % e)
+        sys.exit("%s: %s" % (prog, e))
 
 
 if __name__ == "__main__":

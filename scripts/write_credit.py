@@ -36,7 +36,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from credit_check import COLD, NCOLD, load  # noqa: E402
+from credit_check import COLD, NCOLD, each_run, load  # noqa: E402
 
 from hbl.core import ffi, lib  # noqa: E402
 from hbl.devices import load_hss  # noqa: E402
@@ -84,7 +84,7 @@ class Run:
                      benefit_clean=list(c.benefit_clean)[:nd], chain=list(c.chain)[:nd], own=list(c.own)[:nd],
                      rewrite=list(c.rewrite)[:nd], reread=list(c.reread)[:nd], nrewrite=c.nrewrite,
                      nreread=c.nreread, npages=c.npages,
-                     chain_m=list(getattr(c, "chain_measured", [0.0] * 4))[:nd])
+                     chain_m=list(c.chain_measured)[:nd])
             if c.cold:
                 self.cold.append(v)
             else:
@@ -230,12 +230,7 @@ def main(argv=None):
     if not a.trace:
         ap.error("--trace is required (or --report)")
     out = sys.stdout if a.out == "-" else open(a.out, "w")
-    try:
-        for hss in a.hss.split(","):
-            for t in a.trace:
-                check(a.policy, hss, t, a.reps, a.frac, a.seed, out, a.next)
-    except HblError as e:
-        sys.exit("write_credit: %s" % e)
+    each_run("write_credit", a.hss, a.trace, lambda hss, t: check(a.policy, hss, t, a.reps, a.frac, a.seed, out, a.next))
 
 
 if __name__ == "__main__":
