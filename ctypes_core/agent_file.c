@@ -37,6 +37,37 @@ static void shape_of(const struct hbl_agent_config *c, struct shape *s)
     s->vmax = c->head == HBL_HEAD_C51 ? c->vmax : 0;
 }
 
+static void layers(const struct shape *s, char *out, size_t n)
+{
+    int k = 0;
+    out[0] = 0;
+    for (int i = 0; i < s->nhidden && i < 4 && k >= 0 && (size_t)k < n; i++)
+        k += snprintf(out + k, n - (size_t)k, i ? "x%d" : "%d", s->hidden[i]);
+}
+
+/* What differs between a file's agent (f) and this configuration's (m), the first difference named. */
+static void shape_diff(const struct shape *f, const struct shape *m, char *out, size_t n)
+{
+    char a[48], b[48];
+    if (f->nfeatures != m->nfeatures || memcmp(f->nbins, m->nbins, 16))
+        snprintf(out, n, "%d state features in the file, %d here%s", f->nfeatures, m->nfeatures,
+                 f->nfeatures == m->nfeatures ? " (binned differently)" : "");
+    else if (f->nactions != m->nactions)
+        snprintf(out, n, "%d actions (devices) in the file, %d here", f->nactions, m->nactions);
+    else if (f->nhidden != m->nhidden || memcmp(f->hidden, m->hidden, sizeof(f->hidden))) {
+        layers(f, a, sizeof(a)); layers(m, b, sizeof(b));
+        snprintf(out, n, "hidden layers %s in the file, %s here", a, b);
+    } else if (f->head != m->head)
+        snprintf(out, n, "another output head (%d in the file, %d here)", f->head, m->head);
+    else if (f->atoms != m->atoms)
+        snprintf(out, n, "%d atoms in the file, %d here", f->atoms, m->atoms);
+    else if (f->vmin != m->vmin || f->vmax != m->vmax)
+        snprintf(out, n, "value range %g..%g in the file, %g..%g here (the reward, vmin and vmax parameters set it)",
+                 f->vmin, f->vmax, m->vmin, m->vmax);
+    else
+        snprintf(out, n, "another number of weights");
+}
+
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
     const uint8_t *b = p;
@@ -159,9 +190,9 @@ int32_t hbl_agents_load(const char *path, const char *policy, struct hbl_agent *
             memcpy(&np, buf + off, 4); off += 4;
             shape_of(&ag->cfg, &mine);
             if (memcmp(&s, &mine, sizeof(s)) || np != (uint32_t)ag->m.np) {
-                snprintf(err, errlen, "%s: agent %d has another shape (features, bins, devices, layers or head) "
-                         "than this configuration: %d features x %d actions in the file, %d x %d here",
-                         path, k, s.nfeatures, s.nactions, mine.nfeatures, mine.nactions);
+                char what[160];
+                shape_diff(&s, &mine, what, sizeof(what));
+                snprintf(err, errlen, "%s: agent %d has another shape than this configuration: %s", path, k, what);
                 goto out;
             }
             size_t pn = version == 1 ? (size_t)ag->m.pnp * 4u : (size_t)ag->m.qbytes;

@@ -81,9 +81,30 @@ def test_runs_start_from_the_shipped_agents_and_act_on_them_at_once():
     assert "agents_from" not in simulate(trace, hss="perf", policy="lru")
 
 
-def test_shape_changing_parameters_start_untrained():
+def test_shape_changing_parameters_start_untrained_and_say_why(capsys):
     r = simulate("bundled:mds_0", hss="perf", policy="sibyl", params=["hidden1=8"])
     assert r["agents_from"] == "untrained"
+    # the run says why, naming the file and what differs (a run given no parameters has nothing to say)
+    note = r["agents_not_loaded"]
+    assert "sibyl-perf.agent" in note and "hidden layers 20x30 in the file, 8x30 here" in note
+    assert "agents_not_loaded" not in simulate("bundled:mds_0", hss="perf", policy="sibyl")
+    # a reward that changes the value range: harmonia's placement agent cannot load its shipped weights
+    r = simulate("bundled:mds_0", hss="cost", policy="harmonia", params=["reward=2"])
+    assert r["agents_from"] == "untrained" and "value range 0..10 in the file, -2..4 here" in r["agents_not_loaded"]
+    # an explicit queue_feature the shipped file contradicts
+    assert "queue_feature=1, not the queue_feature=0" in simulate(
+        "bundled:mds_0", hss="cost", policy="harmonia", params=["queue_feature=0"])["agents_not_loaded"]
+    # asked for untrained: nothing to warn about
+    assert "agents_not_loaded" not in simulate("bundled:mds_0", hss="perf", policy="sibyl", params=["hidden1=8"],
+                                               load_agents=False)
+    # both commands warn on stderr, and compare's table says it too
+    assert main(["simulate", "--trace", "bundled:mds_0", "--hss", "perf", "--policy", "sibyl", "--param",
+                 "hidden1=8", "--quiet", "--json"]) == 0
+    assert "hbl: warning: the shipped agents of sibyl on perf" in capsys.readouterr().err
+    assert main(["compare", "--trace", "bundled:mds_0", "--hss", "perf", "--policies", "lru,sibyl", "--param",
+                 "sibyl.hidden1=8", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert "hbl: warning: the shipped agents of sibyl on perf" in err and "NOTE: the shipped agents" in out
 
 
 def test_pretrain_writes_agents_that_load(tmp_path, capsys):

@@ -154,6 +154,8 @@ def cmd_compare(a):
                           **agents, **sim_options(a))
     if not summary.get("workloads"):   # every trace was left out: nothing to normalize or average
         raise HblError("no trace with reads or writes to compare")
+    for note in summary.get("agents_not_loaded") or []:
+        print("hbl: warning: " + note, file=sys.stderr)
     if a.output:
         write_json(a.output, summary)
     if a.out:

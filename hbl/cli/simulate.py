@@ -1,5 +1,6 @@
 """hbl simulate: one trace, one policy."""
 import os
+import sys
 
 from hbl.cli.options import (EPILOG_TRACES, check_output_dir, check_sim, reader_options, sim_args, sim_options,
                              trace_args)
@@ -63,6 +64,8 @@ def cmd_simulate(a):
                  progress=progress, **sim_options(a))
     if plugin is not None:
         check(plugin)
+    if r.get("agents_not_loaded"):
+        print("hbl: warning: " + r["agents_not_loaded"], file=sys.stderr)
     if a.timeline:
         write_json(a.timeline, r["timeline"])
         if not a.json:

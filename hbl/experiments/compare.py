@@ -205,7 +205,9 @@ def summarize(results, workloads, hss_list, pols):
                                 r.get("seed", 1)))
     replay = results[0].get("replay") if results else None
     agents = sorted({r["agents_from"].split(":")[0] for r in results if "agents_from" in r})
+    not_loaded = sorted({r["agents_not_loaded"] for r in results if r.get("agents_not_loaded")})
     return {"workloads": workloads, "hss": hss_list, "policies": pols, "replay": replay, "agents": agents,
+            "agents_not_loaded": not_loaded,
             "background": results[0].get("background") if results else None,
             "synthetic": [w for w in workloads if w.endswith("*")],
             "normalized_avg_latency": norm, "geomean_normalized_avg_latency": geo,
@@ -300,6 +302,8 @@ def _preamble(summary):
     if summary.get("agents"):
         lines.append("learning policies' agents: %s (hbl pretrain: trained on synthetic families that are not "
                      "in the default suite)" % " and ".join(summary["agents"]))
+    for note in summary.get("agents_not_loaded") or []:
+        lines.append("NOTE: " + note)
     return lines
 
 

@@ -308,6 +308,7 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         from hbl.sim.agent_files import in_directory
         load_agents = in_directory(load_agents, policy, hss, seed)
     agents_from = load_agents or None
+    not_loaded = None   # why the shipped agents were not loaded, when parameters kept them out
     if load_agents is None and plugin is None:
         from hbl.sim.agent_files import shipped
         agents_from = shipped(policy, hss, seed)
@@ -315,21 +316,22 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         from hbl.sim.agent_files import ContradictingParams, run_params
         try:
             params = run_params(agents_from, policy, parse_params(params, policy))
-        except ContradictingParams:
+        except ContradictingParams as e:
             if load_agents:
                 raise
-            agents_from = None   # shipped agents of another queue_feature than asked for: it starts untrained
+            # shipped agents of another queue_feature than asked for: it starts untrained
+            agents_from, not_loaded = None, str(e)
 
     def run(params):
-        nonlocal agents_from
+        nonlocal agents_from, not_loaded
         sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
         if agents_from and load_agents:
             sim.load_agents(agents_from)
         elif agents_from:
             try:
                 sim.load_agents(agents_from)
-            except HblError:   # parameters that change the agents' shape: they start untrained
-                agents_from = None
+            except HblError as e:   # parameters that change the agents' shape: they start untrained
+                agents_from, not_loaded = None, str(e)
         if data is not None:
             sim.set_future(data)
         reader = source if source else reopen()
@@ -354,6 +356,9 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     if "agents" in out:
         out["agents_from"] = ("untrained" if not agents_from else str(agents_from) if load_agents
                               else "pretrained:" + agents_from.stem)
+        if not_loaded:
+            out["agents_not_loaded"] = ("the shipped agents of %s on %s cannot run with these parameters, so "
+                                        "it started untrained: %s" % (policy, hss, not_loaded))
     out["footprint_pages"] = footprint
     out["bad_lines_skipped"] = getattr(first if source else reader, "skipped", 0)
     return out
