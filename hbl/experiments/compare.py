@@ -300,8 +300,10 @@ def _preamble(summary):
             replay_label(summary["replay"]), bg.get("background_backlog", "?"),
             ", %g MB/s cap" % bg["background_rate_mb_s"] if bg.get("background_rate_mb_s") else ""))
     if summary.get("agents"):
-        lines.append("learning policies' agents: %s (hbl pretrain: trained on synthetic families that are not "
-                     "in the default suite)" % " and ".join(summary["agents"]))
+        what = {"pretrained": "pretrained (the shipped agents: hbl pretrain on training workloads, none of them "
+                              "in the default suite)",
+                "untrained": "untrained (learning online from scratch)"}
+        lines.append("learning policies' agents: %s" % " and ".join(what.get(a, a) for a in summary["agents"]))
     for note in summary.get("agents_not_loaded") or []:
         lines.append("NOTE: " + note)
     return lines
