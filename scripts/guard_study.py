@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""A guard: harmonia live, baselines as shadows on the same requests, switching by recent latency.
+(issue 26; the rule and the figures: results/diagnosis/guard.txt)
+
+Every member of the portfolio is one hbl.sim.Simulator built as `hbl compare` builds it (HSS preset,
+fast capacity from the footprint, closed loop QD1, defaults; harmonia from its shipped pretrained
+agents, learning online).  The trace is fed to every member in windows of W requests; at QD1 in a
+closed loop each member's latencies are its own.  After each full window, when another member's mean
+latency over that window is below (1 - margin) x the active member's, the best one becomes active:
+it is told, through Simulator.set_devices (the live mode's path, hbl_live_set_devices), that every
+page whose device differs is where the member it takes over from has it, and its check() must pass.
+The guarded latency is the active member's, window by window.
+
+A member's result alone (no switching) is its simulator up to the first handover into it; at that
+moment the process forks and the child, waited for, finishes that member alone and hands back its
+result, so the alone figures are exactly the member's without the guard.
+
+    .venv/bin/python scripts/guard_study.py --trace synth:src:requests=100000,seed=2 --hss perf --seeds 1,2,3
+One JSON line per (trace, HSS, seed): the guard's and each member's alone latency, the switches.
+"""
+import argparse
+import json
+import os
+import pickle
+import sys
+import time
+
+import numpy as np
+
+from hbl import record
+from hbl.core import lib
+from hbl.devices import load_hss
+from hbl.errors import HblError
+from hbl.sim import Simulator, footprint_pages
+from hbl.trace import open_trace, split
+
+PORTFOLIO = ("harmonia", "lru", "arc", "lirs", "s3fifo", "wtinylfu")
+WINDOW = 10_000
+MARGIN = 0.02
+PAGE_SIZE = 4096
+
+
+def load(trace, allow_evaluation=False):
+    """A workload's requests in memory and its footprint in pages; training workloads only unless asked."""
+    if not allow_evaluation and not any(f in split.TRAINING for f in split.families(trace)):
+        raise HblError("%s: not a training workload (hbl/trace/split.py TRAINING); pass --allow-evaluation "
+                       "only for a report after the decision" % trace)
+    data = record.concat(list(open_trace(trace)))
+    return data, footprint_pages([data])
+
+
+def member(policy, cfg, caps, hss, seed):
+    """One member as `hbl compare` runs it (hbl.sim.simulate): harmonia from the shipped agents."""
+    if policy in ("harmonia",) or policy.startswith("harmonia"):
+        from hbl.sim.agent_files import shipped
+        agents = shipped(policy, hss, seed)
+        if not agents:
+            raise HblError("no shipped agents for %s on %s" % (policy, hss))
+        return Simulator.with_agents(cfg, policy, caps, agents, seed=seed)
+    return Simulator(cfg, policy, caps, seed=seed)
+
+
+def layout(sim):
+    """(pages, devices) of every page the simulator has placed, sorted by page."""
+    n = int(sim.stats().pages)
+    pages = np.fromiter((lib.hbl_sim_page_number(sim.sim, i) for i in range(n)), dtype=np.uint64, count=n)
+    devs = np.fromiter((lib.hbl_sim_page_device(sim.sim, i) for i in range(n)), dtype=np.int8, count=n)
+    order = np.argsort(pages, kind="stable")
+    return pages[order], devs[order]
+
+
+def handover(src, dst):
+    """dst takes over from src: its pages told to be where src has them; returns how many were moved."""
+    sp, sd = layout(src)
+    dp, dd = layout(dst)
+    if len(sp) != len(dp) or not np.array_equal(sp, dp):
+        raise AssertionError("the members have not seen the same pages (%d, %d)" % (len(sp), len(dp)))
+    diff = np.nonzero(sd != dd)[0]
+    diff = diff[np.argsort(-sd[diff], kind="stable")]      # moves down first (the table never over-full)
+    if len(diff):
+        dst.set_devices(sp[diff], sd[diff])
+    dst.check()
+    after = layout(dst)[1]
+    if not np.array_equal(after, sd):
+        raise AssertionError("after the handover the layouts differ on %d pages" % int((after != sd).sum()))
+    return int(len(diff))
+
+
+def finish_alone(sim, data, start, window):
+    """Fork; the child feeds sim the rest of the trace alone and sends back (latency_sum_ns, requests,
+    wall); the parent waits for it (one process at a time)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            for lo in range(start, len(data), window):
+                sim.feed(data[lo:lo + window])
+            st = sim.stats()
+            out = (float(st.latency_sum_ns), int(st.requests), sim.wall)
+        except BaseException as exc:          # noqa: BLE001 (sent to the parent, raised there)
+            out = exc
+        with os.fdopen(w, "wb") as f:
+            pickle.dump(out, f)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out = pickle.load(f)
+    os.waitpid(pid, 0)
+    if isinstance(out, BaseException):
+        raise out
+    return out
+
+
+def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN, check=False):
+    """The guard on one trace: a dict of the guard's latency, its switches and each member alone."""
+    cfg = load_hss(hss)
+    caps = cfg.capacity_pages(fp, PAGE_SIZE)
+    sims = {p: member(p, cfg, caps, hss, seed) for p in portfolio}
+    alone = {}                    # policy -> (latency_sum_ns, requests, wall) once it was handed over to
+    active = portfolio[0]
+    prev = {p: (0.0, 0) for p in portfolio}
+    g_sum, g_n, switches, moved = 0.0, 0, [], 0
+    for lo in range(0, len(data), window):
+        chunk = data[lo:lo + window]
+        means = {}
+        for p, sim in sims.items():
+            sim.feed(chunk)
+            st = sim.stats()
+            d_sum, d_n = st.latency_sum_ns - prev[p][0], st.requests - prev[p][1]
+            prev[p] = (st.latency_sum_ns, st.requests)
+            means[p] = d_sum / d_n if d_n else 0.0
+            if p == active:
+                g_sum, g_n = g_sum + d_sum, g_n + d_n
+        if check:
+            for sim in sims.values():
+                sim.check()
+        if len(chunk) < window or lo + window >= len(data):
+            continue                          # no decision after the last window
+        best = min(means, key=lambda p: (means[p], portfolio.index(p)))
+        if best != active and means[best] < (1.0 - margin) * means[active]:
+            if best not in alone:
+                alone[best] = finish_alone(sims[best], data, lo + window, window)
+            n = handover(sims[active], sims[best])
+            moved += n
+            switches.append(dict(after=lo + window, frm=active, to=best, pages_moved=n,
+                                 mean_us={k: round(v / 1e3, 2) for k, v in means.items()}))
+            active = best
+    out = dict(hss=hss, seed=seed, requests=len(data), footprint_pages=fp, window=window, margin=margin,
+               portfolio=list(portfolio), guard_us=g_sum / g_n / 1e3 if g_n else 0.0,
+               switches=len(switches), pages_moved=moved, switch_log=switches, final_active=active)
+    lat, wall = {}, {}
+    for p, sim in sims.items():
+        if p in alone:
+            s, n, w = alone[p]
+        else:
+            st = sim.stats()
+            s, n, w = st.latency_sum_ns, st.requests, sim.wall
+        lat[p] = s / n / 1e3 if n else 0.0
+        wall[p] = w
+    out["alone_us"] = lat
+    out["alone_wall_s"] = wall                        # each member's simulator time alone
+    out["guard_wall_s"] = {p: sim.wall for p, sim in sims.items()}   # in the guard (with handovers)
+    out["best_member"] = min(lat, key=lat.get)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="Rule and figures: results/diagnosis/guard.txt")
+    ap.add_argument("--trace", action="append", required=True, help="a training workload (repeatable)")
+    ap.add_argument("--hss", default="perf,cost", help="HSS presets, comma-separated (default perf,cost)")
+    ap.add_argument("--seeds", default="1,2,3", help="online seeds, comma-separated (default 1,2,3)")
+    ap.add_argument("--portfolio", default=",".join(PORTFOLIO), help="members, the first active at the start")
+    ap.add_argument("--window", type=int, default=WINDOW, help="requests per window (default %d)" % WINDOW)
+    ap.add_argument("--margin", type=float, default=MARGIN, help="switch when better by more than this share")
+    ap.add_argument("--check", action="store_true", help="check() every member after every window")
+    ap.add_argument("--allow-evaluation", action="store_true",
+                    help="allow an evaluation workload (a report after the decision, never to decide)")
+    ap.add_argument("--out", help="append JSON lines here (default stdout)")
+    a = ap.parse_args(argv)
+    try:
+        seeds = [int(s) for s in a.seeds.split(",")]
+        hss_list = [h for h in a.hss.split(",") if h]
+        portfolio = tuple(p for p in a.portfolio.split(",") if p)
+        if a.window <= 0 or not 0 <= a.margin < 1 or len(portfolio) < 1:
+            raise HblError("--window must be > 0, --margin in [0, 1), the portfolio not empty")
+        for h in hss_list:
+            load_hss(h)
+        out = open(a.out, "a") if a.out else sys.stdout
+        for trace in a.trace:
+            data, fp = load(trace, a.allow_evaluation)
+            for h in hss_list:
+                for s in seeds:
+                    t0 = time.time()
+                    row = dict(trace=trace, **guard(data, fp, h, s, portfolio, a.window, a.margin, a.check))
+                    row["elapsed_s"] = round(time.time() - t0, 1)
+                    row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    print(json.dumps(row), file=out, flush=True)
+    except (HblError, ValueError, OSError) as exc:
+        print("guard_study: %s" % exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
