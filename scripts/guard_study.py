@@ -121,6 +121,8 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
     active = portfolio[0]
     prev = {p: (0.0, 0) for p in portfolio}
     g_sum, g_n, switches, moved = 0.0, 0, [], 0
+    trail = {p: [] for p in portfolio}       # each window's mean latency (us) per member, and the active one
+    actives = []
     for lo in range(0, len(data), window):
         chunk = data[lo:lo + window]
         means = {}
@@ -132,6 +134,9 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
             means[p] = d_sum / d_n if d_n else 0.0
             if p == active:
                 g_sum, g_n = g_sum + d_sum, g_n + d_n
+        for p in portfolio:
+            trail[p].append(round(means[p] / 1e3, 3))
+        actives.append(active)
         if check:
             for sim in sims.values():
                 sim.check()
@@ -158,6 +163,7 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
             s, n, w = st.latency_sum_ns, st.requests, sim.wall
         lat[p] = s / n / 1e3 if n else 0.0
         wall[p] = w
+    out["window_us"], out["active"] = trail, actives
     out["alone_us"] = lat
     out["alone_wall_s"] = wall                        # each member's simulator time alone
     out["guard_wall_s"] = {p: sim.wall for p, sim in sims.items()}   # in the guard (with handovers)
@@ -165,10 +171,81 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
     return out
 
 
+def geomean(xs):
+    return float(np.exp(np.mean(np.log(xs))))
+
+
+def report(rows, out=sys.stdout, tolerance=0.03):
+    """The tables and the rule's verdict (results/diagnosis/guard.txt) from the JSON lines: decided on
+    the traces with every (HSS, seed) cell present."""
+    seeds = sorted({r["seed"] for r in rows})
+    hss_list = [h for h in ("perf", "cost", "tri", "quad") if any(r["hss"] == h for r in rows)]
+    cell = {(r["trace"], r["hss"], r["seed"]): r for r in rows}
+    order = list(dict.fromkeys(r["trace"] for r in rows))
+    done = [t for t in order if all((t, h, s) in cell for h in hss_list for s in seeds)]
+    p = lambda *a: print(*a, file=out)
+    p("seeds %s; traces with every cell: %d of %d (%s)" % (seeds, len(done), len(order), ", ".join(short(t) for t in done)))
+    verdict = {}
+    for h in hss_list:
+        p("\n== %s: avg latency us, min-max over seeds; ideal = per-trace best member alone (no switching)" % h)
+        p("%-16s %-17s %-17s %-17s %-9s %-10s %s" % ("trace", "harmonia alone", "guard", "ideal", "best",
+                                                       "g/ideal", "switches (per seed) -> final"))
+        within, cells = 0, 0
+        for t in done:
+            rs = [cell[(t, h, s)] for s in seeds]
+            hm = [r["alone_us"]["harmonia"] for r in rs]
+            g = [r["guard_us"] for r in rs]
+            ideal = [min(r["alone_us"].values()) for r in rs]
+            best = sorted({r["best_member"] for r in rs})
+            ratio = [a / b for a, b in zip(g, ideal)]
+            within += sum(x <= 1 + tolerance for x in ratio)
+            cells += len(ratio)
+            mm = lambda v: "%7.1f-%-7.1f" % (min(v), max(v))
+            p("%-16s %-17s %-17s %-17s %-9s %-10s %s" % (short(t), mm(hm), mm(g), mm(ideal), "/".join(best),
+                                                         "%.3f-%.3f" % (min(ratio), max(ratio)),
+                                                         " ".join("%d" % r["switches"] for r in rs) + " -> " +
+                                                         "/".join(sorted({r["final_active"] for r in rs}))))
+        if not done:
+            continue
+        geo = {k: [geomean([f(cell[(t, h, s)]) for t in done]) for s in seeds]
+               for k, f in (("harmonia", lambda r: r["alone_us"]["harmonia"]), ("guard", lambda r: r["guard_us"]),
+                            ("ideal", lambda r: min(r["alone_us"].values())))}
+        share = [(hm - g) / (hm - i) if hm != i else float("nan")
+                 for hm, g, i in zip(geo["harmonia"], geo["guard"], geo["ideal"])]
+        a = max(geo["guard"]) < min(geo["harmonia"])
+        b = within > cells / 2
+        verdict[h] = a and b
+        p("geomean over %d traces per seed: harmonia %s, guard %s, ideal %s" % (
+            len(done), *[" ".join("%.2f" % x for x in geo[k]) for k in ("harmonia", "guard", "ideal")]))
+        p("guard / harmonia per seed: %s; share of the ideal's gain reached per seed: %s" % (
+            " ".join("%.4f" % (g / hm) for g, hm in zip(geo["guard"], geo["harmonia"])),
+            " ".join("%.2f" % x for x in share)))
+        p("(a) max geo(guard) %.2f < min geo(harmonia) %.2f: %s" % (max(geo["guard"]), min(geo["harmonia"]), a))
+        p("(b) guard within %.0f%% of the ideal on %d of %d (trace, seed) cells (> half: %s)" % (
+            100 * tolerance, within, cells, b))
+        hw = [cell[(t, h, s)]["guard_wall_s"] for t in done for s in seeds]
+        p("shadow cost: simulator time of all members in the guard / harmonia's alone: %.2f "
+          "(sum over cells; the forked alone runs not counted)" % (
+              sum(sum(w.values()) for w in hw) / sum(w["harmonia"] for w in hw)))
+    decided = [h for h in ("perf", "cost") if h in verdict]
+    if decided:
+        p("\nVERDICT (perf and cost both needed): %s -> %s" % (
+            ", ".join("%s %s" % (h, "pass" if verdict[h] else "fail") for h in decided),
+            "BUILD (stage 2)" if len(decided) == 2 and all(verdict[h] for h in decided) else "not built"))
+    return verdict
+
+
+def short(trace):
+    t = trace.split(":", 1)[1] if ":" in trace else trace
+    return t.split(":")[0].split("@")[0]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  epilog="Rule and figures: results/diagnosis/guard.txt")
-    ap.add_argument("--trace", action="append", required=True, help="a training workload (repeatable)")
+    ap.add_argument("--trace", action="append", help="a training workload (repeatable)")
+    ap.add_argument("--report", nargs="+", metavar="JSONL", help="print the tables and the rule's verdict from "
+                    "these JSON lines instead of running")
     ap.add_argument("--hss", default="perf,cost", help="HSS presets, comma-separated (default perf,cost)")
     ap.add_argument("--seeds", default="1,2,3", help="online seeds, comma-separated (default 1,2,3)")
     ap.add_argument("--portfolio", default=",".join(PORTFOLIO), help="members, the first active at the start")
@@ -179,7 +256,16 @@ def main(argv=None):
                     help="allow an evaluation workload (a report after the decision, never to decide)")
     ap.add_argument("--out", help="append JSON lines here (default stdout)")
     a = ap.parse_args(argv)
+    if not a.trace and not a.report:
+        ap.error("give --trace (to run) or --report (to read results)")
     try:
+        if a.report:
+            rows = []
+            for path in a.report:
+                with open(path) as f:
+                    rows += [json.loads(line) for line in f if line.strip()]
+            report(rows)
+            return 0
         seeds = [int(s) for s in a.seeds.split(",")]
         hss_list = [h for h in a.hss.split(",") if h]
         portfolio = tuple(p for p in a.portfolio.split(",") if p)
