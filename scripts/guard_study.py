@@ -69,9 +69,10 @@ def layout(sim):
     return pages[order], devs[order]
 
 
-def handover(src, dst):
-    """dst takes over from src: its pages told to be where src has them; returns how many were moved."""
-    sp, sd = layout(src)
+def handover(src, dst, src_layout=None):
+    """dst takes over from src: its pages told to be where src has them (src_layout: layout(src), if
+    known); returns how many were moved."""
+    sp, sd = src_layout or layout(src)
     dp, dd = layout(dst)
     if len(sp) != len(dp) or not np.array_equal(sp, dp):
         raise AssertionError("the members have not seen the same pages (%d, %d)" % (len(sp), len(dp)))
@@ -112,20 +113,29 @@ def finish_alone(sim, data, start, window):
     return out
 
 
-def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN, check=False):
-    """The guard on one trace: a dict of the guard's latency, its switches and each member alone."""
+def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN, check=False, resync=False):
+    """The guard on one trace: a dict of the guard's latency, its switches and each member alone.
+    resync (variant R): at the start of every window each shadow is told the active member's layout;
+    the members alone are then pristine copies fed alongside."""
     cfg = load_hss(hss)
     caps = cfg.capacity_pages(fp, PAGE_SIZE)
     sims = {p: member(p, cfg, caps, hss, seed) for p in portfolio}
+    pristine = {p: member(p, cfg, caps, hss, seed) for p in portfolio} if resync else {}
     alone = {}                    # policy -> (latency_sum_ns, requests, wall) once it was handed over to
     active = portfolio[0]
     prev = {p: (0.0, 0) for p in portfolio}
     g_sum, g_n, switches, moved = 0.0, 0, [], 0
     trail = {p: [] for p in portfolio}       # each window's mean latency (us) per member, and the active one
     actives = []
+    resynced = 0
     for lo in range(0, len(data), window):
         chunk = data[lo:lo + window]
         means = {}
+        if resync and lo:
+            live = layout(sims[active])
+            resynced += sum(handover(sims[active], sims[p], live) for p in portfolio if p != active)
+        for sim in pristine.values():
+            sim.feed(chunk)
         for p, sim in sims.items():
             sim.feed(chunk)
             st = sim.stats()
@@ -144,7 +154,7 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
             continue                          # no decision after the last window
         best = min(means, key=lambda p: (means[p], portfolio.index(p)))
         if best != active and means[best] < (1.0 - margin) * means[active]:
-            if best not in alone:
+            if best not in alone and not resync:
                 alone[best] = finish_alone(sims[best], data, lo + window, window)
             n = handover(sims[active], sims[best])
             moved += n
@@ -153,10 +163,14 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
             active = best
     out = dict(hss=hss, seed=seed, requests=len(data), footprint_pages=fp, window=window, margin=margin,
                portfolio=list(portfolio), guard_us=g_sum / g_n / 1e3 if g_n else 0.0,
-               switches=len(switches), pages_moved=moved, switch_log=switches, final_active=active)
+               switches=len(switches), pages_moved=moved, switch_log=switches, final_active=active,
+               resync=bool(resync), pages_resynced=resynced)
     lat, wall = {}, {}
     for p, sim in sims.items():
-        if p in alone:
+        if resync:
+            st = pristine[p].stats()
+            s, n, w = st.latency_sum_ns, st.requests, pristine[p].wall
+        elif p in alone:
             s, n, w = alone[p]
         else:
             st = sim.stats()
@@ -224,7 +238,7 @@ def report(rows, out=sys.stdout, tolerance=0.03):
         p("(b) guard within %.0f%% of the ideal on %d of %d (trace, seed) cells (> half: %s)" % (
             100 * tolerance, within, cells, b))
         hw = [cell[(t, h, s)]["guard_wall_s"] for t in done for s in seeds]
-        p("shadow cost: simulator time of all members in the guard / harmonia's alone: %.2f "
+        p("shadow cost: simulator time of all members in the guard / harmonia's there: %.2f "
           "(sum over cells; the forked alone runs not counted)" % (
               sum(sum(w.values()) for w in hw) / sum(w["harmonia"] for w in hw)))
     decided = [h for h in ("perf", "cost") if h in verdict]
@@ -252,6 +266,8 @@ def main(argv=None):
     ap.add_argument("--window", type=int, default=WINDOW, help="requests per window (default %d)" % WINDOW)
     ap.add_argument("--margin", type=float, default=MARGIN, help="switch when better by more than this share")
     ap.add_argument("--check", action="store_true", help="check() every member after every window")
+    ap.add_argument("--resync", action="store_true", help="variant R: each shadow told the active member's "
+                    "layout at the start of every window (results/diagnosis/guard.txt [B])")
     ap.add_argument("--allow-evaluation", action="store_true",
                     help="allow an evaluation workload (a report after the decision, never to decide)")
     ap.add_argument("--out", help="append JSON lines here (default stdout)")
@@ -279,7 +295,8 @@ def main(argv=None):
             for h in hss_list:
                 for s in seeds:
                     t0 = time.time()
-                    row = dict(trace=trace, **guard(data, fp, h, s, portfolio, a.window, a.margin, a.check))
+                    row = dict(trace=trace, **guard(data, fp, h, s, portfolio, a.window, a.margin, a.check,
+                                                           a.resync))
                     row["elapsed_s"] = round(time.time() - t0, 1)
                     row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                     print(json.dumps(row), file=out, flush=True)

@@ -98,3 +98,19 @@ def test_the_report_decides_only_on_traces_with_every_cell(tmp_path, capsys):
     assert all(r["guard_us"] > 1.03 * r["alone_us"]["lru"] for r in rows)
     assert text.count(": True") == 2 and text.count("(> half: False)") == 2
     assert verdict == {"perf": False, "cost": False} and "not built" in text
+
+
+def test_resynced_shadows_run_from_the_live_layout_and_the_alone_figures_stay_the_members_own(tmp_path):
+    g = script("guard_study")
+    data, fp = _trace(tmp_path / "t.csv")
+    out = g.guard(data, fp, "perf", 1, portfolio=("slow-only", "lru"), window=W, check=True, resync=True)
+    assert out["resync"] and out["pages_resynced"] > 0
+    assert out["switches"] >= 1 and out["switch_log"][0]["to"] == "lru"
+    assert out["alone_us"]["lru"] == pytest.approx(_alone("lru", data, fp), rel=1e-12)
+    assert out["alone_us"]["slow-only"] == pytest.approx(_alone("slow-only", data, fp), rel=1e-12)
+    # after the switch slow-only, the shadow, starts each window from lru's layout: its windows beat
+    # what it does alone (everything slow), unlike without resync. A member that moves nothing coasts
+    # on the layout it is given for a window, so it can win switches back (rule R's weakness, guard.txt)
+    plain = g.guard(data, fp, "perf", 1, portfolio=("slow-only", "lru"), window=W)
+    assert sum(out["window_us"]["slow-only"][2:]) < 0.8 * sum(plain["window_us"]["slow-only"][2:])
+    assert out["guard_us"] < out["alone_us"]["slow-only"]
