@@ -237,6 +237,11 @@ def report(rows, out=sys.stdout, tolerance=0.03):
         p("(a) max geo(guard) %.2f < min geo(harmonia) %.2f: %s" % (max(geo["guard"]), min(geo["harmonia"]), a))
         p("(b) guard within %.0f%% of the ideal on %d of %d (trace, seed) cells (> half: %s)" % (
             100 * tolerance, within, cells, b))
+        sw = switch_check([cell[(t, h, s)] for t in done for s in seeds])
+        if sw:
+            p("switches: %d; in the next window the new active beat the member it replaced in %d (%.0f%%); "
+              "geomean new/replaced %.3f; new active's first window after the handover / its own window "
+              "that won the switch %.3f" % sw)
         hw = [cell[(t, h, s)]["guard_wall_s"] for t in done for s in seeds]
         p("shadow cost: simulator time of all members in the guard / harmonia's there: %.2f "
           "(sum over cells; the forked alone runs not counted)" % (
@@ -247,6 +252,27 @@ def report(rows, out=sys.stdout, tolerance=0.03):
             ", ".join("%s %s" % (h, "pass" if verdict[h] else "fail") for h in decided),
             "BUILD (stage 2)" if len(decided) == 2 and all(verdict[h] for h in decided) else "not built"))
     return verdict
+
+
+def switch_check(rows):
+    """Did the switches pay?  From the per-window trail: (switches, how many the new active beat the
+    member it replaced in the next window, the geomean of that ratio, the geomean of the new active's
+    first window after the handover over its own window that won the switch)."""
+    ratios, after = [], []
+    for r in rows:
+        if "window_us" not in r:
+            continue
+        for s in r["switch_log"]:
+            k = s["after"] // r["window"]
+            if k >= len(r["active"]):
+                continue
+            new = r["window_us"][s["to"]]
+            ratios.append(new[k] / r["window_us"][s["frm"]][k])
+            after.append(new[k] / new[k - 1])
+    if not ratios:
+        return None
+    return (len(ratios), sum(x < 1 for x in ratios), 100.0 * sum(x < 1 for x in ratios) / len(ratios),
+            geomean(ratios), geomean(after))
 
 
 def short(trace):
