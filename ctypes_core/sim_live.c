@@ -20,7 +20,9 @@ static int32_t live_place(struct hbl_sim *s, const uint64_t *extents, const int8
         if (devs[i] < 0 || devs[i] >= s->cfg.ndev) return -1;
         uint32_t x = hbl_pt_get(&s->pt, extents[i]);
         if (x == HBL_NONE) return -1;
-        s->pt.copy_from[x] = HBL_UNPLACED;     /* where the controller has it: no move of it waits */
+        /* where the controller has it: no move of it waits (a simulator that does not track copies,
+         * told a layout (scripts/guard_study.py's handover), has no copy_from) */
+        if (s->pt.copies) s->pt.copy_from[x] = HBL_UNPLACED;
         if (undone)
             hbl_put_back(s, x, devs[i]);
         else

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""A guard: harmonia live, baselines as shadows on the same requests, switching by recent latency.
+(issue 26; the rule and the figures: results/diagnosis/guard.txt)
+
+Every member of the portfolio is one hbl.sim.Simulator built as `hbl compare` builds it (HSS preset,
+fast capacity from the footprint, closed loop QD1, defaults; harmonia from its shipped pretrained
+agents, learning online).  The trace is fed to every member in windows of W requests; at QD1 in a
+closed loop each member's latencies are its own.  After each full window, when another member's mean
+latency over that window is below (1 - margin) x the active member's, the best one becomes active:
+it is told, through Simulator.set_devices (the live mode's path, hbl_live_set_devices), that every
+page whose device differs is where the member it takes over from has it, and its check() must pass.
+The guarded latency is the active member's, window by window.
+
+A member's result alone (no switching) is its simulator up to the first handover into it; at that
+moment the process forks and the child, waited for, finishes that member alone and hands back its
+result, so the alone figures are exactly the member's without the guard.
+
+    .venv/bin/python scripts/guard_study.py --trace synth:src:requests=100000,seed=2 --hss perf --seeds 1,2,3
+One JSON line per (trace, HSS, seed): the guard's and each member's alone latency, the switches.
+"""
+import argparse
+import json
+import os
+import pickle
+import sys
+import time
+
+import numpy as np
+
+from hbl import record
+from hbl.core import lib
+from hbl.devices import load_hss
+from hbl.errors import HblError
+from hbl.sim import Simulator, footprint_pages
+from hbl.trace import open_trace, split
+
+PORTFOLIO = ("harmonia", "lru", "arc", "lirs", "s3fifo", "wtinylfu")
+WINDOW = 10_000
+MARGIN = 0.02
+PAGE_SIZE = 4096
+
+
+def load(trace, allow_evaluation=False):
+    """A workload's requests in memory and its footprint in pages; training workloads only unless asked."""
+    if not allow_evaluation and not any(f in split.TRAINING for f in split.families(trace)):
+        raise HblError("%s: not a training workload (hbl/trace/split.py TRAINING); pass --allow-evaluation "
+                       "only for a report after the decision" % trace)
+    data = record.concat(list(open_trace(trace)))
+    return data, footprint_pages([data])
+
+
+def member(policy, cfg, caps, hss, seed):
+    """One member as `hbl compare` runs it (hbl.sim.simulate): harmonia from the shipped agents."""
+    if policy in ("harmonia",) or policy.startswith("harmonia"):
+        from hbl.sim.agent_files import shipped
+        agents = shipped(policy, hss, seed)
+        if not agents:
+            raise HblError("no shipped agents for %s on %s" % (policy, hss))
+        return Simulator.with_agents(cfg, policy, caps, agents, seed=seed)
+    return Simulator(cfg, policy, caps, seed=seed)
+
+
+def layout(sim):
+    """(pages, devices) of every page the simulator has placed, sorted by page."""
+    n = int(sim.stats().pages)
+    pages = np.fromiter((lib.hbl_sim_page_number(sim.sim, i) for i in range(n)), dtype=np.uint64, count=n)
+    devs = np.fromiter((lib.hbl_sim_page_device(sim.sim, i) for i in range(n)), dtype=np.int8, count=n)
+    order = np.argsort(pages, kind="stable")
+    return pages[order], devs[order]
+
+
+def handover(src, dst, src_layout=None):
+    """dst takes over from src: its pages told to be where src has them (src_layout: layout(src), if
+    known); returns how many were moved."""
+    sp, sd = src_layout or layout(src)
+    dp, dd = layout(dst)
+    if len(sp) != len(dp) or not np.array_equal(sp, dp):
+        raise AssertionError("the members have not seen the same pages (%d, %d)" % (len(sp), len(dp)))
+    diff = np.nonzero(sd != dd)[0]
+    diff = diff[np.argsort(-sd[diff], kind="stable")]      # moves down first (the table never over-full)
+    if len(diff):
+        dst.set_devices(sp[diff], sd[diff])
+    dst.check()
+    after = layout(dst)[1]
+    if not np.array_equal(after, sd):
+        raise AssertionError("after the handover the layouts differ on %d pages" % int((after != sd).sum()))
+    return int(len(diff))
+
+
+def finish_alone(sim, data, start, window):
+    """Fork; the child feeds sim the rest of the trace alone and sends back (latency_sum_ns, requests,
+    wall); the parent waits for it (one process at a time)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            for lo in range(start, len(data), window):
+                sim.feed(data[lo:lo + window])
+            st = sim.stats()
+            out = (float(st.latency_sum_ns), int(st.requests), sim.wall)
+        except BaseException as exc:          # noqa: BLE001 (sent to the parent, raised there)
+            out = exc
+        with os.fdopen(w, "wb") as f:
+            pickle.dump(out, f)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out = pickle.load(f)
+    os.waitpid(pid, 0)
+    if isinstance(out, BaseException):
+        raise out
+    return out
+
+
+def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN, check=False, resync=False):
+    """The guard on one trace: a dict of the guard's latency, its switches and each member alone.
+    resync (variant R): at the start of every window each shadow is told the active member's layout;
+    the members alone are then pristine copies fed alongside."""
+    cfg = load_hss(hss)
+    caps = cfg.capacity_pages(fp, PAGE_SIZE)
+    sims = {p: member(p, cfg, caps, hss, seed) for p in portfolio}
+    pristine = {p: member(p, cfg, caps, hss, seed) for p in portfolio} if resync else {}
+    alone = {}                    # policy -> (latency_sum_ns, requests, wall) once it was handed over to
+    active = portfolio[0]
+    prev = {p: (0.0, 0) for p in portfolio}
+    g_sum, g_n, switches, moved = 0.0, 0, [], 0
+    trail = {p: [] for p in portfolio}       # each window's mean latency (us) per member, and the active one
+    actives = []
+    resynced = 0
+    for lo in range(0, len(data), window):
+        chunk = data[lo:lo + window]
+        means = {}
+        if resync and lo:
+            live = layout(sims[active])
+            resynced += sum(handover(sims[active], sims[p], live) for p in portfolio if p != active)
+        for sim in pristine.values():
+            sim.feed(chunk)
+        for p, sim in sims.items():
+            sim.feed(chunk)
+            st = sim.stats()
+            d_sum, d_n = st.latency_sum_ns - prev[p][0], st.requests - prev[p][1]
+            prev[p] = (st.latency_sum_ns, st.requests)
+            means[p] = d_sum / d_n if d_n else 0.0
+            if p == active:
+                g_sum, g_n = g_sum + d_sum, g_n + d_n
+        for p in portfolio:
+            trail[p].append(round(means[p] / 1e3, 3))
+        actives.append(active)
+        if check:
+            for sim in sims.values():
+                sim.check()
+        if len(chunk) < window or lo + window >= len(data):
+            continue                          # no decision after the last window
+        best = min(means, key=lambda p: (means[p], portfolio.index(p)))
+        if best != active and means[best] < (1.0 - margin) * means[active]:
+            if best not in alone and not resync:
+                alone[best] = finish_alone(sims[best], data, lo + window, window)
+            n = handover(sims[active], sims[best])
+            moved += n
+            switches.append(dict(after=lo + window, frm=active, to=best, pages_moved=n,
+                                 mean_us={k: round(v / 1e3, 2) for k, v in means.items()}))
+            active = best
+    out = dict(hss=hss, seed=seed, requests=len(data), footprint_pages=fp, window=window, margin=margin,
+               portfolio=list(portfolio), guard_us=g_sum / g_n / 1e3 if g_n else 0.0,
+               switches=len(switches), pages_moved=moved, switch_log=switches, final_active=active,
+               resync=bool(resync), pages_resynced=resynced)
+    lat, wall = {}, {}
+    for p, sim in sims.items():
+        if resync:
+            st = pristine[p].stats()
+            s, n, w = st.latency_sum_ns, st.requests, pristine[p].wall
+        elif p in alone:
+            s, n, w = alone[p]
+        else:
+            st = sim.stats()
+            s, n, w = st.latency_sum_ns, st.requests, sim.wall
+        lat[p] = s / n / 1e3 if n else 0.0
+        wall[p] = w
+    out["window_us"], out["active"] = trail, actives
+    out["alone_us"] = lat
+    out["alone_wall_s"] = wall                        # each member's simulator time alone
+    out["guard_wall_s"] = {p: sim.wall for p, sim in sims.items()}   # in the guard (with handovers)
+    out["best_member"] = min(lat, key=lat.get)
+    return out
+
+
+def geomean(xs):
+    return float(np.exp(np.mean(np.log(xs))))
+
+
+def report(rows, out=sys.stdout, tolerance=0.03):
+    """The tables and the rule's verdict (results/diagnosis/guard.txt) from the JSON lines: decided on
+    the traces with every (HSS, seed) cell present."""
+    seeds = sorted({r["seed"] for r in rows})
+    hss_list = [h for h in ("perf", "cost", "tri", "quad") if any(r["hss"] == h for r in rows)]
+    cell = {(r["trace"], r["hss"], r["seed"]): r for r in rows}
+    order = list(dict.fromkeys(r["trace"] for r in rows))
+    done = [t for t in order if all((t, h, s) in cell for h in hss_list for s in seeds)]
+    p = lambda *a: print(*a, file=out)
+    p("seeds %s; traces with every cell: %d of %d (%s)" % (seeds, len(done), len(order), ", ".join(short(t) for t in done)))
+    verdict = {}
+    for h in hss_list:
+        p("\n== %s: avg latency us, min-max over seeds; ideal = per-trace best member alone (no switching)" % h)
+        p("%-16s %-17s %-17s %-17s %-9s %-10s %s" % ("trace", "harmonia alone", "guard", "ideal", "best",
+                                                       "g/ideal", "switches (per seed) -> final"))
+        within, cells = 0, 0
+        for t in done:
+            rs = [cell[(t, h, s)] for s in seeds]
+            hm = [r["alone_us"]["harmonia"] for r in rs]
+            g = [r["guard_us"] for r in rs]
+            ideal = [min(r["alone_us"].values()) for r in rs]
+            best = sorted({r["best_member"] for r in rs})
+            ratio = [a / b for a, b in zip(g, ideal)]
+            within += sum(x <= 1 + tolerance for x in ratio)
+            cells += len(ratio)
+            mm = lambda v: "%7.1f-%-7.1f" % (min(v), max(v))
+            p("%-16s %-17s %-17s %-17s %-9s %-10s %s" % (short(t), mm(hm), mm(g), mm(ideal), "/".join(best),
+                                                         "%.3f-%.3f" % (min(ratio), max(ratio)),
+                                                         " ".join("%d" % r["switches"] for r in rs) + " -> " +
+                                                         "/".join(sorted({r["final_active"] for r in rs}))))
+        if not done:
+            continue
+        geo = {k: [geomean([f(cell[(t, h, s)]) for t in done]) for s in seeds]
+               for k, f in (("harmonia", lambda r: r["alone_us"]["harmonia"]), ("guard", lambda r: r["guard_us"]),
+                            ("ideal", lambda r: min(r["alone_us"].values())))}
+        share = [(hm - g) / (hm - i) if hm != i else float("nan")
+                 for hm, g, i in zip(geo["harmonia"], geo["guard"], geo["ideal"])]
+        a = max(geo["guard"]) < min(geo["harmonia"])
+        b = within > cells / 2
+        verdict[h] = a and b
+        p("geomean over %d traces per seed: harmonia %s, guard %s, ideal %s" % (
+            len(done), *[" ".join("%.2f" % x for x in geo[k]) for k in ("harmonia", "guard", "ideal")]))
+        p("guard / harmonia per seed: %s; share of the ideal's gain reached per seed: %s" % (
+            " ".join("%.4f" % (g / hm) for g, hm in zip(geo["guard"], geo["harmonia"])),
+            " ".join("%.2f" % x for x in share)))
+        p("(a) max geo(guard) %.2f < min geo(harmonia) %.2f: %s" % (max(geo["guard"]), min(geo["harmonia"]), a))
+        p("(b) guard within %.0f%% of the ideal on %d of %d (trace, seed) cells (> half: %s)" % (
+            100 * tolerance, within, cells, b))
+        sw = switch_check([cell[(t, h, s)] for t in done for s in seeds])
+        if sw:
+            p("switches: %d; in the next window the new active beat the member it replaced in %d (%.0f%%); "
+              "geomean new/replaced %.3f; new active's first window after the handover / its own window "
+              "that won the switch %.3f" % sw)
+        hw = [cell[(t, h, s)]["guard_wall_s"] for t in done for s in seeds]
+        p("shadow cost: simulator time of all members in the guard / harmonia's there: %.2f "
+          "(sum over cells; the forked alone runs not counted)" % (
+              sum(sum(w.values()) for w in hw) / sum(w["harmonia"] for w in hw)))
+    decided = [h for h in ("perf", "cost") if h in verdict]
+    if decided:
+        p("\nVERDICT (perf and cost both needed): %s -> %s" % (
+            ", ".join("%s %s" % (h, "pass" if verdict[h] else "fail") for h in decided),
+            "BUILD (stage 2)" if len(decided) == 2 and all(verdict[h] for h in decided) else "not built"))
+    return verdict
+
+
+def switch_check(rows):
+    """Did the switches pay?  From the per-window trail: (switches, how many the new active beat the
+    member it replaced in the next window, the geomean of that ratio, the geomean of the new active's
+    first window after the handover over its own window that won the switch)."""
+    ratios, after = [], []
+    for r in rows:
+        if "window_us" not in r:
+            continue
+        for s in r["switch_log"]:
+            k = s["after"] // r["window"]
+            if k >= len(r["active"]):
+                continue
+            new = r["window_us"][s["to"]]
+            ratios.append(new[k] / r["window_us"][s["frm"]][k])
+            after.append(new[k] / new[k - 1])
+    if not ratios:
+        return None
+    return (len(ratios), sum(x < 1 for x in ratios), 100.0 * sum(x < 1 for x in ratios) / len(ratios),
+            geomean(ratios), geomean(after))
+
+
+def short(trace):
+    t = trace.split(":", 1)[1] if ":" in trace else trace
+    return t.split(":")[0].split("@")[0]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="Rule and figures: results/diagnosis/guard.txt")
+    ap.add_argument("--trace", action="append", help="a training workload (repeatable)")
+    ap.add_argument("--report", nargs="+", metavar="JSONL", help="print the tables and the rule's verdict from "
+                    "these JSON lines instead of running")
+    ap.add_argument("--hss", default="perf,cost", help="HSS presets, comma-separated (default perf,cost)")
+    ap.add_argument("--seeds", default="1,2,3", help="online seeds, comma-separated (default 1,2,3)")
+    ap.add_argument("--portfolio", default=",".join(PORTFOLIO), help="members, the first active at the start")
+    ap.add_argument("--window", type=int, default=WINDOW, help="requests per window (default %d)" % WINDOW)
+    ap.add_argument("--margin", type=float, default=MARGIN, help="switch when better by more than this share")
+    ap.add_argument("--check", action="store_true", help="check() every member after every window")
+    ap.add_argument("--resync", action="store_true", help="variant R: each shadow told the active member's "
+                    "layout at the start of every window (results/diagnosis/guard.txt [B])")
+    ap.add_argument("--allow-evaluation", action="store_true",
+                    help="allow an evaluation workload (a report after the decision, never to decide)")
+    ap.add_argument("--out", help="append JSON lines here (default stdout)")
+    a = ap.parse_args(argv)
+    if not a.trace and not a.report:
+        ap.error("give --trace (to run) or --report (to read results)")
+    try:
+        if a.report:
+            rows = []
+            for path in a.report:
+                with open(path) as f:
+                    rows += [json.loads(line) for line in f if line.strip()]
+            report(rows)
+            return 0
+        seeds = [int(s) for s in a.seeds.split(",")]
+        hss_list = [h for h in a.hss.split(",") if h]
+        portfolio = tuple(p for p in a.portfolio.split(",") if p)
+        if a.window <= 0 or not 0 <= a.margin < 1 or len(portfolio) < 1:
+            raise HblError("--window must be > 0, --margin in [0, 1), the portfolio not empty")
+        for h in hss_list:
+            load_hss(h)
+        out = open(a.out, "a") if a.out else sys.stdout
+        for trace in a.trace:
+            data, fp = load(trace, a.allow_evaluation)
+            for h in hss_list:
+                for s in seeds:
+                    t0 = time.time()
+                    row = dict(trace=trace, **guard(data, fp, h, s, portfolio, a.window, a.margin, a.check,
+                                                           a.resync))
+                    row["elapsed_s"] = round(time.time() - t0, 1)
+                    row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    print(json.dumps(row), file=out, flush=True)
+    except (HblError, ValueError, OSError) as exc:
+        print("guard_study: %s" % exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The guard (scripts/guard_study.py): members on the same requests, the best by recent latency active,
+a handover that tells the new member where the old one's pages are; each member's alone figure exact."""
+import random
+
+import numpy as np
+import pytest
+
+from hbl import record
+from hbl.devices import load_hss
+from hbl.sim import Simulator, footprint_pages
+from hbl.trace import open_trace
+from helpers import script
+
+N, W = 10_000, 1_000
+
+
+def _trace(path, n=N, hot=150, cold=3000, seed=7):
+    """Reads, 90% of them of a hot set smaller than the fast device (10% of the footprint), the rest
+    of cold pages: caching the hot set is clearly better than leaving everything slow."""
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            page = rng.randrange(hot) if rng.random() < 0.9 else hot + rng.randrange(cold)
+            op = "Write" if rng.random() < 0.1 else "Read"
+            f.write("%d,t,0,%s,%d,4096,100\n" % (128166625932151588 + i * 1000, op, page * 4096))
+    data = record.concat(list(open_trace(str(path))))
+    return data, footprint_pages([data])
+
+
+def _alone(policy, data, fp, hss="perf"):
+    cfg = load_hss(hss)
+    sim = Simulator(cfg, policy, cfg.capacity_pages(fp, 4096), seed=1)
+    sim.feed(data)
+    st = sim.stats()
+    return st.latency_sum_ns / st.requests / 1e3
+
+
+def test_the_guard_moves_to_the_clearly_better_member_and_pays_only_the_first_windows(tmp_path):
+    g = script("guard_study")
+    data, fp = _trace(tmp_path / "t.csv")
+    out = g.guard(data, fp, "perf", 1, portfolio=("slow-only", "lru"), window=W, margin=0.02, check=True)
+    lru, slow = _alone("lru", data, fp), _alone("slow-only", data, fp)
+    assert lru < 0.7 * slow                                   # one member clearly better
+    assert out["final_active"] == "lru" and out["switches"] == 1
+    assert out["switch_log"][0]["after"] == W and out["pages_moved"] > 0
+    # the alone figures are the members' own, the forked child's (lru, handed over to) too
+    assert out["alone_us"]["lru"] == pytest.approx(lru, rel=1e-12)
+    assert out["alone_us"]["slow-only"] == pytest.approx(slow, rel=1e-12)
+    # no worse than lru alone plus the first windows: slow-only's first, and one to refill the cache
+    assert out["guard_us"] <= lru + 2 * (slow - lru) * W / N
+    assert out["guard_us"] > lru                              # the handover is not free
+
+
+def test_no_switch_without_a_margin_beaten(tmp_path):
+    g = script("guard_study")
+    data, fp = _trace(tmp_path / "t.csv", n=5000)
+    out = g.guard(data, fp, "perf", 1, portfolio=("lru", "lru"), window=W)
+    assert out["switches"] == 0 and out["guard_us"] == pytest.approx(_alone("lru", data, fp), rel=1e-12)
+
+
+@pytest.mark.parametrize("policy", ["lru", "arc", "lirs", "s3fifo", "wtinylfu", "harmonia"])
+@pytest.mark.parametrize("hss", ["perf", "tri"])
+def test_a_handover_leaves_the_table_clean_and_the_new_member_runs_on(tmp_path, policy, hss):
+    g = script("guard_study")
+    data, fp = _trace(tmp_path / "t.csv", n=4000)
+    cfg = load_hss(hss)
+    caps = cfg.capacity_pages(fp, 4096)
+    src, dst = Simulator(cfg, "s3fifo" if policy != "s3fifo" else "lru", caps), Simulator(cfg, policy, caps)
+    for sim in (src, dst):
+        sim.feed(data[:2000])
+    moved = g.handover(src, dst)                             # checks the table and the layout
+    assert moved > 0
+    assert np.array_equal(g.layout(src)[1], g.layout(dst)[1])
+    for lo in range(2000, 4000, 500):
+        dst.feed(data[lo:lo + 500])
+        dst.check()
+
+
+def test_an_evaluation_workload_is_refused():
+    g = script("guard_study")
+    assert g.main(["--trace", "synth:hm:requests=1000", "--hss", "perf", "--seeds", "1"]) == 2
+
+
+def test_the_report_decides_only_on_traces_with_every_cell(tmp_path, capsys):
+    g = script("guard_study")
+    data, fp = _trace(tmp_path / "t.csv", n=3000)
+    rows = [dict(trace=t, **g.guard(data, fp, h, s, portfolio=("slow-only", "lru"), window=W))
+            for t in ("a:x", "b:y") for h in ("perf", "cost") for s in (1, 2, 3)]
+    rows = [r for r in rows if not (r["trace"] == "b:y" and r["hss"] == "cost" and r["seed"] == 3)]
+    for r in rows:                                   # the report reads harmonia's figure by name
+        r["alone_us"]["harmonia"] = r["alone_us"]["slow-only"]
+        r["guard_wall_s"]["harmonia"] = r["guard_wall_s"]["slow-only"]
+    verdict = g.report(rows)
+    text = capsys.readouterr().out
+    assert "traces with every cell: 1 of 2" in text
+    # better than "harmonia" (slow-only here) beyond the seeds, but slow-only's first window keeps it
+    # more than 3% above the ideal (lru alone) on this short trace: (a) holds, (b) does not
+    assert all(r["guard_us"] > 1.03 * r["alone_us"]["lru"] for r in rows)
+    assert text.count(": True") == 2 and text.count("(> half: False)") == 2
+    assert verdict == {"perf": False, "cost": False} and "not built" in text
+
+
+def test_resynced_shadows_run_from_the_live_layout_and_the_alone_figures_stay_the_members_own(tmp_path):
+    g = script("guard_study")
+    data, fp = _trace(tmp_path / "t.csv")
+    out = g.guard(data, fp, "perf", 1, portfolio=("slow-only", "lru"), window=W, check=True, resync=True)
+    assert out["resync"] and out["pages_resynced"] > 0
+    assert out["switches"] >= 1 and out["switch_log"][0]["to"] == "lru"
+    assert out["alone_us"]["lru"] == pytest.approx(_alone("lru", data, fp), rel=1e-12)
+    assert out["alone_us"]["slow-only"] == pytest.approx(_alone("slow-only", data, fp), rel=1e-12)
+    # after the switch slow-only, the shadow, starts each window from lru's layout: its windows beat
+    # what it does alone (everything slow), unlike without resync. A member that moves nothing coasts
+    # on the layout it is given for a window, so it can win switches back (rule R's weakness, guard.txt)
+    plain = g.guard(data, fp, "perf", 1, portfolio=("slow-only", "lru"), window=W)
+    assert sum(out["window_us"]["slow-only"][2:]) < 0.8 * sum(plain["window_us"]["slow-only"][2:])
+    assert out["guard_us"] < out["alone_us"]["slow-only"]
