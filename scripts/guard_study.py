@@ -15,6 +15,11 @@ A member's result alone (no switching) is its simulator up to the first handover
 moment the process forks and the child, waited for, finishes that member alone and hands back its
 result, so the alone figures are exactly the member's without the guard.
 
+Rule F (--rule F, guard.txt [C]) is another guard: every member on its own trajectory, never touched;
+the member with the lowest cumulative mean latency becomes active (its simulator adopted as it is) when
+it beats the active member's own cumulative figure by more than the margin; each page whose device
+differs between the two layouts is charged a copy at the device model's QD1 times, as foreground.
+
     .venv/bin/python scripts/guard_study.py --trace synth:src:requests=100000,seed=2 --hss perf --seeds 1,2,3
 One JSON line per (trace, HSS, seed): the guard's and each member's alone latency, the switches.
 """
@@ -185,6 +190,86 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
     return out
 
 
+def io_ns(profile, write):
+    """A 4 KiB page I/O at QD1 on a device, in ns, from the device model's figures (hbl/devices): an
+    SSD its datasheet latency; an HDD its command overhead + the average seek + the average rotation +
+    the transfer (pessimistic: no shorter seek over a small footprint, no sorting)."""
+    lat = profile.write_latency_us if write else profile.read_latency_us
+    if not profile.is_hdd():
+        return lat * 1e3
+    rate = profile.write_mb_s if write else profile.read_mb_s
+    return lat * 1e3 + profile.seek_ms * 1e6 + profile.rotation_ms * 1e6 + PAGE_SIZE / (rate * 1e6) * 1e9
+
+
+def copy_costs(cfg):
+    """cost[s][d]: ns to copy one page from device s to device d (read there, write here; 0 if s == d)."""
+    n = len(cfg.devices)
+    return [[0.0 if s == d else io_ns(cfg.devices[s], False) + io_ns(cfg.devices[d], True) for d in range(n)]
+            for s in range(n)]
+
+
+def follow(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN, check=False):
+    """Variant F (results/diagnosis/guard.txt [C]): every member on its own trajectory from the start,
+    never touched; after each window the member with the lowest cumulative mean latency (its own) becomes
+    active when it beats the active member's own cumulative figure by more than margin. The handover
+    adopts the leader's simulator as it is; every page whose device differs between the two layouts is
+    charged a copy (copy_costs) as foreground latency."""
+    cfg = load_hss(hss)
+    caps = cfg.capacity_pages(fp, PAGE_SIZE)
+    cost = copy_costs(cfg)
+    sims = {p: member(p, cfg, caps, hss, seed) for p in portfolio}
+    active = portfolio[0]
+    prev = {p: (0.0, 0) for p in portfolio}
+    g_sum, g_n, charge, moved, switches = 0.0, 0, 0.0, 0, []
+    trail = {p: [] for p in portfolio}
+    actives = []
+    for lo in range(0, len(data), window):
+        chunk = data[lo:lo + window]
+        means, cum = {}, {}
+        for p, sim in sims.items():
+            sim.feed(chunk)
+            st = sim.stats()
+            d_sum, d_n = st.latency_sum_ns - prev[p][0], st.requests - prev[p][1]
+            prev[p] = (st.latency_sum_ns, st.requests)
+            means[p] = d_sum / d_n if d_n else 0.0
+            cum[p] = st.latency_sum_ns / st.requests if st.requests else 0.0
+            if p == active:
+                g_sum, g_n = g_sum + d_sum, g_n + d_n
+        for p in portfolio:
+            trail[p].append(round(means[p] / 1e3, 3))
+        actives.append(active)
+        if check:
+            for sim in sims.values():
+                sim.check()
+        if len(chunk) < window or lo + window >= len(data):
+            continue                          # no decision after the last window
+        best = min(cum, key=lambda p: (cum[p], portfolio.index(p)))
+        if best != active and cum[best] < (1.0 - margin) * cum[active]:
+            sp, sd = layout(sims[active])
+            dp, dd = layout(sims[best])
+            if len(sp) != len(dp) or not np.array_equal(sp, dp):
+                raise AssertionError("the members have not seen the same pages (%d, %d)" % (len(sp), len(dp)))
+            diff = np.nonzero(sd != dd)[0]
+            c = float(sum(cost[int(a)][int(b)] for a, b in zip(sd[diff], dd[diff])))
+            charge += c
+            moved += int(len(diff))
+            switches.append(dict(after=lo + window, frm=active, to=best, pages_moved=int(len(diff)),
+                                 charge_us=round(c / 1e3, 1), mean_us={k: round(v / 1e3, 2) for k, v in means.items()},
+                                 cum_us={k: round(v / 1e3, 3) for k, v in cum.items()}))
+            active = best
+    lat, wall = {}, {}
+    for p, sim in sims.items():
+        st = sim.stats()
+        lat[p] = st.latency_sum_ns / st.requests / 1e3 if st.requests else 0.0
+        wall[p] = sim.wall
+    return dict(hss=hss, seed=seed, requests=len(data), footprint_pages=fp, window=window, margin=margin,
+                portfolio=list(portfolio), rule="F", guard_us=(g_sum + charge) / g_n / 1e3 if g_n else 0.0,
+                guard_uncharged_us=g_sum / g_n / 1e3 if g_n else 0.0, charge_us=charge / 1e3,
+                switches=len(switches), pages_moved=moved, switch_log=switches, final_active=active,
+                resync=False, pages_resynced=0, window_us=trail, active=actives, alone_us=lat,
+                alone_wall_s=wall, guard_wall_s=dict(wall), best_member=min(lat, key=lat.get))
+
+
 def geomean(xs):
     return float(np.exp(np.mean(np.log(xs))))
 
@@ -242,6 +327,20 @@ def report(rows, out=sys.stdout, tolerance=0.03):
             p("switches: %d; in the next window the new active beat the member it replaced in %d (%.0f%%); "
               "geomean new/replaced %.3f; new active's first window after the handover / its own window "
               "that won the switch %.3f" % sw)
+        fr = [cell[(t, h, s)] for t in done for s in seeds if "guard_uncharged_us" in cell[(t, h, s)]]
+        if fr:
+            un = [geomean([cell[(t, h, s)]["guard_uncharged_us"] for t in done]) for s in seeds]
+            p("rule F: pages copied %d in %d switches, charge %.1f s of foreground latency in all; uncharged guard "
+              "geomean per seed %s (/ harmonia %s)" % (
+                  sum(r["pages_moved"] for r in fr), sum(r["switches"] for r in fr),
+                  sum(r["charge_us"] for r in fr) / 1e6, " ".join("%.2f" % x for x in un),
+                  " ".join("%.4f" % (u / hm) for u, hm in zip(un, geo["harmonia"]))))
+            p("rule F uncharged: within %.0f%% of the ideal on %d of %d cells; the charge F could afford and still "
+              "tie harmonia alone's geomean, as a share of the charge paid, per seed: %s" % (
+                  100 * tolerance, sum(r["guard_uncharged_us"] <= (1 + tolerance) * min(r["alone_us"].values())
+                                       for r in fr), len(fr),
+                  " ".join("%.3f" % affordable([cell[(t, h, s)] for t in done], hm)
+                           for s, hm in zip(seeds, geo["harmonia"]))))
         hw = [cell[(t, h, s)]["guard_wall_s"] for t in done for s in seeds]
         p("shadow cost: simulator time of all members in the guard / harmonia's there: %.2f "
           "(sum over cells; the forked alone runs not counted)" % (
@@ -252,6 +351,23 @@ def report(rows, out=sys.stdout, tolerance=0.03):
             ", ".join("%s %s" % (h, "pass" if verdict[h] else "fail") for h in decided),
             "BUILD (stage 2)" if len(decided) == 2 and all(verdict[h] for h in decided) else "not built"))
     return verdict
+
+
+def affordable(rows, target):
+    """Rule F: the share k of the charge at which geomean(uncharged + k x charge per request) = target
+    (inf when nothing was charged; 0 or less when even the uncharged guard misses it)."""
+    f = lambda k: geomean([r["guard_uncharged_us"] + k * r["charge_us"] / r["requests"] for r in rows]) - target
+    if f(0.0) >= 0:
+        return 0.0
+    if not any(r["charge_us"] for r in rows):
+        return float("inf")
+    lo, hi = 0.0, 1.0
+    while f(hi) < 0:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
+    return lo
 
 
 def switch_check(rows):
@@ -294,6 +410,9 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true", help="check() every member after every window")
     ap.add_argument("--resync", action="store_true", help="variant R: each shadow told the active member's "
                     "layout at the start of every window (results/diagnosis/guard.txt [B])")
+    ap.add_argument("--rule", choices=("G", "F"), default="G", help="G: switch by last-window latency ([A]; "
+                    "with --resync, variant R [B]); F: follow the cumulative leader, adopt its trajectory, "
+                    "charge the copies ([C])")
     ap.add_argument("--allow-evaluation", action="store_true",
                     help="allow an evaluation workload (a report after the decision, never to decide)")
     ap.add_argument("--out", help="append JSON lines here (default stdout)")
@@ -311,6 +430,8 @@ def main(argv=None):
         seeds = [int(s) for s in a.seeds.split(",")]
         hss_list = [h for h in a.hss.split(",") if h]
         portfolio = tuple(p for p in a.portfolio.split(",") if p)
+        if a.rule == "F" and a.resync:
+            raise HblError("--resync is variant R of rule G; rule F never re-syncs")
         if a.window <= 0 or not 0 <= a.margin < 1 or len(portfolio) < 1:
             raise HblError("--window must be > 0, --margin in [0, 1), the portfolio not empty")
         for h in hss_list:
@@ -321,8 +442,11 @@ def main(argv=None):
             for h in hss_list:
                 for s in seeds:
                     t0 = time.time()
-                    row = dict(trace=trace, **guard(data, fp, h, s, portfolio, a.window, a.margin, a.check,
-                                                           a.resync))
+                    if a.rule == "F":
+                        res = follow(data, fp, h, s, portfolio, a.window, a.margin, a.check)
+                    else:
+                        res = guard(data, fp, h, s, portfolio, a.window, a.margin, a.check, a.resync)
+                    row = dict(trace=trace, **res)
                     row["elapsed_s"] = round(time.time() - t0, 1)
                     row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                     print(json.dumps(row), file=out, flush=True)

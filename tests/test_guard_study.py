@@ -114,3 +114,36 @@ def test_resynced_shadows_run_from_the_live_layout_and_the_alone_figures_stay_th
     plain = g.guard(data, fp, "perf", 1, portfolio=("slow-only", "lru"), window=W)
     assert sum(out["window_us"]["slow-only"][2:]) < 0.8 * sum(plain["window_us"]["slow-only"][2:])
     assert out["guard_us"] < out["alone_us"]["slow-only"]
+
+
+def test_rule_f_follows_the_cumulative_leader_once_adopts_its_trajectory_and_pays_the_copies(tmp_path):
+    g = script("guard_study")
+    data, fp = _trace(tmp_path / "t.csv")
+    out = g.follow(data, fp, "perf", 1, portfolio=("slow-only", "lru"), window=W, margin=0.02, check=True)
+    lru, slow = _alone("lru", data, fp), _alone("slow-only", data, fp)
+    assert out["rule"] == "F" and out["final_active"] == "lru"
+    assert out["switches"] == 1 and out["switch_log"][0]["after"] == W          # once, and never back
+    assert out["active"] == ["slow-only"] + ["lru"] * (N // W - 1)
+    # trajectories untouched: alone figures are the members' own, and the guard's windows are theirs
+    assert out["alone_us"]["lru"] == pytest.approx(lru, rel=1e-12)
+    assert out["alone_us"]["slow-only"] == pytest.approx(slow, rel=1e-12)
+    win = out["window_us"]
+    assert out["guard_uncharged_us"] == pytest.approx((win["slow-only"][0] + sum(win["lru"][1:])) * W / N, rel=1e-3)
+    # the charge: every page lru has on the fast device is copied from the slow one (M read + H write)
+    n = out["pages_moved"]
+    assert 0 < n <= load_hss("perf").capacity_pages(fp, 4096)[0]
+    assert g.copy_costs(load_hss("perf"))[1][0] == pytest.approx(36e3 + 10e3)
+    assert out["charge_us"] == pytest.approx(n * 46.0)
+    assert out["guard_us"] == pytest.approx(out["guard_uncharged_us"] + out["charge_us"] / N, rel=1e-12)
+    assert out["guard_us"] > out["guard_uncharged_us"] > lru
+
+
+def test_rule_f_charges_an_hdd_page_copy_at_its_positioning_and_never_switches_on_a_tie(tmp_path):
+    g = script("guard_study")
+    c = g.copy_costs(load_hss("cost"))
+    assert c[0][1] == pytest.approx(10e3 + 100e3 + 8.5e6 + 4.16e6 + 4096 / 210e6 * 1e9)
+    assert c[0][0] == 0 and c[1][0] == pytest.approx(c[0][1])
+    data, fp = _trace(tmp_path / "t.csv", n=5000)
+    out = g.follow(data, fp, "cost", 1, portfolio=("lru", "lru"), window=W)
+    assert out["switches"] == 0 and out["charge_us"] == 0
+    assert out["guard_us"] == pytest.approx(_alone("lru", data, fp, "cost"), rel=1e-12)
