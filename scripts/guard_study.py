@@ -19,6 +19,9 @@ Rule F (--rule F, guard.txt [C]) is another guard: every member on its own traje
 the member with the lowest cumulative mean latency becomes active (its simulator adopted as it is) when
 it beats the active member's own cumulative figure by more than the margin; each page whose device
 differs between the two layouts is charged a copy at the device model's QD1 times, as foreground.
+Rule H (--rule H, guard.txt [D]; scripts/guard_hybrid.py): F's signal with G's handover: members alone
+on their own trajectories give the signal; the live path is one simulator, a fresh copy of the new
+leader's alone one told the live layout at each switch, paying its later moves in its own device model.
 
     .venv/bin/python scripts/guard_study.py --trace synth:src:requests=100000,seed=2 --hss perf --seeds 1,2,3
 One JSON line per (trace, HSS, seed): the guard's and each member's alone latency, the switches.
@@ -341,6 +344,13 @@ def report(rows, out=sys.stdout, tolerance=0.03):
                                        for r in fr), len(fr),
                   " ".join("%.3f" % affordable([cell[(t, h, s)] for t in done], hm)
                            for s, hm in zip(seeds, geo["harmonia"]))))
+        hr = [cell[(t, h, s)] for t in done for s in seeds if cell[(t, h, s)].get("rule") == "H"]
+        hs = [s for r in hr for s in r["switch_log"] if "stay_us" in s]
+        if hs:
+            p("rule H: pages told at handovers %d in %d switches; the live copy's first window / the same member "
+              "alone in that window: geomean %.3f (%d of %d above 1)" % (
+                  sum(r["pages_moved"] for r in hr), len(hs), geomean([s["next_us"] / s["alone_next_us"] for s in hs]),
+                  sum(s["next_us"] > s["alone_next_us"] for s in hs), len(hs)))
         hw = [cell[(t, h, s)]["guard_wall_s"] for t in done for s in seeds]
         p("shadow cost: simulator time of all members in the guard / harmonia's there: %.2f "
           "(sum over cells; the forked alone runs not counted)" % (
@@ -382,6 +392,10 @@ def switch_check(rows):
             k = s["after"] // r["window"]
             if k >= len(r["active"]):
                 continue
+            if "stay_us" in s:          # rule H: the live copy's first window / the old live one's, kept a window
+                ratios.append(s["next_us"] / s["stay_us"])
+                after.append(s["next_us"] / r["window_us"][s["to"]][k - 1])
+                continue
             new = r["window_us"][s["to"]]
             ratios.append(new[k] / r["window_us"][s["frm"]][k])
             after.append(new[k] / new[k - 1])
@@ -389,6 +403,16 @@ def switch_check(rows):
         return None
     return (len(ratios), sum(x < 1 for x in ratios), 100.0 * sum(x < 1 for x in ratios) / len(ratios),
             geomean(ratios), geomean(after))
+
+
+def sibling(name):
+    """scripts/NAME.py as a module (rule H lives in guard_hybrid.py)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                     name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def short(trace):
@@ -410,9 +434,9 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true", help="check() every member after every window")
     ap.add_argument("--resync", action="store_true", help="variant R: each shadow told the active member's "
                     "layout at the start of every window (results/diagnosis/guard.txt [B])")
-    ap.add_argument("--rule", choices=("G", "F"), default="G", help="G: switch by last-window latency ([A]; "
+    ap.add_argument("--rule", choices=("G", "F", "H"), default="G", help="G: switch by last-window latency ([A]; "
                     "with --resync, variant R [B]); F: follow the cumulative leader, adopt its trajectory, "
-                    "charge the copies ([C])")
+                    "charge the copies ([C]); H: F's signal, G's handover into a live copy ([D])")
     ap.add_argument("--allow-evaluation", action="store_true",
                     help="allow an evaluation workload (a report after the decision, never to decide)")
     ap.add_argument("--out", help="append JSON lines here (default stdout)")
@@ -430,8 +454,8 @@ def main(argv=None):
         seeds = [int(s) for s in a.seeds.split(",")]
         hss_list = [h for h in a.hss.split(",") if h]
         portfolio = tuple(p for p in a.portfolio.split(",") if p)
-        if a.rule == "F" and a.resync:
-            raise HblError("--resync is variant R of rule G; rule F never re-syncs")
+        if a.rule != "G" and a.resync:
+            raise HblError("--resync is variant R of rule G; rules F and H never re-sync")
         if a.window <= 0 or not 0 <= a.margin < 1 or len(portfolio) < 1:
             raise HblError("--window must be > 0, --margin in [0, 1), the portfolio not empty")
         for h in hss_list:
@@ -442,7 +466,9 @@ def main(argv=None):
             for h in hss_list:
                 for s in seeds:
                     t0 = time.time()
-                    if a.rule == "F":
+                    if a.rule == "H":
+                        res = sibling("guard_hybrid").hybrid(data, fp, h, s, portfolio, a.window, a.margin, a.check)
+                    elif a.rule == "F":
                         res = follow(data, fp, h, s, portfolio, a.window, a.margin, a.check)
                     else:
                         res = guard(data, fp, h, s, portfolio, a.window, a.margin, a.check, a.resync)

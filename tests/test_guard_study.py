@@ -147,3 +147,49 @@ def test_rule_f_charges_an_hdd_page_copy_at_its_positioning_and_never_switches_o
     out = g.follow(data, fp, "cost", 1, portfolio=("lru", "lru"), window=W)
     assert out["switches"] == 0 and out["charge_us"] == 0
     assert out["guard_us"] == pytest.approx(_alone("lru", data, fp, "cost"), rel=1e-12)
+
+
+def test_rule_h_follows_the_cumulative_leader_once_into_a_live_copy_told_the_live_layout(tmp_path):
+    h = script("guard_hybrid")
+    data, fp = _trace(tmp_path / "t.csv")
+    out = h.hybrid(data, fp, "perf", 1, portfolio=("slow-only", "lru"), window=W, margin=0.02, check=True)
+    lru, slow = _alone("lru", data, fp), _alone("slow-only", data, fp)
+    assert lru < 0.7 * slow                                   # one member clearly better
+    assert out["rule"] == "H" and out["final_active"] == "lru"
+    assert out["switches"] == 1 and out["switch_log"][0]["after"] == W          # once, and never back
+    assert out["active"] == ["slow-only"] + ["lru"] * (N // W - 1)
+    # the alone simulators are never touched: their figures are the members' own
+    assert out["alone_us"]["lru"] == pytest.approx(lru, rel=1e-12)
+    assert out["alone_us"]["slow-only"] == pytest.approx(slow, rel=1e-12)
+    # the live path: slow-only's own first window, then lru's copy started from slow-only's layout
+    # (everything slow: every page it had cached is told slow, so it re-promotes, in its device model)
+    s = out["switch_log"][0]
+    assert s["pages_moved"] > 0
+    assert out["live_us"][0] == out["window_us"]["slow-only"][0]
+    assert out["guard_us"] == pytest.approx(sum(out["live_us"]) * W / N, rel=1e-3)
+    assert s["next_us"] > s["alone_next_us"]                  # the handover is not free ...
+    assert s["next_us"] < s["stay_us"]                        # ... but it pays against staying
+    assert lru < out["guard_us"] <= lru + 2 * (slow - lru) * W / N
+    assert out["live_us"][-1] == pytest.approx(out["window_us"]["lru"][-1], rel=0.05)   # it catches up
+
+
+def test_rule_h_never_switches_on_a_tie_and_is_then_the_first_member_alone(tmp_path):
+    h = script("guard_hybrid")
+    data, fp = _trace(tmp_path / "t.csv", n=5000)
+    out = h.hybrid(data, fp, "cost", 1, portfolio=("lru", "lru"), window=W)
+    assert out["switches"] == 0 and out["guard_wall_s"]["live"] == 0
+    assert out["guard_us"] == pytest.approx(_alone("lru", data, fp, "cost"), rel=1e-12)
+
+
+def test_rule_h_a_fresh_copy_equals_its_alone_simulator_and_a_wrong_prefix_is_refused(tmp_path):
+    h = script("guard_hybrid")
+    data, fp = _trace(tmp_path / "t.csv", n=4000)
+    cfg = load_hss("perf")
+    caps = cfg.capacity_pages(fp, 4096)
+    alone = Simulator(cfg, "lru", caps, seed=1)
+    for lo in range(0, 3000, W):
+        alone.feed(data[lo:lo + W])
+    copy = h.fresh_copy("lru", alone, cfg, caps, "perf", 1, data, 3000, W)
+    assert copy.stats().latency_sum_ns == alone.stats().latency_sum_ns
+    with pytest.raises(AssertionError):
+        h.fresh_copy("lru", alone, cfg, caps, "perf", 1, data, 2000, W)
