@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""A weight-averaged agent ("model soup", Wortsman et al., ICML'22) of several pretraining seeds.
+
+Reads the agents of pretraining seeds 1..K that `hbl pretrain --out DIR` wrote (DIR/POLICY-HSS-sK.agent),
+averages every parameter of each agent (placement and migration apart) over the seeds, FP32 training
+weights and the optimizer's moments alike, and writes OUT/POLICY-HSS.agent, which loads like any other
+(hbl compare --agents OUT, scripts/validate_agents.py --selected --candidate NAME=OUT).  The deciding
+network (int16) is quantized from the averaged weights (hbl_agent_set_params syncs it); the Adam step
+count is the first seed's.
+
+Only seeds that started from one common network can be averaged (the hidden units of networks drawn
+apart are permuted against each other): pretrain them with --param init_seed=S --param m_init_seed=S+1
+(results/pretrain/soup.txt).  Trained files do not say where they started, so that is the caller's
+word; the script prints each seed's distance from the mean, per agent.
+
+    scripts/soup.py --dir /tmp/soup/pt-perf --hss perf --seeds 5 --out /tmp/soup/soup-perf
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hbl.errors import HblError
+from hbl.sim import Simulator
+from hbl.sim.agent_files import agent_file, selected_file
+from hbl.devices import load_hss
+
+FOOTPRINT = 100_000   # pages: capacities only; an agent's shape does not depend on them
+
+
+def load(path, policy, hss):
+    config = load_hss(hss, None)
+    caps = config.capacity_pages(FOOTPRINT, 4096)
+    return Simulator.with_agents(config, policy, caps, str(path))
+
+
+def soup(files, policy, hss, out):
+    """Average the agents in `files` into `out`; returns per agent the relative distance of each
+    seed's weights from the mean (||w_k - mean|| / ||mean||)."""
+    sims = [load(f, policy, hss) for f in files]
+    agents = [s.agents() for s in sims]
+    if not agents[0]:
+        raise HblError("policy %s has no agents" % policy)
+    dist = []
+    for i, first in enumerate(agents[0]):
+        ws = np.stack([a[i].params() for a in agents]).astype(np.float64)
+        mom = [a[i].moments() for a in agents]
+        m1 = np.mean([m[0] for m in mom], axis=0)
+        m2 = np.mean([m[1] for m in mom], axis=0)
+        mean = ws.mean(axis=0)
+        first.set_params(mean.astype(np.float32), m1.astype(np.float32), m2.astype(np.float32))
+        dist.append([float(np.linalg.norm(w - mean) / np.linalg.norm(mean)) for w in ws])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sims[0].save_agents(out)
+    return dist
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", required=True, help="the directory hbl pretrain --out wrote")
+    ap.add_argument("--policy", default="harmonia")
+    ap.add_argument("--hss", default="perf", help="comma-separated HSS presets")
+    ap.add_argument("--seeds", type=int, default=5, help="pretraining seeds 1..N averaged")
+    ap.add_argument("--out", required=True, help="directory the averaged POLICY-HSS.agent goes to")
+    a = ap.parse_args()
+    for h in [x.strip() for x in a.hss.split(",") if x.strip()]:
+        files = [agent_file(a.policy, h, s, a.dir) for s in range(1, a.seeds + 1)]
+        out = selected_file(a.policy, h, a.out)
+        dist = soup(files, a.policy, h, out)
+        for i, d in enumerate(dist):
+            print("%s %s agent %d: distance of each seed from the mean %s" % (
+                a.policy, h, i, " ".join("%.3f" % x for x in d)))
+        print("%s %s: %s" % (a.policy, h, out))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except HblError as e:
+        sys.exit("soup: %s" % e)
