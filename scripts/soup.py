@@ -56,6 +56,41 @@ def soup(files, policy, hss, out):
     return dist
 
 
+def geomean_on(path, policy, hss, validation, jobs, work):
+    """The validation figure hbl pretrain --select chooses by: geomean of latency / Fast-Only over the
+    set `validation` at generator seed 2, online seed 1."""
+    import math
+    from hbl.pool import run_all
+    from hbl.sim import pretrained
+    traces = [t for _, t in pretrained.validation_set(validation, None, 2, work)]
+    base = {t: lat for _, t, lat in run_all(pretrained._fast_only, [(hss, t) for t in traces], jobs)}
+    runs = run_all(pretrained._validate, [(policy, hss, 0, str(path), t, None) for t in traces], jobs)
+    return math.exp(sum(math.log(lat / base[t]) for _, _, _, t, lat in runs) / len(traces))
+
+
+def greedy(directory, policy, hss, seeds, out, validation, jobs):
+    """Wortsman et al.'s greedy soup: the seeds in the order of their validation figure (selection.json,
+    hbl pretrain --select), each added to the soup if the soup's figure does not rise; the soup, kept in
+    `out`, and the steps taken."""
+    import json
+    import tempfile
+    rows = json.loads((Path(directory) / "selection.json").read_text())["rows"]
+    fig = {int(k): v for k, v in next(r for r in rows if r["policy"] == policy and r["hss"] == hss)
+           ["validation"].items()}
+    order = sorted((s for s in fig if s <= seeds), key=fig.get)
+    kept, best, steps = [order[0]], fig[order[0]], []
+    with tempfile.TemporaryDirectory(prefix="hbl-soup-") as work:
+        for s in order[1:]:
+            trial = Path(work) / ("%s-%s.agent" % (policy, hss))
+            soup([agent_file(policy, hss, k, directory) for k in kept + [s]], policy, hss, trial)
+            g = geomean_on(trial, policy, hss, validation, jobs, work)
+            steps.append((s, g, g <= best))
+            if g <= best:
+                kept, best = kept + [s], g
+    soup([agent_file(policy, hss, k, directory) for k in kept], policy, hss, out)
+    return kept, best, steps, fig
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True, help="the directory hbl pretrain --out wrote")
@@ -63,8 +98,20 @@ def main():
     ap.add_argument("--hss", default="perf", help="comma-separated HSS presets")
     ap.add_argument("--seeds", type=int, default=5, help="pretraining seeds 1..N averaged")
     ap.add_argument("--out", required=True, help="directory the averaged POLICY-HSS.agent goes to")
+    ap.add_argument("--greedy", metavar="SET",
+                    help="a greedy soup chosen on validation set SET (generator seed 2, online seed 1), "
+                         "not the average of all seeds")
+    ap.add_argument("--jobs", type=int, default=None)
     a = ap.parse_args()
     for h in [x.strip() for x in a.hss.split(",") if x.strip()]:
+        if a.greedy:
+            out = selected_file(a.policy, h, a.out)
+            kept, best, steps, fig = greedy(a.dir, a.policy, h, a.seeds, out, a.greedy, a.jobs)
+            print("%s %s seeds alone: %s" % (a.policy, h, " ".join("s%d %.3f" % (k, fig[k]) for k in sorted(fig))))
+            for s, g, took in steps:
+                print("  + seed %d: %.3f %s" % (s, g, "kept" if took else "dropped"))
+            print("%s %s greedy soup of seeds %s: %.3f -> %s" % (a.policy, h, kept, best, out))
+            continue
         files = [agent_file(a.policy, h, s, a.dir) for s in range(1, a.seeds + 1)]
         out = selected_file(a.policy, h, a.out)
         dist = soup(files, a.policy, h, out)
