@@ -233,6 +233,8 @@ struct hbl_agent_config {
                                   here, in the padding before vmin, so the struct keeps its size */
     double vmin, vmax;         /* C51 support range */
     int32_t optimizer;         /* enum hbl_optimizer */
+    uint32_t init_seed;        /* nonzero: the untrained weights drawn as this seed draws them (0: from seed);
+                                  here, in the padding before lr, so the struct keeps its size */
     double lr, gamma;
     double epsilon;            /* exploration after warm-up */
     int32_t warmup;            /* decisions over which epsilon falls from 1 to `epsilon` */
@@ -244,7 +246,6 @@ struct hbl_agent_config {
     uint64_t seed;
     double demo;               /* weight of the large-margin demonstration loss (DQfD); 0 = none */
     double demo_margin;        /* its margin: the label's Q must lead every other action's by this */
-    uint64_t init_seed;        /* nonzero: the untrained weights drawn as this seed draws them (0: from seed) */
 };
 
 struct hbl_agent_stats {
