@@ -35,9 +35,10 @@ def load(path, policy, hss):
     return Simulator.with_agents(config, policy, caps, str(path))
 
 
-def soup(files, policy, hss, out):
+def soup(files, policy, hss, out, only=None):
     """Average the agents in `files` into `out`; returns per agent the relative distance of each
-    seed's weights from the mean (||w_k - mean|| / ||mean||)."""
+    seed's weights from the mean (||w_k - mean|| / ||mean||).  only: the indices of the agents
+    averaged (0 placement, 1 migration), the others kept as the first file has them."""
     sims = [load(f, policy, hss) for f in files]
     agents = [s.agents() for s in sims]
     if not agents[0]:
@@ -49,7 +50,8 @@ def soup(files, policy, hss, out):
         m1 = np.mean([m[0] for m in mom], axis=0)
         m2 = np.mean([m[1] for m in mom], axis=0)
         mean = ws.mean(axis=0)
-        first.set_params(mean.astype(np.float32), m1.astype(np.float32), m2.astype(np.float32))
+        if only is None or i in only:
+            first.set_params(mean.astype(np.float32), m1.astype(np.float32), m2.astype(np.float32))
         dist.append([float(np.linalg.norm(w - mean) / np.linalg.norm(mean)) for w in ws])
     out.parent.mkdir(parents=True, exist_ok=True)
     sims[0].save_agents(out)
@@ -102,6 +104,10 @@ def main():
                     help="a greedy soup chosen on validation set SET (generator seed 2, online seed 1), "
                          "not the average of all seeds")
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--only", type=int, action="append", metavar="I",
+                    help="average agent I only (0 placement, 1 migration; repeatable), the others the --first seed's")
+    ap.add_argument("--first", type=int, default=1, metavar="S",
+                    help="the seed whose agents --only leaves as they are (default 1)")
     a = ap.parse_args()
     for h in [x.strip() for x in a.hss.split(",") if x.strip()]:
         if a.greedy:
@@ -112,12 +118,13 @@ def main():
                 print("  + seed %d: %.3f %s" % (s, g, "kept" if took else "dropped"))
             print("%s %s greedy soup of seeds %s: %.3f -> %s" % (a.policy, h, kept, best, out))
             continue
-        files = [agent_file(a.policy, h, s, a.dir) for s in range(1, a.seeds + 1)]
+        order = [a.first] + [s for s in range(1, a.seeds + 1) if s != a.first]
+        files = [agent_file(a.policy, h, s, a.dir) for s in order]
         out = selected_file(a.policy, h, a.out)
-        dist = soup(files, a.policy, h, out)
+        dist = soup(files, a.policy, h, out, a.only)
         for i, d in enumerate(dist):
-            print("%s %s agent %d: distance of each seed from the mean %s" % (
-                a.policy, h, i, " ".join("%.3f" % x for x in d)))
+            print("%s %s agent %d: distance of seeds %s from the mean %s" % (
+                a.policy, h, i, order, " ".join("%.3f" % x for x in d)))
         print("%s %s: %s" % (a.policy, h, out))
     return 0
 

@@ -57,3 +57,19 @@ def test_soup_of_one_network_is_that_network(tmp_path):
     a, b = soup.load(f, "harmonia", "perf").agents(), soup.load(out, "harmonia", "perf").agents()
     for x, y in zip(a, b):
         assert np.allclose(x.params(), y.params(), rtol=0, atol=1e-6)
+
+
+def test_soup_of_the_placement_agent_only_keeps_the_first_files_migration_agent(tmp_path):
+    spec = importlib.util.spec_from_file_location("soup", Path(__file__).parents[1] / "scripts" / "soup.py")
+    soup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(soup)
+    files = []
+    for seed in (1, 2):
+        files.append(tmp_path / ("s%d.agent" % seed))
+        simulate(TRACE, hss="perf", policy="harmonia", seed=seed, load_agents=False, save_agents=str(files[-1]))
+    out = tmp_path / "soup" / "harmonia-perf.agent"
+    soup.soup(files, "harmonia", "perf", out, only=[0])
+    a, b = (soup.load(f, "harmonia", "perf").agents() for f in files)
+    s = soup.load(out, "harmonia", "perf").agents()
+    assert np.allclose(s[0].params(), (a[0].params() + b[0].params()) / 2, rtol=0, atol=1e-6)
+    assert np.array_equal(s[1].params(), a[1].params())
