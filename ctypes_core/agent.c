@@ -137,6 +137,11 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     ag->rng = cfg->seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
     if (!ag->rng) ag->rng = 1;
     hbl_mlp_init_params(&ag->m, ag->w_train, &ag->rng);
+    if (cfg->init_seed) {   /* the weights another seed draws; ag->rng stays where this seed's draw left it */
+        uint64_t r = cfg->init_seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
+        if (!r) r = 1;
+        hbl_mlp_init_params(&ag->m, ag->w_train, &r);
+    }
     if (cfg->init_out) {   /* the output layer at zero: no action preferred anywhere before training */
         int l = ag->m.nl - 1;
         memset(ag->w_train + ag->m.woff[l], 0, (size_t)ag->m.sizes[l] * (size_t)ag->m.sizes[l + 1] * sizeof(float));
@@ -182,4 +187,30 @@ int32_t hbl_agent_params(const struct hbl_agent *ag, float *out, int32_t max)
     if (max >= ag->m.np) memcpy(out, ag->w_train, (size_t)ag->m.np * sizeof(float));
     tunlock(w);
     return ag->m.np;
+}
+
+int32_t hbl_agent_moments(const struct hbl_agent *ag, float *m1, float *m2, int32_t max)
+{
+    struct hbl_agent *w = (struct hbl_agent *)ag;
+    tlock(w);
+    if (max >= ag->m.np) {
+        memcpy(m1, ag->m1, (size_t)ag->m.np * sizeof(float));
+        memcpy(m2, ag->m2, (size_t)ag->m.np * sizeof(float));
+    }
+    tunlock(w);
+    return ag->m.np;
+}
+
+/* Weights from elsewhere (an average of trained copies, results/pretrain/soup.txt): the training
+ * network's, the optimizer's moments when given, and the deciding network synced to them at once. */
+int32_t hbl_agent_set_params(struct hbl_agent *ag, const float *w, const float *m1, const float *m2, int32_t n)
+{
+    if (n != ag->m.np) return -1;
+    tlock(ag);
+    memcpy(ag->w_train, w, (size_t)n * sizeof(float));
+    if (m1) memcpy(ag->m1, m1, (size_t)n * sizeof(float));
+    if (m2) memcpy(ag->m2, m2, (size_t)n * sizeof(float));
+    tunlock(ag);
+    hbl_agent_sync(ag);
+    return 0;
 }

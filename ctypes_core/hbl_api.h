@@ -233,6 +233,8 @@ struct hbl_agent_config {
                                   here, in the padding before vmin, so the struct keeps its size */
     double vmin, vmax;         /* C51 support range */
     int32_t optimizer;         /* enum hbl_optimizer */
+    uint32_t init_seed;        /* nonzero: the untrained weights drawn as this seed draws them (0: from seed);
+                                  here, in the padding before lr, so the struct keeps its size */
     double lr, gamma;
     double epsilon;            /* exploration after warm-up */
     int32_t warmup;            /* decisions over which epsilon falls from 1 to `epsilon` */
@@ -288,6 +290,12 @@ void hbl_agent_get_config(const struct hbl_agent *a, struct hbl_agent_config *ou
 /* The training network's parameters (layer by layer: weights row-major [out][in],
  * then biases); returns their count, copying them when max allows. */
 int32_t hbl_agent_params(const struct hbl_agent *a, float *out, int32_t max);
+/* The optimizer's moments (Adam's first and second, RMSprop's mean square in m2), laid out as the
+ * parameters; returns their count, copying them when max allows. */
+int32_t hbl_agent_moments(const struct hbl_agent *a, float *m1, float *m2, int32_t max);
+/* Replace the training network's parameters (n of them, hbl_agent_params' layout) and, when not
+ * NULL, the optimizer's moments; the deciding network is synced to them.  -1 if n is not its count. */
+int32_t hbl_agent_set_params(struct hbl_agent *a, const float *w, const float *m1, const float *m2, int32_t n);
 /* Bytes allocated for the agent: networks, optimizer state, buffer, scratch. */
 uint64_t hbl_agent_memory_bytes(const struct hbl_agent *a);
 /* Mean ns per greedy decision over n calls on the given states (measured in C):

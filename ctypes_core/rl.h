@@ -94,7 +94,11 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
       "weight of the large-margin loss towards the oracle's action where the trace's future labels it " \
       "(closed-loop replay only, demos.h); 0: none") \
     X(demo_margin, demo_margin, 0.8, 0.8, 0.8, "DQfD", "DQfD", \
-      "demo: the margin by which the oracle's action's value must lead the others'")
+      "demo: the margin by which the oracle's action's value must lead the others'") \
+    X(init_seed, init_seed, 0, 0, 0, "ours", "ours", \
+      "nonzero: an untrained network's weights are drawn as the run's seed init_seed would draw them, " \
+      "exploration and replay still from the run's seed, so pretraining seeds can start from one common " \
+      "network (the migration agent's own seed is the run's + 1; results/pretrain/soup.txt); 0: the run's seed")
 
 /*
  * The settings of the learning policies around their agents: X(name, default,

@@ -94,6 +94,22 @@ class Agent:
         lib.hbl_agent_params(self.ptr, ffi.cast("float *", ffi.from_buffer(out)), n)
         return out
 
+    def moments(self):
+        """The optimizer's two moment vectors, laid out as params() (copies)."""
+        n = lib.hbl_agent_moments(self.ptr, ffi.NULL, ffi.NULL, 0)
+        m1, m2 = np.zeros(n, np.float32), np.zeros(n, np.float32)
+        lib.hbl_agent_moments(self.ptr, ffi.cast("float *", ffi.from_buffer(m1)),
+                              ffi.cast("float *", ffi.from_buffer(m2)), n)
+        return m1, m2
+
+    def set_params(self, w, m1=None, m2=None):
+        """Replace the training network's parameters (params()' layout) and, if given, the optimizer's
+        moments; the deciding network is synced to them."""
+        arrs = [None if a is None else np.ascontiguousarray(a, dtype=np.float32) for a in (w, m1, m2)]
+        ptrs = [ffi.NULL if a is None else ffi.cast("float *", ffi.from_buffer(a)) for a in arrs]
+        if lib.hbl_agent_set_params(self.ptr, ptrs[0], ptrs[1], ptrs[2], len(arrs[0])):
+            raise HblError("set_params: %d parameters, the agent has %d" % (len(arrs[0]), len(self.params())))
+
     def memory_bytes(self):
         return int(lib.hbl_agent_memory_bytes(self.ptr))
 
