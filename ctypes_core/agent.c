@@ -71,6 +71,7 @@ static int config_check(const struct hbl_agent_config *c, char *err, int errlen)
     else if (c->epsilon < 0 || c->epsilon > 1 || c->warmup < 0) why = "epsilon in [0, 1], warmup >= 0";
     else if (!(c->demo >= 0) || !(c->demo_margin >= 0)) why = "demo >= 0 and demo_margin >= 0";
     else if (c->init_out < 0 || c->init_out > 2) why = "init_out must be 0, 1 or 2";
+    else if (c->init_seed < 0) why = "init_seed must be a whole number from 0 to 2^31 - 1";
     else if (c->cache < 0 || c->cache > (1 << 20) || (c->cache & (c->cache - 1)))
         why = "cache must be 0 or a power of two up to 2^20";
     else if (c->batch < 1 || c->buffer < c->batch || c->train_every < 1 || c->sync_every < 1)
@@ -138,7 +139,7 @@ struct hbl_agent *hbl_agent_new(const struct hbl_agent_config *cfg, char *err, i
     if (!ag->rng) ag->rng = 1;
     hbl_mlp_init_params(&ag->m, ag->w_train, &ag->rng);
     if (cfg->init_seed) {   /* the weights another seed draws; ag->rng stays where this seed's draw left it */
-        uint64_t r = cfg->init_seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
+        uint64_t r = (uint64_t)cfg->init_seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
         if (!r) r = 1;
         hbl_mlp_init_params(&ag->m, ag->w_train, &r);
     }
@@ -202,7 +203,9 @@ int32_t hbl_agent_moments(const struct hbl_agent *ag, float *m1, float *m2, int3
 }
 
 /* Weights from elsewhere (an average of trained copies, results/pretrain/soup.txt): the training
- * network's, the optimizer's moments when given, and the deciding network synced to them at once. */
+ * network's, the optimizer's moments when given, then the deciding network synced to them (the locks
+ * are not re-entrant and sync takes both, so with background training on, a training step may land
+ * between the two: set weights on an agent that is not training, as scripts/soup.py does). */
 int32_t hbl_agent_set_params(struct hbl_agent *ag, const float *w, const float *m1, const float *m2, int32_t n)
 {
     if (n != ag->m.np) return -1;

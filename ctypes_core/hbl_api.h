@@ -233,7 +233,7 @@ struct hbl_agent_config {
                                   here, in the padding before vmin, so the struct keeps its size */
     double vmin, vmax;         /* C51 support range */
     int32_t optimizer;         /* enum hbl_optimizer */
-    uint32_t init_seed;        /* nonzero: the untrained weights drawn as this seed draws them (0: from seed);
+    int32_t init_seed;         /* nonzero: the untrained weights drawn as this seed draws them (0: from seed);
                                   here, in the padding before lr, so the struct keeps its size */
     double lr, gamma;
     double epsilon;            /* exploration after warm-up */

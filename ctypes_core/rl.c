@@ -101,6 +101,8 @@ void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features
     c->field = (__typeof__(c->field))prm(p, pre, #name, migration ? (mig) : live ? (live_) : (place));
     HBL_AGENT_PARAMS(AGENT_PARAM)
 #undef AGENT_PARAM
+    double is = prm(p, pre, "init_seed", 0);   /* a whole seed, or -1 for config_check to refuse */
+    c->init_seed = is >= 0 && is < 2147483648.0 && is == (double)(int64_t)is ? (int32_t)is : -1;
     c->seed = seed;
 }
 

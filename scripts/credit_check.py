@@ -57,7 +57,7 @@ WINDOW = 10                 # requests per timeline row: truth_h's resolution
 
 def load(trace):
     """A training workload's requests, in memory, and its footprint in pages."""
-    if not any(f in split.TRAINING for f in split.families(trace)):
+    if split.side(trace) != "training":
         raise HblError("%s: not a training workload (hbl/trace/split.py TRAINING); this diagnosis decides "
                        "nothing on evaluation workloads" % trace)
     data = record.concat(list(open_trace(trace)))

@@ -50,7 +50,7 @@ PAGE_SIZE = 4096
 
 def load(trace, allow_evaluation=False):
     """A workload's requests in memory and its footprint in pages; training workloads only unless asked."""
-    if not allow_evaluation and not any(f in split.TRAINING for f in split.families(trace)):
+    if not allow_evaluation and split.side(trace) != "training":
         raise HblError("%s: not a training workload (hbl/trace/split.py TRAINING); pass --allow-evaluation "
                        "only for a report after the decision" % trace)
     data = record.concat(list(open_trace(trace)))
@@ -458,6 +458,8 @@ def main(argv=None):
             raise HblError("--resync is variant R of rule G; rules F and H never re-sync")
         if a.window <= 0 or not 0 <= a.margin < 1 or len(portfolio) < 1:
             raise HblError("--window must be > 0, --margin in [0, 1), the portfolio not empty")
+        if len(set(portfolio)) != len(portfolio):
+            raise HblError("--portfolio %s: a member named twice (members are told apart by name)" % a.portfolio)
         for h in hss_list:
             load_hss(h)
         out = open(a.out, "a") if a.out else sys.stdout

@@ -43,6 +43,10 @@ def soup(files, policy, hss, out, only=None):
     agents = [s.agents() for s in sims]
     if not agents[0]:
         raise HblError("policy %s has no agents" % policy)
+    for f, a in zip(files[1:], agents[1:]):
+        if [len(x.params()) for x in a] != [len(x.params()) for x in agents[0]]:
+            raise HblError("%s: its agents have another shape than %s's: only seeds of one recipe average"
+                           % (f, files[0]))
     dist = []
     for i, first in enumerate(agents[0]):
         ws = np.stack([a[i].params() for a in agents]).astype(np.float64)
@@ -61,13 +65,9 @@ def soup(files, policy, hss, out, only=None):
 def geomean_on(path, policy, hss, validation, jobs, work):
     """The validation figure hbl pretrain --select chooses by: geomean of latency / Fast-Only over the
     set `validation` at generator seed 2, online seed 1."""
-    import math
-    from hbl.pool import run_all
     from hbl.sim import pretrained
     traces = [t for _, t in pretrained.validation_set(validation, None, 2, work)]
-    base = {t: lat for _, t, lat in run_all(pretrained._fast_only, [(hss, t) for t in traces], jobs)}
-    runs = run_all(pretrained._validate, [(policy, hss, 0, str(path), t, None) for t in traces], jobs)
-    return math.exp(sum(math.log(lat / base[t]) for _, _, _, t, lat in runs) / len(traces))
+    return pretrained.validation_geomean(path, policy, hss, traces, jobs=jobs)
 
 
 def greedy(directory, policy, hss, seeds, out, validation, jobs):
@@ -76,9 +76,15 @@ def greedy(directory, policy, hss, seeds, out, validation, jobs):
     `out`, and the steps taken."""
     import json
     import tempfile
-    rows = json.loads((Path(directory) / "selection.json").read_text())["rows"]
-    fig = {int(k): v for k, v in next(r for r in rows if r["policy"] == policy and r["hss"] == hss)
-           ["validation"].items()}
+    path = Path(directory) / "selection.json"
+    try:
+        rows = json.loads(path.read_text())["rows"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise HblError("%s: no readable selection (hbl pretrain --select writes it): %s" % (path, exc)) from None
+    row = next((r for r in rows if r["policy"] == policy and r["hss"] == hss), None)
+    if row is None:
+        raise HblError("%s: no selection of %s on %s" % (path, policy, hss))
+    fig = {int(k): v for k, v in row["validation"].items()}
     order = sorted((s for s in fig if s <= seeds), key=fig.get)
     kept, best, steps = [order[0]], fig[order[0]], []
     with tempfile.TemporaryDirectory(prefix="hbl-soup-") as work:
@@ -109,6 +115,8 @@ def main():
     ap.add_argument("--first", type=int, default=1, metavar="S",
                     help="the seed whose agents --only leaves as they are (default 1)")
     a = ap.parse_args()
+    if a.only and not set(a.only) <= {0, 1}:
+        ap.error("--only takes 0 (placement) or 1 (migration)")
     for h in [x.strip() for x in a.hss.split(",") if x.strip()]:
         if a.greedy:
             out = selected_file(a.policy, h, a.out)

@@ -54,8 +54,11 @@ def test_the_guard_moves_to_the_clearly_better_member_and_pays_only_the_first_wi
 def test_no_switch_without_a_margin_beaten(tmp_path):
     g = script("guard_study")
     data, fp = _trace(tmp_path / "t.csv", n=5000)
-    out = g.guard(data, fp, "perf", 1, portfolio=("lru", "lru"), window=W)
+    # two members that behave alike here (seqcutoff is lru that bypasses sequential runs; this trace has none)
+    assert _alone("seqcutoff", data, fp) == _alone("lru", data, fp)
+    out = g.guard(data, fp, "perf", 1, portfolio=("lru", "seqcutoff"), window=W)
     assert out["switches"] == 0 and out["guard_us"] == pytest.approx(_alone("lru", data, fp), rel=1e-12)
+    assert set(out["alone_us"]) == {"lru", "seqcutoff"}
 
 
 @pytest.mark.parametrize("policy", ["lru", "arc", "lirs", "s3fifo", "wtinylfu", "harmonia"])
@@ -76,9 +79,13 @@ def test_a_handover_leaves_the_table_clean_and_the_new_member_runs_on(tmp_path, 
         dst.check()
 
 
-def test_an_evaluation_workload_is_refused():
+def test_an_evaluation_workload_or_a_twice_named_member_is_refused(capsys):
     g = script("guard_study")
-    assert g.main(["--trace", "synth:hm:requests=1000", "--hss", "perf", "--seeds", "1"]) == 2
+    for trace in ("synth:hm:requests=1000", "workload:redis-aof+pgbench"):   # alone, or mixed into a training one
+        assert g.main(["--trace", trace, "--hss", "perf", "--seeds", "1"]) == 2
+        assert "%s: not a training workload" % trace in capsys.readouterr().err
+    assert g.main(["--trace", "synth:src:requests=1000", "--portfolio", "lru,lru", "--seeds", "1"]) == 2
+    assert "a member named twice" in capsys.readouterr().err
 
 
 def test_the_report_decides_only_on_traces_with_every_cell(tmp_path, capsys):
@@ -144,7 +151,8 @@ def test_rule_f_charges_an_hdd_page_copy_at_its_positioning_and_never_switches_o
     assert c[0][1] == pytest.approx(10e3 + 100e3 + 8.5e6 + 4.16e6 + 4096 / 210e6 * 1e9)
     assert c[0][0] == 0 and c[1][0] == pytest.approx(c[0][1])
     data, fp = _trace(tmp_path / "t.csv", n=5000)
-    out = g.follow(data, fp, "cost", 1, portfolio=("lru", "lru"), window=W)
+    assert _alone("seqcutoff", data, fp, "cost") == _alone("lru", data, fp, "cost")
+    out = g.follow(data, fp, "cost", 1, portfolio=("lru", "seqcutoff"), window=W)
     assert out["switches"] == 0 and out["charge_us"] == 0
     assert out["guard_us"] == pytest.approx(_alone("lru", data, fp, "cost"), rel=1e-12)
 
@@ -176,7 +184,8 @@ def test_rule_h_follows_the_cumulative_leader_once_into_a_live_copy_told_the_liv
 def test_rule_h_never_switches_on_a_tie_and_is_then_the_first_member_alone(tmp_path):
     h = script("guard_hybrid")
     data, fp = _trace(tmp_path / "t.csv", n=5000)
-    out = h.hybrid(data, fp, "cost", 1, portfolio=("lru", "lru"), window=W)
+    assert _alone("seqcutoff", data, fp, "cost") == _alone("lru", data, fp, "cost")
+    out = h.hybrid(data, fp, "cost", 1, portfolio=("lru", "seqcutoff"), window=W)
     assert out["switches"] == 0 and out["guard_wall_s"]["live"] == 0
     assert out["guard_us"] == pytest.approx(_alone("lru", data, fp, "cost"), rel=1e-12)
 

@@ -43,6 +43,18 @@ def test_set_params_writes_weights_and_syncs_the_deciding_network(tmp_path):
     assert [src[0].values(s) for s in states] == [dst[0].values(s) for s in states]
     with pytest.raises(HblError, match="parameters"):
         dst[0].set_params(np.zeros(3, np.float32))
+    # moments shorter than the parameters are refused before C reads past them; a 2-D array is laid flat
+    w, (m1, m2) = src[0].params(), src[0].moments()
+    with pytest.raises(HblError, match="first moments"):
+        dst[0].set_params(w, m1[:-1], m2)
+    with pytest.raises(HblError, match="second moments"):
+        dst[0].set_params(w, m1, m2[:-1])
+    dst[0].set_params(w.reshape(1, -1))
+    assert np.array_equal(dst[0].params(), w)
+    # init_seed is a whole seed or refused with a message
+    for bad in (-1, 1.5):
+        with pytest.raises(HblError, match="init_seed must be a whole number"):
+            agents(1, {"init_seed": bad})
 
 
 def test_soup_of_one_network_is_that_network(tmp_path):

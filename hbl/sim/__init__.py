@@ -357,8 +357,8 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         out["agents_from"] = ("untrained" if not agents_from else str(agents_from) if load_agents
                               else "pretrained:" + agents_from.stem)
         if not_loaded:
-            out["agents_not_loaded"] = ("the shipped agents of %s on %s cannot run with these parameters, so "
-                                        "it started untrained: %s" % (policy, hss, not_loaded))
+            out["agents_not_loaded"] = ("the shipped agents of %s on %s could not be loaded with these parameters, "
+                                        "so it started untrained: %s" % (policy, hss, not_loaded))
     out["footprint_pages"] = footprint
     out["bad_lines_skipped"] = getattr(first if source else reader, "skipped", 0)
     return out

@@ -105,10 +105,14 @@ class Agent:
     def set_params(self, w, m1=None, m2=None):
         """Replace the training network's parameters (params()' layout) and, if given, the optimizer's
         moments; the deciding network is synced to them."""
-        arrs = [None if a is None else np.ascontiguousarray(a, dtype=np.float32) for a in (w, m1, m2)]
+        n = lib.hbl_agent_params(self.ptr, ffi.NULL, 0)
+        arrs = [None if a is None else np.ascontiguousarray(a, dtype=np.float32).ravel() for a in (w, m1, m2)]
+        for name, a in zip(("parameters", "first moments", "second moments"), arrs):
+            if a is not None and len(a) != n:
+                raise HblError("set_params: %d %s, the agent has %d parameters" % (len(a), name, n))
         ptrs = [ffi.NULL if a is None else ffi.cast("float *", ffi.from_buffer(a)) for a in arrs]
-        if lib.hbl_agent_set_params(self.ptr, ptrs[0], ptrs[1], ptrs[2], len(arrs[0])):
-            raise HblError("set_params: %d parameters, the agent has %d" % (len(arrs[0]), len(self.params())))
+        if lib.hbl_agent_set_params(self.ptr, ptrs[0], ptrs[1], ptrs[2], n):
+            raise HblError("set_params: the agent refused %d parameters" % n)
 
     def memory_bytes(self):
         return int(lib.hbl_agent_memory_bytes(self.ptr))

@@ -247,6 +247,16 @@ def _fast_only(job):
     return hss, trace, simulate(trace, hss=hss, policy="fast-only")["avg_latency_us"]
 
 
+def validation_geomean(path, policy, hss, traces, params=None, jobs=None):
+    """What select() chooses a seed by, for one agent file: the geomean of its average latency /
+    Fast-Only over `traces` (online seed 1, validation_params(params))."""
+    import math
+    from hbl.pool import run_all
+    base = {t: lat for _, t, lat in run_all(_fast_only, [(hss, t) for t in traces], jobs)}
+    runs = run_all(_validate, [(policy, hss, 0, str(path), t, validation_params(params)) for t in traces], jobs)
+    return math.exp(sum(math.log(lat / base[t]) for _, _, _, t, lat in runs) / len(traces))
+
+
 def select(directory, policies, hss_list, seeds, params=None, requests=None, jobs=None,
            progress=True, validation="families"):
     """Validate the agents of pretraining seeds 1..seeds in `directory` and copy each policy and
