@@ -12,7 +12,9 @@ Each on the workloads of 100,000+ requests (the targets' set: compare's long_wor
 on every workload. The held-out protocol is the run given first (the shipped pretrained agents);
 with --untrained FILE, a run of `hbl compare --untrained` (the papers' protocol: every workload
 learned online from scratch), its harmonia is read against the first run's baselines and oracle,
-which do not learn.
+which do not learn.  With --guard JSONL..., the guard of results/diagnosis/guard.txt (harmonia with
+baselines as shadows, scripts/guard_study.py's JSON lines) is read the same way, in harmonia's place,
+on the workloads its lines cover.
 
     scripts/quality_targets.py results/quality/quality.json \\
         --untrained results/quality/untrained.json > results/quality/targets.txt
@@ -85,12 +87,35 @@ def report(name, t, n):
               len(g), "%.0f%%" % (100 * median(g)) if g else "-"))
 
 
+def guard_runs(paths, s):
+    """HSS -> workload -> the guard's latency / Fast-Only (mean over its seeds), from guard_study.py's
+    JSON lines; a line's trace names the workload as the comparison's runs do (less a request range)."""
+    label = {(r["hss"], r["trace"]): r["workload"] for r in s["results"]}
+    fast = {(r["hss"], r["workload"]): r["avg_latency_us"] for r in s["results"] if r["policy"] == "fast-only"}
+    runs = {}
+    for path in paths:
+        try:
+            with open(path) as f:
+                lines = [json.loads(x) for x in f if x.strip()]
+        except (OSError, ValueError) as e:
+            sys.exit("quality_targets: cannot read %s: %s" % (path, e))
+        for r in lines:
+            w = label.get((r["hss"], r["trace"].split("@")[0]))
+            if w is None:
+                sys.exit("quality_targets: %s: %s on %s is not a workload of the comparison" % (path, r["trace"], r["hss"]))
+            runs.setdefault(r["hss"], {}).setdefault(w, []).append(r["guard_us"] / fast[(r["hss"], w)])
+    return {h: {w: sum(v) / len(v) for w, v in ws.items()} for h, ws in runs.items()}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("held_out", help="hbl compare --output FILE of the held-out run (every policy)")
     ap.add_argument("--untrained", metavar="FILE", help="hbl compare --untrained --output FILE (harmonia)")
+    ap.add_argument("--guard", metavar="JSONL", nargs="+",
+                    help="scripts/guard_study.py's JSON lines on this comparison's workloads (the guard in harmonia's place)")
     a = ap.parse_args(argv)
     s = load(a.held_out)
+    guard = guard_runs(a.guard, s) if a.guard else {}
     u = load(a.untrained) if a.untrained else None
     wl, long_wl = s["workloads"], [w for w in s["workloads"] if w in set(s.get("long_workloads", []))]
     print("issue 26's targets from %s%s (%s); latency / Fast-Only; the best non-learning policy is the best of "
@@ -105,11 +130,15 @@ def main(argv=None):
         if u and h in u["normalized_avg_latency"]:
             un = u["normalized_avg_latency"][h]
             runs.append(("online from scratch", {w: un[w]["harmonia"] for w in wl if w in un}))
+        if h in guard:
+            runs.append(("held-out, the guard (results/diagnosis/guard.txt)", guard[h]))
         for proto, harm in runs:
+            done = None
             for name, ws in (("100k+ requests", long_wl), ("every workload", wl)):
                 ws = [w for w in ws if w in harm]
-                if ws:
+                if ws and ws != done:   # a run of the long workloads alone (the guard's) is reported once
                     report("%s, %s" % (proto, name), targets(norm, ws, s["policies"], harm, beaten), len(ws))
+                done = ws
     return 0
 
 

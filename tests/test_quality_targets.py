@@ -54,3 +54,28 @@ def test_no_gap_where_the_oracle_is_beaten(tmp_path):
 def test_unreadable_file_is_a_clear_error(tmp_path):
     out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "missing.json")], capture_output=True, text=True)
     assert out.returncode != 0 and "missing.json" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_guard_in_harmonias_place_on_the_long_workloads(tmp_path):
+    # the guard's lines give latencies in us: divided by the comparison's Fast-Only run (10 us) they are
+    # 2.5 and 3.5 (seeds 1 and 2) on "long": mean 3.0 as harmonia's, so the same figures; on "short" none
+    summary = {"workloads": ["long", "short"], "long_workloads": ["long"], "hss": ["h"],
+               "policies": list(NORM["long"]), "normalized_avg_latency": {"h": NORM},
+               "results": [{"hss": "h", "trace": "workload:long", "workload": "long", "policy": "fast-only",
+                            "avg_latency_us": 10.0},
+                           {"hss": "h", "trace": "workload:short", "workload": "short", "policy": "fast-only",
+                            "avg_latency_us": 10.0}]}
+    (tmp_path / "q.json").write_text(json.dumps(summary))
+    lines = [{"hss": "h", "trace": "workload:long@0-250000", "seed": s, "guard_us": us} for s, us in ((1, 25), (2, 35))]
+    (tmp_path / "g.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "q.json"), "--guard", str(tmp_path / "g.jsonl")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    guard = out.stdout.split("the guard")[1]
+    assert "1 workloads: harmonia 3.000" in guard and "from lru, 50%" in guard
+    assert guard.count("workloads:") == 1            # the long workload alone: reported once
+    # a line on a workload the comparison does not have is a clear error
+    (tmp_path / "bad.jsonl").write_text(json.dumps(dict(lines[0], trace="workload:nope")))
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "q.json"), "--guard", str(tmp_path / "bad.jsonl")],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "workload:nope" in out.stderr and "Traceback" not in out.stderr
