@@ -58,16 +58,10 @@ def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=
     live_wall, copy_wall, stay_wall = 0.0, 0.0, 0.0
     for lo in range(0, len(data), window):
         chunk = data[lo:lo + window]
-        means, cum, delta = {}, {}, {}
-        for p, sim in alone.items():
-            sim.feed(chunk)
-            st = sim.stats()
-            delta[p] = (st.latency_sum_ns - prev[p][0], st.requests - prev[p][1])
-            prev[p] = (st.latency_sum_ns, st.requests)
-            means[p] = delta[p][0] / delta[p][1] if delta[p][1] else 0.0
-            cum[p] = st.latency_sum_ns / st.requests if st.requests else 0.0
+        fed = gs.feed_all(alone, chunk, prev)
+        means, cum = {p: f[2] for p, f in fed.items()}, {p: f[3] for p, f in fed.items()}
         if live is None:
-            d_sum, d_n = delta[active]
+            d_sum, d_n = fed[active][:2]
         else:
             w0 = live.wall
             live.feed(chunk)
@@ -90,14 +84,7 @@ def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=
             rec["stay_us"], rec["next_us"] = round(s_us / 1e3, 3), live_trail[-1]
             rec["alone_next_us"] = round(means[rec["to"]] / 1e3, 3)
             stay = None
-        for p in portfolio:
-            trail[p].append(round(means[p] / 1e3, 3))
-        actives.append(active)
-        if check:
-            for sim in alone.values():
-                sim.check()
-            if live is not None:
-                live.check()
+        gs.note_window(trail, actives, means, active, list(alone.values()) + ([live] if live is not None else []), check)
         if len(chunk) < window or lo + window >= len(data):
             continue                          # no decision after the last window
         best = min(cum, key=lambda p: (cum[p], portfolio.index(p)))
@@ -115,11 +102,7 @@ def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=
             stay = (live, live_prev, rec)
             st = new.stats()
             live, live_prev, active = new, (st.latency_sum_ns, st.requests), best
-    lat, wall = {}, {}
-    for p, sim in alone.items():
-        st = sim.stats()
-        lat[p] = st.latency_sum_ns / st.requests / 1e3 if st.requests else 0.0
-        wall[p] = sim.wall
+    lat, wall = gs.alone_figures(alone)
     return dict(hss=hss, seed=seed, requests=len(data), footprint_pages=fp, window=window, margin=margin,
                 portfolio=list(portfolio), rule="H", guard_us=g_sum / g_n / 1e3 if g_n else 0.0,
                 switches=len(switches), pages_moved=moved, switch_log=switches, final_active=active,

@@ -121,6 +121,39 @@ def finish_alone(sim, data, start, window):
     return out
 
 
+def feed_all(sims, chunk, prev):
+    """One window fed to every member: per member (the window's latency sum in ns, its requests, its mean,
+    the cumulative mean since the start), prev (member -> (latency sum, requests) so far) moved on."""
+    out = {}
+    for p, sim in sims.items():
+        sim.feed(chunk)
+        st = sim.stats()
+        d_sum, d_n = st.latency_sum_ns - prev[p][0], st.requests - prev[p][1]
+        prev[p] = (st.latency_sum_ns, st.requests)
+        out[p] = (d_sum, d_n, d_sum / d_n if d_n else 0.0, st.latency_sum_ns / st.requests if st.requests else 0.0)
+    return out
+
+
+def note_window(trail, actives, means, active, sims, check):
+    """A window's record: each member's mean (us) on its trail, the active member; check() every sim if asked."""
+    for p in trail:
+        trail[p].append(round(means[p] / 1e3, 3))
+    actives.append(active)
+    if check:
+        for sim in sims:
+            sim.check()
+
+
+def alone_figures(sims):
+    """Each member's mean latency (us) and simulator time, from simulators never handed a layout."""
+    lat, wall = {}, {}
+    for p, sim in sims.items():
+        st = sim.stats()
+        lat[p] = st.latency_sum_ns / st.requests / 1e3 if st.requests else 0.0
+        wall[p] = sim.wall
+    return lat, wall
+
+
 def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN, check=False, resync=False):
     """The guard on one trace: a dict of the guard's latency, its switches and each member alone.
     resync (variant R): at the start of every window each shadow is told the active member's layout;
@@ -138,26 +171,15 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
     resynced = 0
     for lo in range(0, len(data), window):
         chunk = data[lo:lo + window]
-        means = {}
         if resync and lo:
             live = layout(sims[active])
             resynced += sum(handover(sims[active], sims[p], live) for p in portfolio if p != active)
         for sim in pristine.values():
             sim.feed(chunk)
-        for p, sim in sims.items():
-            sim.feed(chunk)
-            st = sim.stats()
-            d_sum, d_n = st.latency_sum_ns - prev[p][0], st.requests - prev[p][1]
-            prev[p] = (st.latency_sum_ns, st.requests)
-            means[p] = d_sum / d_n if d_n else 0.0
-            if p == active:
-                g_sum, g_n = g_sum + d_sum, g_n + d_n
-        for p in portfolio:
-            trail[p].append(round(means[p] / 1e3, 3))
-        actives.append(active)
-        if check:
-            for sim in sims.values():
-                sim.check()
+        fed = feed_all(sims, chunk, prev)
+        means = {p: f[2] for p, f in fed.items()}
+        g_sum, g_n = g_sum + fed[active][0], g_n + fed[active][1]
+        note_window(trail, actives, means, active, sims.values(), check)
         if len(chunk) < window or lo + window >= len(data):
             continue                          # no decision after the last window
         best = min(means, key=lambda p: (means[p], portfolio.index(p)))
@@ -228,22 +250,10 @@ def follow(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGI
     actives = []
     for lo in range(0, len(data), window):
         chunk = data[lo:lo + window]
-        means, cum = {}, {}
-        for p, sim in sims.items():
-            sim.feed(chunk)
-            st = sim.stats()
-            d_sum, d_n = st.latency_sum_ns - prev[p][0], st.requests - prev[p][1]
-            prev[p] = (st.latency_sum_ns, st.requests)
-            means[p] = d_sum / d_n if d_n else 0.0
-            cum[p] = st.latency_sum_ns / st.requests if st.requests else 0.0
-            if p == active:
-                g_sum, g_n = g_sum + d_sum, g_n + d_n
-        for p in portfolio:
-            trail[p].append(round(means[p] / 1e3, 3))
-        actives.append(active)
-        if check:
-            for sim in sims.values():
-                sim.check()
+        fed = feed_all(sims, chunk, prev)
+        means, cum = {p: f[2] for p, f in fed.items()}, {p: f[3] for p, f in fed.items()}
+        g_sum, g_n = g_sum + fed[active][0], g_n + fed[active][1]
+        note_window(trail, actives, means, active, sims.values(), check)
         if len(chunk) < window or lo + window >= len(data):
             continue                          # no decision after the last window
         best = min(cum, key=lambda p: (cum[p], portfolio.index(p)))
@@ -260,11 +270,7 @@ def follow(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGI
                                  charge_us=round(c / 1e3, 1), mean_us={k: round(v / 1e3, 2) for k, v in means.items()},
                                  cum_us={k: round(v / 1e3, 3) for k, v in cum.items()}))
             active = best
-    lat, wall = {}, {}
-    for p, sim in sims.items():
-        st = sim.stats()
-        lat[p] = st.latency_sum_ns / st.requests / 1e3 if st.requests else 0.0
-        wall[p] = sim.wall
+    lat, wall = alone_figures(sims)
     return dict(hss=hss, seed=seed, requests=len(data), footprint_pages=fp, window=window, margin=margin,
                 portfolio=list(portfolio), rule="F", guard_us=(g_sum + charge) / g_n / 1e3 if g_n else 0.0,
                 guard_uncharged_us=g_sum / g_n / 1e3 if g_n else 0.0, charge_us=charge / 1e3,
