@@ -252,6 +252,21 @@ def report(rows, out=sys.stdout):
             float(np.mean(rho)) if rho else float("nan"), sum(a["full_switches"] for _, _, a in cells),
             sum(a["sampled_switches"] for _, _, a in cells), sum(a["switches_matched"] for _, _, a in cells)),
             file=out)
+    print("\nper seed (min-max over seeds of the pooled-over-traces figure)", file=out)
+    print("%-5s %3s %-5s %14s %14s %14s" % ("hss", "R", "var", "leader%", "switch%", "exact%"), file=out)
+    for key in sorted(by):
+        per = {}
+        for row, _, a in by[key]:
+            t = per.setdefault(row["seed"], [0, 0, 0, 0])
+            t[0] += a["points"]
+            t[1] += a["leader"]
+            t[2] += a["switch"]
+            t[3] += a["exact"]
+        cols = []
+        for i in (1, 2, 3):
+            v = [pct(t[i], t[0]) for t in per.values()]
+            cols.append("%5.1f-%5.1f" % (min(v), max(v)))
+        print("%-5s %3d %-5s %14s %14s %14s" % (key + tuple(cols)), file=out)
     print("\nper trace (variant all; seeds pooled): leader% / switch% agreement, median |end error| of the members",
           file=out)
     rates = sorted({int(k) for r in rows for k in r["sampled"]})
