@@ -13,15 +13,14 @@ live simulator from the next window on; every move it then makes is served by it
 The old live simulator is kept for one more window only, for the diagnostic (did the switch pay?), and
 then dropped.  The guard's latency is the live simulator's, window by window.
 """
-import importlib.util
 import os
+import sys
 import time
 
 from hbl.devices import load_hss
 
-_spec = importlib.util.spec_from_file_location("guard_study", os.path.join(os.path.dirname(__file__), "guard_study.py"))
-gs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gs)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import guard_study as gs  # noqa: E402
 
 
 def fresh_copy(p, alone, cfg, caps, hss, seed, data, upto, window):
@@ -87,8 +86,8 @@ def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=
         gs.note_window(trail, actives, means, active, list(alone.values()) + ([live] if live is not None else []), check)
         if len(chunk) < window or lo + window >= len(data):
             continue                          # no decision after the last window
-        best = min(cum, key=lambda p: (cum[p], portfolio.index(p)))
-        if best != active and cum[best] < (1.0 - margin) * cum[active]:
+        best = gs.switch_to(cum, active, portfolio, margin)
+        if best:
             t0 = time.perf_counter()
             new = fresh_copy(best, alone[best], cfg, caps, hss, seed, data, lo + window, window)
             copy_wall += time.perf_counter() - t0

@@ -15,7 +15,6 @@ error, the same leader, rule H's switch decision given the full run's active mem
     .venv/bin/python scripts/guard_sampled.py --report X.jsonl
 """
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -28,10 +27,8 @@ from hbl.devices import load_hss
 from hbl.errors import HblError
 from hbl.sim import footprint_pages
 
-_spec = importlib.util.spec_from_file_location("guard_study", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                           "guard_study.py"))
-gs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gs)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import guard_study as gs  # noqa: E402
 
 RATES = (8, 32)
 DECIDE_SET = ["synth:src:requests=100000,seed=2", "workload:redis-aof@500000-600000",
@@ -109,12 +106,6 @@ def leader(cum, portfolio):
     return min(portfolio, key=lambda p: (cum[p], portfolio.index(p)))
 
 
-def decision(cum, active, portfolio, margin):
-    """Rule H after a window: the member to switch to, or None."""
-    best = leader(cum, portfolio)
-    return best if best != active and cum[best] < (1.0 - margin) * cum[active] else None
-
-
 def ranks(xs):
     order = sorted(range(len(xs)), key=lambda i: xs[i])
     r = [0.0] * len(xs)
@@ -144,7 +135,7 @@ def active_trail(full, portfolio, margin):
     for k in range(n):
         out.append(active)
         if k < n - 1:
-            to = decision({p: full[p][k] for p in portfolio}, active, portfolio, margin)
+            to = gs.switch_to({p: full[p][k] for p in portfolio}, active, portfolio, margin)
             active = to or active
     return out
 
@@ -163,7 +154,7 @@ def compare(full, samp, actives, portfolio, margin, variant):
         points += 1
         errs += [abs(s[p] - f[p]) / f[p] for p in portfolio if variant == "all" or not p.startswith("harmonia")]
         lead += leader(f, portfolio) == leader(s, portfolio)
-        df, ds = decision(f, actives[k], portfolio, margin), decision(s, actives[k], portfolio, margin)
+        df, ds = gs.switch_to(f, actives[k], portfolio, margin), gs.switch_to(s, actives[k], portfolio, margin)
         sw += (df is None) == (ds is None)
         exact += df == ds
         f_sw += df is not None
@@ -346,10 +337,7 @@ def main(argv=None):
                     same = st is not None and tuple(st["portfolio"]) == portfolio and st["window"] == a.window \
                         and st["margin"] == a.margin
                     res = cell(data, h, s, portfolio, a.window, a.margin, rates, st if same else None)
-                    row = dict(trace=trace, **res)
-                    row["elapsed_s"] = round(time.time() - t0, 1)
-                    row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                    print(json.dumps(row), file=out, flush=True)
+                    gs.write_row(out, trace, res, t0)
     except (HblError, ValueError, OSError) as exc:
         print("guard_sampled: %s" % exc, file=sys.stderr)
         return 2

@@ -134,6 +134,14 @@ def feed_all(sims, chunk, prev):
     return out
 
 
+def switch_to(figures, active, portfolio, margin):
+    """The member a guard switches to after a window, or None: the lowest figure (ties to the earlier
+    member), when it beats the active member's by more than margin (rules G and R read window means,
+    F and H cumulative ones)."""
+    best = min(portfolio, key=lambda p: (figures[p], portfolio.index(p)))
+    return best if best != active and figures[best] < (1.0 - margin) * figures[active] else None
+
+
 def note_window(trail, actives, means, active, sims, check):
     """A window's record: each member's mean (us) on its trail, the active member; check() every sim if asked."""
     for p in trail:
@@ -182,8 +190,8 @@ def guard(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGIN
         note_window(trail, actives, means, active, sims.values(), check)
         if len(chunk) < window or lo + window >= len(data):
             continue                          # no decision after the last window
-        best = min(means, key=lambda p: (means[p], portfolio.index(p)))
-        if best != active and means[best] < (1.0 - margin) * means[active]:
+        best = switch_to(means, active, portfolio, margin)
+        if best:
             if best not in alone and not resync:
                 alone[best] = finish_alone(sims[best], data, lo + window, window)
             n = handover(sims[active], sims[best])
@@ -256,8 +264,8 @@ def follow(data, fp, hss, seed, portfolio=PORTFOLIO, window=WINDOW, margin=MARGI
         note_window(trail, actives, means, active, sims.values(), check)
         if len(chunk) < window or lo + window >= len(data):
             continue                          # no decision after the last window
-        best = min(cum, key=lambda p: (cum[p], portfolio.index(p)))
-        if best != active and cum[best] < (1.0 - margin) * cum[active]:
+        best = switch_to(cum, active, portfolio, margin)
+        if best:
             sp, sd = layout(sims[active])
             dp, dd = layout(sims[best])
             if len(sp) != len(dp) or not np.array_equal(sp, dp):
@@ -411,14 +419,12 @@ def switch_check(rows):
             geomean(ratios), geomean(after))
 
 
-def sibling(name):
-    """scripts/NAME.py as a module (rule H lives in guard_hybrid.py)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                     name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def write_row(out, trace, res, t0):
+    """A cell's JSON line: the trace, the result, its time (from t0, time.time()) and the UTC moment."""
+    row = dict(trace=trace, **res)
+    row["elapsed_s"] = round(time.time() - t0, 1)
+    row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    print(json.dumps(row), file=out, flush=True)
 
 
 def short(trace):
@@ -475,15 +481,14 @@ def main(argv=None):
                 for s in seeds:
                     t0 = time.time()
                     if a.rule == "H":
-                        res = sibling("guard_hybrid").hybrid(data, fp, h, s, portfolio, a.window, a.margin, a.check)
+                        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+                        import guard_hybrid   # rule H lives there (it imports this file)
+                        res = guard_hybrid.hybrid(data, fp, h, s, portfolio, a.window, a.margin, a.check)
                     elif a.rule == "F":
                         res = follow(data, fp, h, s, portfolio, a.window, a.margin, a.check)
                     else:
                         res = guard(data, fp, h, s, portfolio, a.window, a.margin, a.check, a.resync)
-                    row = dict(trace=trace, **res)
-                    row["elapsed_s"] = round(time.time() - t0, 1)
-                    row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                    print(json.dumps(row), file=out, flush=True)
+                    write_row(out, trace, res, t0)
     except (HblError, ValueError, OSError) as exc:
         print("guard_study: %s" % exc, file=sys.stderr)
         return 2
