@@ -39,8 +39,16 @@ def fresh_copy(p, alone, cfg, caps, hss, seed, data, upto, window):
     return sim
 
 
-def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=False):
-    """Rule H on one trace: a dict as guard_study.guard's, with the live path's window trail."""
+def rule_h(cum, trail, active, portfolio, margin):
+    """Rule H's switching decision: the cumulative leader, when it beats the active member by the margin."""
+    return gs.switch_to(cum, active, portfolio, margin)
+
+
+def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=False, decide=rule_h):
+    """Rule H on one trace: a dict as guard_study.guard's, with the live path's window trail.
+    decide(cum=, trail=, active=, portfolio=, margin=) -> the member to switch to or None, after each full
+    window but the last (cum: each member's cumulative alone mean, ns; trail: each member's window means
+    so far, us); rule_h by default, another switching signal for a study."""
     portfolio = tuple(portfolio or gs.PORTFOLIO)
     window = window or gs.WINDOW
     margin = gs.MARGIN if margin is None else margin
@@ -86,7 +94,7 @@ def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=
         gs.note_window(trail, actives, means, active, list(alone.values()) + ([live] if live is not None else []), check)
         if len(chunk) < window or lo + window >= len(data):
             continue                          # no decision after the last window
-        best = gs.switch_to(cum, active, portfolio, margin)
+        best = decide(cum=cum, trail=trail, active=active, portfolio=portfolio, margin=margin)
         if best:
             t0 = time.perf_counter()
             new = fresh_copy(best, alone[best], cfg, caps, hss, seed, data, lo + window, window)
