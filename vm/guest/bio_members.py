@@ -15,7 +15,8 @@ import os
 import sys
 import time
 
-from soak import NAME, Bad, Soak
+from soak import NAME, Soak
+from soak_writer import Bad, wait
 
 DEADLINE = 900
 
@@ -39,11 +40,11 @@ def run(a, queued):
         s.env["HBL_TEST_QUEUED_MEMBERS"] = "1"
     s.setup(argparse.Namespace(kinds="kill", faults=0, seed=a.seed))     # members up, the device up, no fault
     t0 = time.time()
-    s.start_writer(a.seed)
-    s.wait("%d batches" % a.batches, lambda: s.writer_running() and s.status().get("batches", 0) >= a.batches,
-           deadline=DEADLINE, every=1.0)
+    s.writer.start(a.seed)
+    wait("%d batches" % a.batches, lambda: s.writer.running() and s.status().get("batches", 0) >= a.batches,
+         deadline=DEADLINE, every=1.0)
     seconds = time.time() - t0
-    rep = s.stop_writer()
+    rep = s.writer.stop()
     st = s.status()
     v = s.verify()
     s.hbl("down", NAME)

@@ -6,7 +6,7 @@ moments and at random protocol steps, every acknowledged write checked after eac
 
 The device: /dev/mapper/hs over two members, each a dm-linear device over a disk (soak0 over the
 NVMe, soak1 over the HDD-like one), so that a member fault is a table swapped under a member
-while the live device runs on.  The writer is blockcheck.py (4 threads, every acknowledged
+while the live device runs on.  The writer is blockcheck.py (soak_writer.py: 4 threads, every acknowledged
 write logged in DIR/ck.log, reads checked while it runs).  The faults, KINDS:
 
   kill      the controller SIGKILLed at a random protocol step (HBL_CRASH_FILE) or moment
@@ -41,9 +41,8 @@ import time
 sys.path.insert(0, "/hbl")
 
 from dmsetup import Delay, Device, Error, Flakey, Linear, Table, backend  # noqa: E402
+from soak_writer import DEADLINE, Bad, Writer, wait  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BLOCKCHECK = os.path.join(HERE, "tests", "blockcheck.py")
 KINDS = ("kill", "power", "errors", "stall", "removal")
 DISKS = ("/dev/nvme0n1", "/dev/vda")
 NAME = "hs"
@@ -52,13 +51,8 @@ AREA = 180_000 / 131_072  # the writer's area over the NVMe's size (700 MiB over
                           # NVMe holds, so extents keep moving; from offset 0, in 4 KiB blocks
 BEFORE = 30               # writes acknowledged in a fault's writer before the fault is injected
 AFTER = 30                # writes acknowledged through the device after the fault
-DEADLINE = 300            # seconds any wait may take: stuck, not slow
 POINTS = ("after_copy", "after_hold", "after_drain", "after_recopy", "after_meta", "after_release",
           "after_switch", "after_reload")
-
-
-class Bad(Exception):
-    """A bad outcome: a lost write, a device that does not come up, metadata that does not load."""
 
 
 class Soak:
@@ -72,7 +66,7 @@ class Soak:
                         PYTHONPYCACHEPREFIX="/run/hbl-soak-pycache")
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.dm = backend()
-        self.writer = None
+        self.writer = None        # a Writer once the state (the writer's area) is known
         self.step = "setting up"
         self.phases = {}          # the current fault's phases: name -> seconds (where its time goes)
         self.mark = time.time()
@@ -124,23 +118,6 @@ class Soak:
         except Exception as exc:
             raise Bad("the metadata does not load: %s" % exc) from None
 
-    def wait(self, what, probe, deadline=DEADLINE, every=0.2):
-        t0 = time.time()
-        while True:
-            got = probe()
-            if got:
-                return got
-            if time.time() - t0 > deadline:
-                raise Bad("waited %.0f s for %s" % (time.time() - t0, what))
-            time.sleep(every)
-
-    def acknowledged(self):
-        try:
-            with open(self.log) as f:
-                return sum(1 for _ in f)
-        except FileNotFoundError:
-            return 0
-
     # ---- the members ----
 
     def member(self, d):
@@ -169,55 +146,9 @@ class Soak:
         m.load(table)
         m.resume()
 
-    # ---- the writer ----
-
-    def start_writer(self, seed):
-        self.writer = subprocess.Popen(
-            [sys.executable, BLOCKCHECK, "run", "/dev/mapper/" + NAME, self.log, "--blocks", str(self.st["blocks"]),
-             "--offset", "0", "--seconds", str(4 * DEADLINE), "--seed", str(seed), "--threads", "4",
-             "--tolerate-errors"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def writer_running(self):
-        if self.writer.poll() is not None:
-            out, err = self.writer.communicate()
-            raise Bad("the writer ended (status %d) before the soak stopped it: %s %s" % (
-                self.writer.returncode, out[-1000:], err[-1000:]))
-        return True
-
-    def stop_writer(self):
-        """The writer's report (a dict); a bad read during the run is a lost write."""
-        w, self.writer = self.writer, None
-        if w.poll() is None:
-            w.send_signal(signal.SIGTERM)
-        try:
-            out, err = w.communicate(timeout=DEADLINE)
-        except subprocess.TimeoutExpired:
-            w.kill()
-            out, err = w.communicate()
-            raise Bad("the writer did not stop within %d s of SIGTERM (I/O stuck): %s" % (DEADLINE, err[-1000:]))
-        try:
-            rep = json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise Bad("the writer gave no report (status %d): %s" % (w.returncode, err[-1000:])) from None
-        if rep["bad_reads"]:
-            raise Bad("%d reads during the run returned less than was acknowledged: %s" % (
-                rep["bad_reads"], rep["errors"][:3]))
-        return rep
-
-    def writes_through(self, n):
-        """Until n more writes are acknowledged through the device (it serves again)."""
-        before = self.acknowledged()
-        self.wait("%d writes acknowledged after the fault" % n,
-                  lambda: self.writer_running() and self.acknowledged() - before >= n)
-
     def verify(self):
-        r = subprocess.run([sys.executable, BLOCKCHECK, "verify", "/dev/mapper/" + NAME, self.log,
-                            "--blocks", str(self.st["blocks"]), "--offset", "0"], capture_output=True, text=True,
-                           timeout=4 * DEADLINE)
-        try:
-            v = json.loads(r.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise Bad("the verify could not read the device: %s" % (r.stderr.strip()[-800:])) from None
+        """Every acknowledged write read back; one that does not is a lost write (counted)."""
+        v = self.writer.verify()
         if v["bad"]:
             self.st["lost"] += v["bad"]
             raise Bad("%d acknowledged writes of %d did not read back: %s" % (v["bad"], v["checked"], v["errors"][:3]))
@@ -245,6 +176,7 @@ class Soak:
                    "blocks": blocks,
                    "counts": {k: 0 for k in kinds}, "lost": 0, "unrecoverable": 0, "records": [],
                    "boots": 1, "pending": None, "started": time.time(), "failure": None}
+        self.writer = Writer("/dev/mapper/" + NAME, self.log, blocks)
         self.make_members()
         self.hbl("up", NAME, "--dev", "/dev/mapper/soak0", "--dev", "/dev/mapper/soak1", "--policy", "lru",
                  "--interval", "0.3", "--copy-rate", "64M")
@@ -259,7 +191,8 @@ class Soak:
         except FileNotFoundError:
             raise Bad("no %s: the soak ended before its first fault; start a new one" % self.state_path) from None
         self.st["boots"] += 1
-        self.end_log()
+        self.writer = Writer("/dev/mapper/" + NAME, self.log, self.st["blocks"])
+        self.writer.end_log()
         p = self.st["pending"]
         self.make_members()
         if p:
@@ -298,17 +231,6 @@ class Soak:
         self.say("  up and verified: %d blocks, generation %d, %.1f s; fault #%d runs again" % (
             v["checked"], m.generation, time.time() - t0, i))
 
-    def end_log(self):
-        """Ends a line of the writer's log that a power loss cut short, so that the next writer's
-        first line is not joined to it (load_log skips a line that is not two numbers; a torn
-        one that still is names a version no newer than the one acknowledged)."""
-        try:
-            with open(self.log, "rb+") as f:
-                if f.seek(0, 2) and (f.seek(-1, 2), f.read(1))[1] != b"\n":
-                    f.write(b"\n")
-        except FileNotFoundError:
-            pass
-
     def run(self):
         while self.st["next"] < len(self.st["plan"]):
             i = self.st["next"]
@@ -338,7 +260,7 @@ class Soak:
             by.setdefault(r["kind"], []).append(r["seconds"])
         out = {"seed": self.st["seed"], "faults": self.st["counts"], "lost_writes": self.st["lost"],
                "unrecoverable": self.st["unrecoverable"], "boots": self.st["boots"],
-               "acknowledged_writes": self.acknowledged(),
+               "acknowledged_writes": self.writer.acknowledged(),
                "seconds_per_fault": {k: round(sum(v) / len(v), 1) for k, v in by.items()},
                "seconds": round(time.time() - self.st["started"], 1), "failure": self.st["failure"],
                "interruptions": self.st.get("interruptions", []), "records": recs}
@@ -358,10 +280,10 @@ class Soak:
             raise Bad("the controller is not running before the fault")
         gen0 = self.meta().generation
         b0 = self.status().get("batches", 0)
-        self.start_writer(self.st["seed"] * 1000 + i)
-        n0 = self.acknowledged()
-        self.wait("%d writes and a migration batch before the fault" % BEFORE,
-                  lambda: self.writer_running() and self.acknowledged() - n0 >= BEFORE and
+        self.writer.start(self.st["seed"] * 1000 + i)
+        n0 = self.writer.acknowledged()
+        wait("%d writes and a migration batch before the fault" % BEFORE,
+                  lambda: self.writer.running() and self.writer.acknowledged() - n0 >= BEFORE and
                   self.status().get("batches", 0) > b0)
         self.phase("before")
         d = rng.randrange(2)
@@ -381,13 +303,13 @@ class Soak:
             self.step = step
             with open(CRASH_FILE, "w") as f:
                 f.write(point + " kill\n")
-            self.wait("the controller to reach %s" % point, lambda: self.writer_running() and not self.pid())
+            wait("the controller to reach %s" % point, lambda: self.writer.running() and not self.pid())
         else:
             delay = rng.uniform(0, 3)
             step = self.step = "t+%.2fs" % delay
             time.sleep(delay)
             os.kill(pid, signal.SIGKILL)
-            self.wait("the controller to die", lambda: not self.pid())
+            wait("the controller to die", lambda: not self.pid())
         return step, True
 
     def inject_power(self, rng, i, kind, d, gen0, t0):
@@ -400,8 +322,8 @@ class Soak:
             pid = self.pid()
             with open(CRASH_FILE, "w") as f:
                 f.write(point + " stop\n")
-            self.wait("the controller to stop at %s" % point,
-                      lambda: self.writer_running() and stopped(pid))
+            wait("the controller to stop at %s" % point,
+                      lambda: self.writer.running() and stopped(pid))
         else:
             delay = rng.uniform(0, 3)
             step = self.step = "t+%.2fs" % delay
@@ -454,7 +376,7 @@ class Soak:
         time.sleep(delay)
         self.swap(d, table)
         time.sleep(dur)
-        self.writer_running()
+        self.writer.running()
         self.swap(d, self.linear(d))
         # (errors: the device is brought down and up again even when nothing was marked
         # failed yet: a health read may still catch the fault after it is over)
@@ -496,7 +418,7 @@ class Soak:
         was marked failed, seconds the hbl up took)"""
         rep, marked, up_s = {}, False, 0.0
         if restart and kind in ("errors", "removal"):
-            rep = self.stop_writer()
+            rep = self.writer.stop()
             self.hbl("down", NAME)
             self.make_members()                         # a removed member put back
             marked = self.readmit()
@@ -517,10 +439,10 @@ class Soak:
         m = self.meta()
         if m.generation < gen0:
             raise Bad("the metadata went back from generation %d to %d" % (gen0, m.generation))
-        if self.writer is None:
-            self.start_writer(seed)
-        self.writes_through(AFTER)
-        rep2 = self.stop_writer()
+        if not self.writer.active:
+            self.writer.start(seed)
+        self.writer.through(AFTER)
+        rep2 = self.writer.stop()
         self.phase("after")
         io_errors = rep.get("io_errors", 0) + rep2["io_errors"]
         if io_errors and kind not in ("errors", "removal"):
