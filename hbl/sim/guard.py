@@ -26,7 +26,7 @@ import numpy as np
 from hbl import record
 from hbl.core import ffi, lib
 from hbl.errors import HblError
-from hbl.sim.registry import COMPOSITES
+from hbl.sim.registry import COMPOSITES, refuse_live
 
 NAME = "harmonia-guard"
 PORTFOLIO = ("harmonia", "lru", "arc", "lirs", "s3fifo", "wtinylfu")
@@ -140,8 +140,7 @@ class Guard:
     def __init__(self, hss, capacities_pages, params=None, seed=1, agents=None, decide=rule_h, portfolio=PORTFOLIO,
                  check_windows=False, live=False, plugin=None, **options):
         if live:
-            raise HblError("policy %s cannot drive a live device: it is a composite of six simulators in Python "
-                           "(hbl/sim/guard.py), not a C policy with a live decider" % NAME)
+            refuse_live(NAME)
         if plugin is not None:
             raise HblError("policy %s takes no Python plugin" % NAME)
         p = guard_params(params)

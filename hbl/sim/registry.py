@@ -41,6 +41,14 @@ COMPOSITES = {
 }
 
 
+def refuse_live(policy):
+    """A clear HblError for a composite policy asked to drive a live device (it has no live decider)."""
+    if policy in COMPOSITES:
+        raise HblError("policy %s cannot drive a live device: it is a composite of several simulators in Python "
+                       "(hbl/sim/guard.py), not a C policy with a live decider; run it in the simulator "
+                       "(hbl simulate --policy %s, hbl compare --policies ...,%s)" % (policy, policy, policy))
+
+
 def all_policy_names(capability=None):
     """policy_names(capability) and the composite policies (COMPOSITES) with that capability."""
     return policy_names(capability) + [n for n, c in COMPOSITES.items()
