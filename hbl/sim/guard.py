@@ -16,7 +16,8 @@ told the live layout through Simulator.set_devices (check() must pass, the layou
 the live path from the next window on.  Until the first switch the live path is harmonia's alone
 simulator itself.  The guard's figures are the live path's, segment by segment.
 
-Its cost: six simulators plus the copies, about 8-9x harmonia's simulation time; the trace seen so far
+Its cost: six simulators plus the copies, 8-9x harmonia's simulation time on the guard study's held-out
+workloads (4-24x per cell, results/diagnosis/guard-policy.txt); the trace seen so far
 is kept in memory (a copy is rebuilt from it).  It cannot drive a live device.
 """
 import time
