@@ -284,6 +284,10 @@ class Guard:
 
     # ---- figures ----
 
+    @property
+    def replay(self):
+        return self.live_sim().replay
+
     def live_sim(self):
         return self.live if self.live is not None else self.alone[self.active]
 
