@@ -187,6 +187,11 @@ int32_t hbl_sim_set_future(struct hbl_sim *s, const struct hbl_request *reqs, ui
 int32_t hbl_sim_feed(struct hbl_sim *s, const struct hbl_request *reqs, uint64_t n);
 void hbl_sim_get_stats(const struct hbl_sim *s, struct hbl_sim_stats *out);
 double hbl_sim_latency_percentile(const struct hbl_sim *s, double q);
+/* The latency histogram (hbl/sim/guard.py merges segments' differences): n, min, max, then the buckets,
+ * written to out when max is at least the length returned (3 + the buckets). */
+int32_t hbl_sim_latency_hist(const struct hbl_sim *s, uint64_t *out, int32_t max);
+/* Nearest-rank percentile q of buckets b[0..nb) as hbl_sim_latency_hist gives them, clamped to [min, max]. */
+double hbl_hist_buckets_percentile(const uint64_t *b, int32_t nb, uint64_t min, uint64_t max, double q);
 uint64_t hbl_sim_timeline(const struct hbl_sim *s, struct hbl_timeline_row *out, uint64_t max);
 /* Invariants: every page has one home, no device over capacity, counters agree. 0 = ok. */
 int32_t hbl_sim_check(const struct hbl_sim *s, char *err, int32_t errlen);

@@ -21,6 +21,18 @@ double hbl_sim_latency_percentile(const struct hbl_sim *s, double q)
     return hbl_hist_percentile(&s->hist, q);
 }
 
+int32_t hbl_sim_latency_hist(const struct hbl_sim *s, uint64_t *out, int32_t max)
+{
+    int32_t n = 3 + HBL_HIST_BUCKETS;
+    if (out && max >= n) {
+        out[0] = s->hist.n;
+        out[1] = s->hist.min;
+        out[2] = s->hist.max;
+        memcpy(out + 3, s->hist.b, sizeof(s->hist.b));
+    }
+    return n;
+}
+
 uint64_t hbl_sim_timeline(const struct hbl_sim *s, struct hbl_timeline_row *out, uint64_t max)
 {
     uint64_t n = s->ntl < max ? s->ntl : max;

@@ -220,7 +220,9 @@ def test_policies_json_lists_parameters_defaults_descriptions_and_capabilities()
     caps = {r["name"]: set(r["capabilities"]) for r in listed}
     assert caps["oracle"] == {"needs_future"} and caps["harmonia"] == {"learns", "live"} and caps["lru"] == {"live"}
     assert {n for n, c in caps.items() if "learns" in c} == {
-        "sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only", "archivist", "rnn-hss"}
+        "sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only", "archivist", "rnn-hss",
+        "harmonia-guard"}
+    assert caps["harmonia-guard"] == {"learns", "composite"} and set(rows["harmonia-guard"]) == {"window", "margin"}
     text = run("policies").stdout
     assert "m_pingpong" in text and "[learns, live]" in text
 
@@ -273,8 +275,8 @@ def test_listed_defaults_are_what_init_reads(policy):
 
 def test_compare_seeds_exactly_the_learning_policies():
     from hbl.experiments.compare import LEARNING, compare
-    from hbl.sim.registry import policy_names
-    assert LEARNING == set(policy_names("learns"))
+    from hbl.sim.registry import all_policy_names
+    assert LEARNING == set(all_policy_names("learns"))     # harmonia-guard, a composite, too
     s = compare(traces=["synth:zipf:requests=3000"], hss_list=["cost"], policies="lru,archivist,cde,sibyl",
                 seeds=2, progress=False, jobs=1)
     runs = {}

@@ -53,8 +53,10 @@ def _add_pretrain(sub):
 
 
 def cmd_policies(a):
-    from hbl.sim.registry import policies, policy_params
+    from hbl.sim.registry import COMPOSITES, policies, policy_params
     rows = [dict(p, params=policy_params(i)) for i, p in enumerate(policies())]
+    rows += [dict(name=n, description=c["description"], capabilities=c["capabilities"], params=c["params"])
+             for n, c in COMPOSITES.items()]
     if a.json:
         print_json(rows)
     else:
@@ -68,7 +70,8 @@ def cmd_policies(a):
         print("\nparameters: --param NAME=VALUE (defaults shown, and where a live device's differs; ? = accepted, "
               "but its default depends on other parameters or it is unused by this variant);"
               "\ncapabilities: learns (its result depends on the seed), needs_future (reads the whole trace "
-              "first), live (can drive a live device);"
+              "first), live (can drive a live device), composite (Python over the C policies, named to run: "
+              "never in a run's `all`);"
               "\nPython plugins: --policy python:FILE.py:CLASS (see hbl/plugin.py)")
     return 0
 

@@ -33,12 +33,17 @@ def add_parsers(sub):
 def cmd_simulate(a):
     from hbl.devices import load_hss
     from hbl.sim import Simulator, simulate
+    from hbl.sim.guard import guard_params
     from hbl.sim.model import replay_label
+    from hbl.sim.registry import COMPOSITES, parse_params
     plugin, policy = None, a.policy
     if policy == "python":
         raise HblError("--policy python needs a plugin class: --policy python:FILE.py:CLASS")
     check_sim(a, [a.hss])
-    if not policy.startswith("python:"):   # the policy checks its parameters when built: build it now
+    if policy in COMPOSITES:                # a composite checks its own parameters (hbl/sim/guard.py)
+        guard_params(parse_params(a.param, policy))
+        load_hss(a.hss, a.fast_capacity)
+    elif not policy.startswith("python:"):   # the policy checks its parameters when built: build it now
         # (on a fast device of 1024 pages: the cache policies with queues of their own need several)
         hss = load_hss(a.hss, a.fast_capacity)
         Simulator(hss, policy, [1024] * (len(hss.devices) - 1) + [None], params=a.param, seed=a.seed,
@@ -96,6 +101,13 @@ def cmd_simulate(a):
         r["throughput_iops"], r["requests_per_second"] / 1e6))
     if "agents_from" in r:
         print("  agents from     %s" % r["agents_from"])
+    if "guard" in r:
+        g = r["guard"]
+        print("  guard           %d switches (%s), %s active at the end; windows of %d, margin %g" % (
+            g["switches"], ", ".join("%s->%s after %d" % (s["frm"], s["to"], s["after"]) for s in g["switch_log"])
+            or "none", g["final_active"], g["window"], g["margin"]))
+        print("  members alone   " + ", ".join("%s %.1f" % kv for kv in g["alone_us"].items()) + " us")
+        print("  guard's cost    %.2f s of simulator time (members, live copies, diagnostic)" % g["simulator_wall_s"])
     for i, ag in enumerate(r.get("agents", [])):
         print("  agent %d         %d decisions (%d explored), %d training steps, epsilon %.3f, "
               "recent reward %.3f" % (i, ag["decisions"], ag["explorations"], ag["train_steps"], ag["epsilon"],

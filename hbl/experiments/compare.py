@@ -14,7 +14,7 @@ from hbl.devices import load_hss
 from hbl.experiments.engine import Grid
 from hbl.errors import HblError
 from hbl.sim.model import replay_label, replay_mode
-from hbl.sim.registry import policy_names
+from hbl.sim.registry import all_policy_names, policy_names
 from hbl.sim.agent_files import in_directory
 from hbl.experiments.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
@@ -40,9 +40,12 @@ def default_traces(synthetic_requests=None):
 
 
 def expand_policies(text):
+    """Policies named, comma-separated (with the baseline), or "all": every C policy, never a composite
+    (harmonia-guard runs only when named: 8-9x harmonia's time)."""
     names = [n for n in policy_names() if n != "python"]
     if text in (None, "", "all"):
         return names
+    names += [n for n in all_policy_names() if n not in names and n != "python"]
     out = []
     for p in text.split(","):
         p = p.strip()

@@ -30,7 +30,7 @@ from hbl.errors import HblError
 from hbl.pool import each
 from hbl.progress import Progress
 from hbl.sim import footprint_pages, simulate
-from hbl.sim.registry import check_params_for, params_for, policy_names
+from hbl.sim.registry import all_policy_names, check_params_for, params_for
 
 
 @dataclasses.dataclass
@@ -54,7 +54,7 @@ class Grid:
         for what in ("traces", "hss", "policies", "seeds"):
             if not getattr(self, what):
                 raise HblError("sweep: no %s given" % what)
-        known = policy_names()
+        known = all_policy_names()
         for p in self.policies:
             if p not in known:
                 raise HblError("sweep: unknown policy %r (have: %s)" % (p, ", ".join(known)))

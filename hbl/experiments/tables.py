@@ -7,11 +7,11 @@ import math
 import os
 import textwrap
 
-from hbl.sim.registry import policy_names
+from hbl.sim.registry import all_policy_names, policy_names
 
 BASELINE = "fast-only"
 ORACLE = "oracle"
-LEARNING = frozenset(policy_names("learns"))       # seeded: run once per seed
+LEARNING = frozenset(all_policy_names("learns"))   # seeded: run once per seed (harmonia-guard too)
 FUTURE = frozenset(policy_names("needs_future"))   # bounds, not contenders
 REFERENCES = FUTURE | {BASELINE}                   # the bounds and the normalization point
 WIDTH = 100                                        # columns of every line of text

@@ -127,13 +127,14 @@ def create(a, paths):
     from hbl.live import layout, meta as metamod, safety
     from hbl.live.host import preflight
     from hbl.live.decider import Decider
-    from hbl.sim.registry import parse_params, policy_names
+    from hbl.sim.registry import parse_params, policy_names, refuse_live
     if os.path.exists(paths.meta):
         raise HblError("%s already exists (metadata at %s): hbl up %s re-assembles it without --dev" % (
             a.name, paths.meta, a.name))
     if os.path.exists("/dev/mapper/" + a.name):
         raise HblError("/dev/mapper/%s already exists and is not an hbl device known here" % a.name)
     policy = a.policy or "harmonia"
+    refuse_live(policy)
     if policy not in policy_names("live"):
         raise HblError("policy %r cannot drive a live device (hbl policies marks those that can: live)" % policy)
     params = parse_params(a.param)

@@ -13,6 +13,7 @@ from hbl.core import ffi, lib
 from hbl.devices import HSS, PROFILES
 from hbl.errors import HblError
 from hbl.sim import Simulator
+from hbl.sim.registry import refuse_live
 
 # Service models only matter to policies that read them; the live decider has
 # no device model.  Fastest first, the slowest last.
@@ -26,6 +27,7 @@ class Decider:
                  agents=None):
         """agents: a file of saved agents to start from (ignored by a policy without agents); the
         decider runs with the parameters it needs (Simulator.with_agents)."""
+        refuse_live(policy)
         ndev = len(capacities)
         if not 2 <= ndev <= 4:
             raise HblError("a live device has 2 to 4 member devices, not %d" % ndev)

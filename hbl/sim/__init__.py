@@ -23,7 +23,7 @@ from hbl.errors import HblError
 from hbl.trace import open_trace
 from hbl.sim.model import (DEFAULTS, LIVE_BATCH, LIVE_COPY, LIVE_FRONTIER, LIVE_INTERVAL_S, LIVE_STALE_S,
                             ORACLE_FAMILY, live_spares, replay_mode)
-from hbl.sim.registry import parse_params, wants_future
+from hbl.sim.registry import COMPOSITES, parse_params, wants_future
 
 
 def footprint_pages(chunks, page_size=4096):
@@ -289,7 +289,13 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     progress, if given, wraps each pass over the trace: progress(chunks, what) -> chunks.
     load_agents: a file of saved agents, or a directory of them (hbl.sim.agent_files.in_directory:
     the file this policy, HSS and seed start from there); None, the shipped pretrained agents of the
-    policy for this HSS preset and seed where there are some (hbl.sim.agent_files); False, untrained agents."""
+    policy for this HSS preset and seed where there are some (hbl.sim.agent_files); False, untrained agents.
+    policy "harmonia-guard" (hbl/sim/guard.py) is a composite of Simulators: its harmonia member starts from
+    the agents harmonia would; no plugin, no save_agents; its timeline has one row per window."""
+    composite = policy in COMPOSITES
+    if composite and (plugin is not None or save_agents):
+        raise HblError("policy %s: no plugin and no --save-agent (it runs several simulators)" % policy)
+    agent_policy = "harmonia" if composite else policy   # whose agents it starts from
     watch = progress or (lambda chunks, what: chunks)
     page_size = int(options.get("page_size") or DEFAULTS["page_size"])
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
@@ -306,13 +312,13 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     caps = config.capacity_pages(footprint, page_size)
     if load_agents and os.path.isdir(load_agents) and plugin is None:
         from hbl.sim.agent_files import in_directory
-        load_agents = in_directory(load_agents, policy, hss, seed)
+        load_agents = in_directory(load_agents, agent_policy, hss, seed)
     agents_from = load_agents or None
     not_loaded = None   # why the shipped agents were not loaded, when parameters kept them out
     if load_agents is None and plugin is None:
         from hbl.sim.agent_files import shipped
-        agents_from = shipped(policy, hss, seed)
-    if agents_from:
+        agents_from = shipped(agent_policy, hss, seed)
+    if agents_from and not composite:
         from hbl.sim.agent_files import ContradictingParams, run_params
         try:
             params = run_params(agents_from, policy, parse_params(params, policy))
@@ -324,10 +330,15 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
 
     def run(params):
         nonlocal agents_from, not_loaded
-        sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
-        if agents_from and load_agents:
+        if composite:
+            from hbl.sim.guard import Guard     # its harmonia member loads the agents
+            sim = Guard(config, caps, params=parse_params(params, policy), seed=seed,
+                        agents={agent_policy: agents_from} if agents_from else None, **options)
+        else:
+            sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
+        if agents_from and load_agents and not composite:
             sim.load_agents(agents_from)
-        elif agents_from:
+        elif agents_from and not composite:
             try:
                 sim.load_agents(agents_from)
             except HblError as e:   # parameters that change the agents' shape: they start untrained
@@ -353,7 +364,7 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     else:
         out, reader = run(params)
     out["trace"] = trace
-    if "agents" in out:
+    if "agents" in out or composite:
         out["agents_from"] = ("untrained" if not agents_from else str(agents_from) if load_agents
                               else "pretrained:" + agents_from.stem)
         if not_loaded:

@@ -26,6 +26,43 @@ def policy_names(capability=None):
     return [p["name"] for p in policies() if capability is None or capability in p["capabilities"]]
 
 
+#: Policies written in Python over the C ones (hbl/sim/guard.py), not registered in the C core: not in
+#: policies() or policy_names(), so never in a run's "all" (hbl compare, bench, sweep) unless named; see
+#: all_policy_names().  name -> description, capabilities (as policies()'), parameters (as policy_params()).
+COMPOSITES = {
+    "harmonia-guard": dict(
+        description="harmonia guarded by lru, arc, lirs, s3fifo and wtinylfu run alongside, switching to the "
+                    "cumulative leader (rule H, results/diagnosis/guard.txt); a composite in Python, 8-9x "
+                    "harmonia's simulation time (more on some workloads); no live device",
+        capabilities=["learns", "composite"],
+        params={"window": dict(default=10000.0, description="requests per window: it may switch after each full one"),
+                "margin": dict(default=0.02, description="switch when the cumulative leader beats the active "
+                                                         "member by more than this share")}),
+}
+
+
+def refuse_live(policy):
+    """A clear HblError for a composite policy asked to drive a live device (it has no live decider)."""
+    if policy in COMPOSITES:
+        raise HblError("policy %s cannot drive a live device: it is a composite of several simulators in Python "
+                       "(hbl/sim/guard.py), not a C policy with a live decider; run it in the simulator "
+                       "(hbl simulate --policy %s, hbl compare --policies ...,%s)" % (policy, policy, policy))
+
+
+def all_policy_names(capability=None):
+    """policy_names(capability) and the composite policies (COMPOSITES) with that capability."""
+    return policy_names(capability) + [n for n, c in COMPOSITES.items()
+                                       if capability is None or capability in c["capabilities"]]
+
+
+def params_of(policy):
+    """The parameters a policy takes, C or composite: {name: {default, description, ...}} ({} if unknown)."""
+    if policy in COMPOSITES:
+        return COMPOSITES[policy]["params"]
+    names = policy_names()
+    return policy_params(names.index(policy)) if policy in names else {}
+
+
 def policy_params(i):
     """{name: {default, live_default, description}} of the parameters policy i accepts; a default
     is None when its init does not read it with two devices (it depends on other parameters or the
@@ -89,7 +126,7 @@ def params_for(items, policy):
     """The parameters of one policy in a run of several (hbl compare, hbl sweep): POLICY.NAME
     entries for this policy, and unscoped NAME entries when this policy takes NAME (a policy
     that does not, such as fast-only, runs without them)."""
-    takes = set(policy_params(policy_names().index(policy))) if policy in policy_names() else set()
+    takes = set(params_of(policy))
     return {name: value for scope, name, value in param_items(items)
             if scope == policy or (scope is None and name in takes)}
 
@@ -97,11 +134,9 @@ def params_for(items, policy):
 def check_params_for(items, names):
     """Refuse parameters no policy of a run would get: a scope that is not one of `names`, or an
     unscoped NAME that none of them takes (a typo would otherwise be dropped without a word)."""
-    known = policy_names()
     takes = set()
     for p in names:
-        if p in known:
-            takes.update(policy_params(known.index(p)))
+        takes.update(params_of(p))
     for scope, name, _ in param_items(items):
         if scope is not None and scope not in names:
             raise HblError("--param %s.%s: policy %s is not in this run (have: %s)"

@@ -1,0 +1,397 @@
+"""harmonia-guard: harmonia guarded by five shadows, rule H of results/diagnosis/guard.txt ([D], [E]).
+
+    from hbl.sim import simulate
+    result = simulate("synth:log:requests=100000,seed=2", hss="perf", policy="harmonia-guard")
+
+A composite in Python over hbl.sim.Simulator members, not a C policy.  The portfolio is fixed to
+rule H's: harmonia (from its shipped pretrained agents for the HSS and seed, as simulate(policy=
+"harmonia") starts it), lru, arc, lirs, s3fifo, wtinylfu.  Every member runs ALONE on the whole trace,
+never touched: its cumulative mean latency is the "had we run it from the start" figure.  The trace is
+fed to them in windows of `window` requests, whatever the caller's chunks.  After each full window but
+the last, decide(cum=, trail=, active=, portfolio=, margin=) names the member to switch to or None
+(rule_h: the member with the lowest cumulative alone mean, when it beats the active member's by more
+than `margin`).  On a switch a fresh copy of that member is rebuilt by feeding it the windows so far
+(the simulator has no clone; the copy is asserted equal to its alone simulator, figures and layout),
+told the live layout through Simulator.set_devices (check() must pass, the layouts then agree) and is
+the live path from the next window on.  Until the first switch the live path is harmonia's alone
+simulator itself.  The guard's figures are the live path's, segment by segment.
+
+Its cost: six simulators plus the copies, 8-9x harmonia's simulation time on the guard study's held-out
+workloads (4-24x per cell, results/diagnosis/guard-policy.txt); the trace seen so far
+is kept in memory (a copy is rebuilt from it).  It cannot drive a live device.
+"""
+import time
+
+import numpy as np
+
+from hbl import record
+from hbl.core import ffi, lib
+from hbl.errors import HblError
+from hbl.sim.registry import COMPOSITES, refuse_live
+
+NAME = "harmonia-guard"
+PORTFOLIO = ("harmonia", "lru", "arc", "lirs", "s3fifo", "wtinylfu")
+WINDOW = int(COMPOSITES[NAME]["params"]["window"]["default"])
+MARGIN = COMPOSITES[NAME]["params"]["margin"]["default"]
+
+#: The live path's counters that add up over its segments (a copy's counters include the prefix it was
+#: fed, so each segment counts from where it became live); per-device ones are lists.
+ADDITIVE = ("requests", "skipped", "reads", "writes", "read_page_accesses", "fast_read_hits",
+            "write_page_accesses", "fast_page_writes", "promotions", "evictions", "fallback_evictions",
+            "clean_evictions", "sync_evictions", "moves_refused", "background_ios", "migrated_bytes",
+            "latency_sum_ns", "foreground_wait_ns", "sync_wait_ns", "read_latency_ns", "promotions_wasted",
+            "batches")
+PER_DEVICE = ("busy_ns", "background_busy_ns", "served_requests", "served_latency_ns", "sync_busy_ns",
+              "read_pages", "write_pages")
+
+
+def switch_to(figures, active, portfolio, margin):
+    """The lowest figure's member (ties to the earlier member) when it beats the active member's by more
+    than margin, else None."""
+    best = min(portfolio, key=lambda p: (figures[p], portfolio.index(p)))
+    return best if best != active and figures[best] < (1.0 - margin) * figures[active] else None
+
+
+def rule_h(cum, trail, active, portfolio, margin):
+    """Rule H's switching decision: the cumulative leader, when it beats the active member by the margin."""
+    return switch_to(cum, active, portfolio, margin)
+
+
+def guard_params(params):
+    """{'window': int, 'margin': float} from a run's parameters (a dict, as parse_params gives); a clear
+    HblError on an unknown name or a bad value."""
+    known = COMPOSITES[NAME]["params"]
+    out = {k: v["default"] for k, v in known.items()}
+    for k, v in (params or {}).items():
+        if k not in known:
+            raise HblError("policy %s takes no parameter %r (it takes: %s; its members run with their defaults)"
+                           % (NAME, k, ", ".join(known)))
+        out[k] = float(v)
+    if not (out["window"] >= 1 and out["window"] == int(out["window"])):
+        raise HblError("policy %s: window=%g, want a whole number of requests >= 1" % (NAME, out["window"]))
+    if not 0 <= out["margin"] < 1:
+        raise HblError("policy %s: margin=%g, want a share in [0, 1)" % (NAME, out["margin"]))
+    out["window"] = int(out["window"])
+    return out
+
+
+def layout(sim):
+    """(pages, devices) of every page the simulator has placed, sorted by page."""
+    n = int(sim.stats().pages)
+    pages = np.fromiter((lib.hbl_sim_page_number(sim.sim, i) for i in range(n)), dtype=np.uint64, count=n)
+    devs = np.fromiter((lib.hbl_sim_page_device(sim.sim, i) for i in range(n)), dtype=np.int8, count=n)
+    order = np.argsort(pages, kind="stable")
+    return pages[order], devs[order]
+
+
+def handover(src, dst):
+    """dst takes over from src: its pages told to be where src has them; returns how many were moved."""
+    sp, sd = layout(src)
+    dp, dd = layout(dst)
+    if len(sp) != len(dp) or not np.array_equal(sp, dp):
+        raise AssertionError("the members have not seen the same pages (%d, %d)" % (len(sp), len(dp)))
+    diff = np.nonzero(sd != dd)[0]
+    diff = diff[np.argsort(-sd[diff], kind="stable")]      # moves down first (the table never over-full)
+    if len(diff):
+        dst.set_devices(sp[diff], sd[diff])
+    dst.check()
+    after = layout(dst)[1]
+    if not np.array_equal(after, sd):
+        raise AssertionError("after the handover the layouts differ on %d pages" % int((after != sd).sum()))
+    return int(len(diff))
+
+
+def fresh_copy(sim, alone, windows):
+    """sim, a new simulator of alone's member, fed the windows alone was fed; asserted equal to alone
+    (latency, requests, layout): the runs are deterministic, and the simulator has no clone."""
+    for w in windows:
+        sim.feed(w)
+    a, b = alone.stats(), sim.stats()
+    if (a.latency_sum_ns, a.requests) != (b.latency_sum_ns, b.requests):
+        raise AssertionError("the copy of %s is not its alone simulator (%r, %r)" % (
+            sim.policy, (a.latency_sum_ns, a.requests), (b.latency_sum_ns, b.requests)))
+    (ap, ad), (bp, bd) = layout(alone), layout(sim)
+    if not (len(ap) == len(bp) and (ap == bp).all() and (ad == bd).all()):
+        raise AssertionError("the copy of %s has another layout than its alone simulator" % sim.policy)
+    return sim
+
+
+def snapshot(sim, hist=False):
+    """A simulator's additive counters now (and its latency histogram: n, min, max, buckets)."""
+    st = sim.stats()
+    out = {k: getattr(st, k) for k in ADDITIVE}
+    out.update({k: list(getattr(st, k))[:sim.ndev] for k in PER_DEVICE})
+    out["first_arrival_ns"], out["last_completion_ns"] = st.first_arrival_ns, st.last_completion_ns
+    if hist:
+        n = lib.hbl_sim_latency_hist(sim.sim, ffi.NULL, 0)
+        buf = np.zeros(n, dtype=np.uint64)
+        lib.hbl_sim_latency_hist(sim.sim, ffi.cast("uint64_t *", ffi.from_buffer(buf)), n)
+        out["hist"] = buf
+    return out
+
+
+class Guard:
+    """Rule H as one simulation: feed(chunk), check(), result(timeline=) as a Simulator's.
+    agents: {member: saved agents file} for the learning members (harmonia's, as simulate resolves it;
+    a member without one starts untrained); decide: the switching decision (rule_h); check_windows:
+    check() every simulator after every window (a study's --check)."""
+
+    policy = NAME
+
+    def __init__(self, hss, capacities_pages, params=None, seed=1, agents=None, decide=rule_h, portfolio=PORTFOLIO,
+                 check_windows=False, live=False, plugin=None, **options):
+        if live:
+            refuse_live(NAME)
+        if plugin is not None:
+            raise HblError("policy %s takes no Python plugin" % NAME)
+        p = guard_params(params)
+        self.window, self.margin = p["window"], p["margin"]
+        self.params = dict(window=float(self.window), margin=self.margin)
+        self.hss, self.capacities, self.seed, self.options = hss, capacities_pages, seed, options
+        self.agents, self.decide, self.check_windows = dict(agents or {}), decide, check_windows
+        self.portfolio = tuple(portfolio)
+        if len(set(self.portfolio)) != len(self.portfolio) or not self.portfolio:
+            raise HblError("a guard's portfolio: members named once each, at least one")
+        self.alone = {m: self.member(m) for m in self.portfolio}
+        self.ndev = self.alone[self.portfolio[0]].ndev
+        self.active = self.portfolio[0]
+        self.live, self.live_prev = None, (0.0, 0)  # None: the live path is alone[active] itself
+        self.stay = None                            # (old live simulator or None, its prev, the switch record)
+        self.prev = {m: (0.0, 0) for m in self.portfolio}
+        self.trail = {m: [] for m in self.portfolio}
+        self.live_trail, self.actives, self.switches, self.moved = [], [], [], 0
+        self.g_sum, self.g_n = 0.0, 0
+        self.live_wall = self.copy_wall = self.stay_wall = 0.0
+        self.windows, self.buf, self.nbuf = [], [], 0   # the full windows fed; the requests waiting for one
+        self.pending = False                        # a full window fed: decide before the next one
+        self.ended = False
+        # the live path's segments: [simulator, counters where it became live (None: from its start), at its end]
+        self.segments = [[self.alone[self.active], None, None]]
+        self.rows = []                              # the timeline: one row per window
+
+    def member(self, m):
+        from hbl.sim import Simulator
+        if self.agents.get(m):
+            return Simulator.with_agents(self.hss, m, self.capacities, self.agents[m], seed=self.seed, **self.options)
+        return Simulator(self.hss, m, self.capacities, seed=self.seed, **self.options)
+
+    # ---- feeding ----
+
+    def feed(self, chunk):
+        """Requests in any chunks: they are fed to the members in windows of `window` requests."""
+        if self.ended:
+            raise HblError("%s: the trace ended (result() was read); a guard runs one trace" % NAME)
+        while len(chunk):
+            take = min(self.window - self.nbuf, len(chunk))
+            self.buf.append(np.array(chunk[:take]))
+            self.nbuf += take
+            chunk = chunk[take:]
+            if self.nbuf == self.window:
+                self.step(record.concat(self.buf))
+                self.buf, self.nbuf = [], 0
+
+    def finish(self):
+        """The last, partial window (no decision after it); the trace then ends."""
+        if not self.ended and self.nbuf:
+            self.step(record.concat(self.buf))
+            self.buf, self.nbuf = [], 0
+        self.ended = True
+
+    def step(self, chunk):
+        if self.pending:                    # the decision after the previous full window: it was not the last
+            self.pending = False
+            self.switch(self.decide(cum=self.cum, trail=self.trail, active=self.active, portfolio=self.portfolio,
+                                    margin=self.margin))
+        means = self.means = {}             # each member's mean over this window, ns
+        self.cum = {}                       # ... and since the start
+        for m, sim in self.alone.items():
+            sim.feed(chunk)
+            st = sim.stats()
+            d_sum, d_n = st.latency_sum_ns - self.prev[m][0], st.requests - self.prev[m][1]
+            self.prev[m] = (st.latency_sum_ns, st.requests)
+            means[m] = d_sum / d_n if d_n else 0.0
+            self.cum[m] = st.latency_sum_ns / st.requests if st.requests else 0.0
+            if m == self.active and self.live is None:
+                live_d = (d_sum, d_n)
+        if self.live is not None:
+            w0 = self.live.wall
+            self.live.feed(chunk)
+            self.live_wall += self.live.wall - w0
+            st = self.live.stats()
+            live_d = (st.latency_sum_ns - self.live_prev[0], st.requests - self.live_prev[1])
+            self.live_prev = (st.latency_sum_ns, st.requests)
+        self.g_sum, self.g_n = self.g_sum + live_d[0], self.g_n + live_d[1]
+        self.live_trail.append(round(live_d[0] / live_d[1] / 1e3, 3) if live_d[1] else 0.0)
+        if self.stay is not None:           # what the old live simulator did in this window (a diagnostic)
+            old, old_prev, rec = self.stay
+            if old is None:
+                s_ns = means[rec["frm"]]
+            else:
+                w0 = old.wall
+                old.feed(chunk)
+                self.stay_wall += old.wall - w0
+                st = old.stats()
+                s_ns = (st.latency_sum_ns - old_prev[0]) / (st.requests - old_prev[1])
+            rec["stay_us"], rec["next_us"] = round(s_ns / 1e3, 3), self.live_trail[-1]
+            rec["alone_next_us"] = round(means[rec["to"]] / 1e3, 3)
+            self.stay = None
+        for m in self.trail:
+            self.trail[m].append(round(means[m] / 1e3, 3))
+        self.actives.append(self.active)
+        if self.check_windows:
+            self.check_all()
+        self.row()
+        if len(chunk) == self.window:
+            self.windows.append(chunk)
+            self.pending = True
+
+    def switch(self, best):
+        """best (or None) becomes the live path: a fresh copy fed the windows so far, told the live layout."""
+        if not best:
+            return
+        if best not in self.alone:
+            raise HblError("%s: the decision named %r, not a member (%s)" % (NAME, best, ", ".join(self.portfolio)))
+        t0 = time.perf_counter()
+        new = self.fresh_copy(best)
+        self.copy_wall += time.perf_counter() - t0
+        src = self.live if self.live is not None else self.alone[self.active]
+        self.segments[-1][2] = snapshot(src, hist=True)
+        n = handover(src, new)
+        self.moved += n
+        upto = len(self.windows) * self.window
+        rec = dict(after=upto, frm=self.active, to=best, pages_moved=n,
+                   mean_us={k: round(v / 1e3, 2) for k, v in self.means.items()},
+                   cum_us={k: round(v / 1e3, 3) for k, v in self.cum.items()})
+        self.switches.append(rec)
+        self.stay = (self.live, self.live_prev, rec)
+        st = new.stats()
+        self.live, self.live_prev, self.active = new, (st.latency_sum_ns, st.requests), best
+        self.segments.append([new, snapshot(new, hist=True), None])
+
+    def fresh_copy(self, m):
+        """A new simulator of member m fed the windows so far, asserted equal to its alone simulator."""
+        return fresh_copy(self.member(m), self.alone[m], self.windows)
+
+    def check(self):
+        """The trace ends (the requests waiting for a full window are fed, as the last window), then
+        check() every member and the live path (AssertionError when an invariant is broken)."""
+        self.finish()
+        self.check_all()
+
+    def check_all(self):
+        for sim in list(self.alone.values()) + ([self.live] if self.live is not None else []):
+            sim.check()
+
+    # ---- figures ----
+
+    @property
+    def replay(self):
+        return self.live_sim().replay
+
+    def live_sim(self):
+        return self.live if self.live is not None else self.alone[self.active]
+
+    def totals(self, hist=False):
+        """The live path's counters summed over its segments (the open one up to now) and its time span."""
+        segs = [(sim, start, end if end is not None else snapshot(sim, hist)) for sim, start, end in self.segments]
+        out = {k: 0 for k in ADDITIVE}
+        out.update({k: [0] * self.ndev for k in PER_DEVICE})
+        span, exact = 0.0, True
+        merged = None
+        for sim, start, end in segs:
+            for k in ADDITIVE:
+                out[k] += end[k] - (start[k] if start else 0)
+            for k in PER_DEVICE:
+                out[k] = [o + e - (s if start else 0) for o, e, s in zip(out[k], end[k], start[k] if start else end[k])]
+            span += end["last_completion_ns"] - (start["last_completion_ns"] if start else end["first_arrival_ns"])
+            if hist:
+                h = end["hist"][3:] - (start["hist"][3:] if start else 0)
+                merged = h if merged is None else merged + h
+                exact = exact and start is None
+        out["span_ns"] = max(span, 1.0)
+        if hist:
+            one = segs[0][2]["hist"]
+            out["hist"], out["hist_range"] = merged, ((one[1], one[2]) if exact else (0, 2 ** 64 - 1))
+        return out
+
+    def row(self):
+        """The timeline's row for the window just fed (the live path over it, as the C timeline's rows)."""
+        t = self.totals()
+        last = self.rows[-1]["_totals"] if self.rows else None
+        d = lambda k: t[k] - (last[k] if last else 0)
+        used = self.live_sim().stats().used_pages[0]
+        self.rows.append(dict(requests=t["requests"], time_s=t["span_ns"] / 1e9,
+                              avg_latency_us=d("latency_sum_ns") / d("requests") / 1e3 if d("requests") else 0.0,
+                              read_hit_ratio=d("fast_read_hits") / d("read_page_accesses") if d("read_page_accesses")
+                              else 0.0, promotions=t["promotions"], evictions=t["evictions"],
+                              fast_used_pages=used, active=self.active, _totals=t))
+
+    def summary(self):
+        """The guard's own figures: the switches, the trails, each member alone, its simulator time."""
+        lat = {m: (s.stats().latency_sum_ns / s.stats().requests / 1e3 if s.stats().requests else 0.0)
+               for m, s in self.alone.items()}
+        wall = {m: s.wall for m, s in self.alone.items()}
+        return dict(window=self.window, margin=self.margin, portfolio=list(self.portfolio),
+                    guard_us=self.g_sum / self.g_n / 1e3 if self.g_n else 0.0, switches=len(self.switches),
+                    pages_moved=self.moved, switch_log=self.switches, final_active=self.active,
+                    window_us=self.trail, live_us=self.live_trail, active=self.actives, alone_us=lat,
+                    alone_wall_s=wall,
+                    # the guard's simulator time: the alone members, the live copies (their windows and the
+                    # prefix each was fed to become a copy); the diagnostic's extra window apart
+                    guard_wall_s=dict(wall, live=self.live_wall, copies=self.copy_wall),
+                    diagnostic_wall_s=self.stay_wall, best_member=min(lat, key=lat.get))
+
+    def result(self, timeline=False):
+        """Simulator.result's keys for the live path (counters summed over its segments), and `guard`."""
+        self.finish()
+        t = self.totals(hist=True)
+        n, span, nd = t["requests"], t["span_ns"], range(self.ndev)
+        hist, (lo, hi) = t["hist"], t["hist_range"]
+        hp = ffi.cast("uint64_t *", ffi.from_buffer(hist))
+        pct = lambda q: lib.hbl_hist_buckets_percentile(hp, len(hist), lo, hi, q) / 1e3
+        final = self.live_sim()
+        st = final.stats()
+        g = self.summary()
+        wall = sum(g["guard_wall_s"].values()) + g["diagnostic_wall_s"]
+        out = {
+            "policy": NAME, "hss": self.hss.name, "devices": [p.name for p in self.hss.devices],
+            "capacity_pages": [lib.hbl_sim_capacity(final.sim, i) for i in nd], "replay": final.replay,
+            "requests": n, "skipped": t["skipped"], "reads": t["reads"], "writes": t["writes"],
+            "avg_latency_us": g["guard_us"],    # window by window (the segments' sum differs in the last digit)
+            "p50_latency_us": pct(0.5), "p95_latency_us": pct(0.95), "p99_latency_us": pct(0.99),
+            "p999_latency_us": pct(0.999),
+            "throughput_iops": n / (span / 1e9) if n else 0.0,
+            "read_hit_ratio": t["fast_read_hits"] / t["read_page_accesses"] if t["read_page_accesses"] else 0.0,
+            "fast_write_share": t["fast_page_writes"] / t["write_page_accesses"] if t["write_page_accesses"] else 0.0,
+        }
+        for k in ("promotions", "evictions", "fallback_evictions", "clean_evictions", "sync_evictions",
+                  "moves_refused", "background_ios"):
+            out[k] = t[k]
+        out.update({
+            "background_wait_us": t["foreground_wait_ns"] / n / 1e3 if n else 0.0,
+            "background": final.background, "migrated_bytes": t["migrated_bytes"],
+            "pages": st.pages, "used_pages": [st.used_pages[i] for i in nd],
+            "device_utilization": [min(1.0, t["busy_ns"][i] / span) for i in nd],
+            "background_utilization": [min(1.0, t["background_busy_ns"][i] / span) for i in nd],
+            "served_requests": t["served_requests"],
+            "served_latency_us": [t["served_latency_ns"][i] / t["served_requests"][i] / 1e3
+                                  if t["served_requests"][i] else 0.0 for i in nd],
+            "sync_wait_us": t["sync_wait_ns"] / n / 1e3 if n else 0.0,
+            "sync_utilization": [min(1.0, t["sync_busy_ns"][i] / span) for i in nd],
+            "read_pages": t["read_pages"], "write_pages": t["write_pages"],
+            "read_latency_us": t["read_latency_ns"] / t["reads"] / 1e3 if t["reads"] else 0.0,
+            "background_busy_us": [t["background_busy_ns"][i] / n / 1e3 if n else 0.0 for i in nd],
+            "promotions_wasted": t["promotions_wasted"], "promoted_unread": st.promoted_unread,
+            "params": self.params,
+            # the whole guard's simulator time: members, copies, the live path and the diagnostic window
+            "requests_per_second": n / wall if wall > 0 else 0.0,
+        })
+        if final.background.get("live_batches"):
+            out["batches"] = t["batches"]
+        out["guard"] = dict(g, simulator_wall_s=wall, percentiles=(
+            "exact (the live path is harmonia's simulator alone)" if not self.switches else
+            "merged from each live segment's latency histogram delta: bucket resolution (about 1.5%), "
+            "the extremes not clamped to the exact minimum and maximum"))
+        if timeline:
+            out["timeline"] = [{k: v for k, v in r.items() if k != "_totals"} for r in self.rows]
+        return out
