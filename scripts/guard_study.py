@@ -36,15 +36,12 @@ import time
 import numpy as np
 
 from hbl import record
-from hbl.core import lib
 from hbl.devices import load_hss
 from hbl.errors import HblError
 from hbl.sim import Simulator, footprint_pages
+from hbl.sim.guard import MARGIN, PORTFOLIO, WINDOW, handover, layout, switch_to
 from hbl.trace import open_trace, split
 
-PORTFOLIO = ("harmonia", "lru", "arc", "lirs", "s3fifo", "wtinylfu")
-WINDOW = 10_000
-MARGIN = 0.02
 PAGE_SIZE = 4096
 
 
@@ -66,33 +63,6 @@ def member(policy, cfg, caps, hss, seed):
             raise HblError("no shipped agents for %s on %s" % (policy, hss))
         return Simulator.with_agents(cfg, policy, caps, agents, seed=seed)
     return Simulator(cfg, policy, caps, seed=seed)
-
-
-def layout(sim):
-    """(pages, devices) of every page the simulator has placed, sorted by page."""
-    n = int(sim.stats().pages)
-    pages = np.fromiter((lib.hbl_sim_page_number(sim.sim, i) for i in range(n)), dtype=np.uint64, count=n)
-    devs = np.fromiter((lib.hbl_sim_page_device(sim.sim, i) for i in range(n)), dtype=np.int8, count=n)
-    order = np.argsort(pages, kind="stable")
-    return pages[order], devs[order]
-
-
-def handover(src, dst, src_layout=None):
-    """dst takes over from src: its pages told to be where src has them (src_layout: layout(src), if
-    known); returns how many were moved."""
-    sp, sd = src_layout or layout(src)
-    dp, dd = layout(dst)
-    if len(sp) != len(dp) or not np.array_equal(sp, dp):
-        raise AssertionError("the members have not seen the same pages (%d, %d)" % (len(sp), len(dp)))
-    diff = np.nonzero(sd != dd)[0]
-    diff = diff[np.argsort(-sd[diff], kind="stable")]      # moves down first (the table never over-full)
-    if len(diff):
-        dst.set_devices(sp[diff], sd[diff])
-    dst.check()
-    after = layout(dst)[1]
-    if not np.array_equal(after, sd):
-        raise AssertionError("after the handover the layouts differ on %d pages" % int((after != sd).sum()))
-    return int(len(diff))
 
 
 def finish_alone(sim, data, start, window):
@@ -132,14 +102,6 @@ def feed_all(sims, chunk, prev):
         prev[p] = (st.latency_sum_ns, st.requests)
         out[p] = (d_sum, d_n, d_sum / d_n if d_n else 0.0, st.latency_sum_ns / st.requests if st.requests else 0.0)
     return out
-
-
-def switch_to(figures, active, portfolio, margin):
-    """The member a guard switches to after a window, or None: the lowest figure (ties to the earlier
-    member), when it beats the active member's by more than margin (rules G and R read window means,
-    F and H cumulative ones)."""
-    best = min(portfolio, key=lambda p: (figures[p], portfolio.index(p)))
-    return best if best != active and figures[best] < (1.0 - margin) * figures[active] else None
 
 
 def note_window(trail, actives, means, active, sims, check):

@@ -84,9 +84,10 @@ def layout(sim):
     return pages[order], devs[order]
 
 
-def handover(src, dst):
-    """dst takes over from src: its pages told to be where src has them; returns how many were moved."""
-    sp, sd = layout(src)
+def handover(src, dst, src_layout=None):
+    """dst takes over from src: its pages told to be where src has them (src_layout: layout(src), if
+    known); returns how many were moved."""
+    sp, sd = src_layout or layout(src)
     dp, dd = layout(dst)
     if len(sp) != len(dp) or not np.array_equal(sp, dp):
         raise AssertionError("the members have not seen the same pages (%d, %d)" % (len(sp), len(dp)))
