@@ -153,6 +153,32 @@ def test_windows_do_not_depend_on_how_the_trace_is_chunked():
         g.feed(data[:10])
 
 
+def test_a_switch_rebuilds_its_copy_from_the_trace_read_again_and_keeps_no_window():
+    """With reread (as simulate gives it) the copy is fed the trace from its start again, in the same
+    windows, and the guard holds no window; the figures are those of the guard that kept them."""
+    data, fp = _data()
+    reads = []
+
+    def reread():
+        reads.append(1)
+        return (data[lo:lo + 777] for lo in range(0, len(data), 777))     # other chunks than fed
+
+    kept, again = _guard(data, fp), _guard(data, fp, reread=reread)
+    kept.feed(data)
+    again.feed(data)
+    a, b = kept.result(), again.result()
+    for k in TIMES:
+        del a[k], b[k]
+    for k in ("guard_wall_s", "alone_wall_s", "diagnostic_wall_s", "simulator_wall_s"):
+        del a["guard"][k], b["guard"][k]
+    assert a["guard"]["switches"] == 2 and a == b
+    assert len(reads) == 2 and again.windows == [] and len(kept.windows) == len(data) // W
+    short = _guard(data, fp, reread=lambda: iter([data[:W]]))
+    short.feed(data[:3 * W])
+    with pytest.raises(HblError, match="ended 2000 requests short"):
+        short.switch("lru")                   # three full windows fed, one read again
+
+
 @pytest.mark.parametrize("params, match", [
     ({"window": 0}, "window=0"), ({"window": 2.5}, "whole number"), ({"margin": 1}, r"margin=1, want a share"),
     ({"margin": -0.1}, "margin"), ({"promote": 3}, "takes no parameter 'promote'"),

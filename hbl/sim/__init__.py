@@ -333,7 +333,8 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         if composite:
             from hbl.sim.guard import Guard     # its harmonia member loads the agents
             sim = Guard(config, caps, params=parse_params(params, policy), seed=seed,
-                        agents={agent_policy: agents_from} if agents_from else None, **options)
+                        agents={agent_policy: agents_from} if agents_from else None,
+                        reread=(lambda: source) if source else reopen, **options)
         else:
             sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
         if agents_from and load_agents and not composite:

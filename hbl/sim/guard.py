@@ -11,14 +11,16 @@ fed to them in windows of `window` requests, whatever the caller's chunks.  Afte
 the last, decide(cum=, trail=, active=, portfolio=, margin=) names the member to switch to or None
 (rule_h: the member with the lowest cumulative alone mean, when it beats the active member's by more
 than `margin`).  On a switch a fresh copy of that member is rebuilt by feeding it the windows so far
-(the simulator has no clone; the copy is asserted equal to its alone simulator, figures and layout),
+(the simulator has no clone; the copy is asserted equal to its alone simulator, figures and layout;
+the windows are read again from the trace when the guard is given `reread`, as simulate() gives it,
+else kept in memory),
 told the live layout through Simulator.set_devices (check() must pass, the layouts then agree) and is
 the live path from the next window on.  Until the first switch the live path is harmonia's alone
 simulator itself.  The guard's figures are the live path's, segment by segment.
 
 Its cost: six simulators plus the copies, 8-9x harmonia's simulation time on the guard study's held-out
-workloads (4-24x per cell, results/diagnosis/guard-policy.txt); the trace seen so far
-is kept in memory (a copy is rebuilt from it).  It cannot drive a live device.
+workloads (4-24x per cell, results/diagnosis/guard-policy.txt), and a switch reads the trace so far
+again.  It cannot drive a live device.
 """
 import time
 
@@ -102,6 +104,23 @@ def handover(src, dst, src_layout=None):
     return int(len(diff))
 
 
+def windows_of(chunks, window, upto):
+    """The first `upto` requests of an iterable of chunks, in windows of `window` requests."""
+    buf, n = [], 0
+    for chunk in chunks:
+        while len(chunk) and upto:
+            take = min(window - n, len(chunk), upto)
+            buf.append(np.array(chunk[:take]))
+            n, upto, chunk = n + take, upto - take, chunk[take:]
+            if n == window:
+                yield record.concat(buf)
+                buf, n = [], 0
+        if not upto:
+            break
+    if upto:
+        raise HblError("%s: the trace read again ended %d requests short of what was fed" % (NAME, upto))
+
+
 def fresh_copy(sim, alone, windows):
     """sim, a new simulator of alone's member, fed the windows alone was fed; asserted equal to alone
     (latency, requests, layout): the runs are deterministic, and the simulator has no clone."""
@@ -135,12 +154,14 @@ class Guard:
     """Rule H as one simulation: feed(chunk), check(), result(timeline=) as a Simulator's.
     agents: {member: saved agents file} for the learning members (harmonia's, as simulate resolves it;
     a member without one starts untrained); decide: the switching decision (rule_h); check_windows:
-    check() every simulator after every window (a study's --check)."""
+    check() every simulator after every window (a study's --check); reread: a callable giving the trace's
+    chunks from its start again (simulate passes its reader), so that a switch rebuilds its copy from the
+    trace and the guard keeps no window in memory; without it the full windows fed are kept."""
 
     policy = NAME
 
     def __init__(self, hss, capacities_pages, params=None, seed=1, agents=None, decide=rule_h, portfolio=PORTFOLIO,
-                 check_windows=False, live=False, plugin=None, **options):
+                 check_windows=False, live=False, plugin=None, reread=None, **options):
         if live:
             refuse_live(NAME)
         if plugin is not None:
@@ -163,7 +184,9 @@ class Guard:
         self.live_trail, self.actives, self.switches, self.moved = [], [], [], 0
         self.g_sum, self.g_n = 0.0, 0
         self.live_wall = self.copy_wall = self.stay_wall = 0.0
-        self.windows, self.buf, self.nbuf = [], [], 0   # the full windows fed; the requests waiting for one
+        self.reread = reread
+        self.windows, self.buf, self.nbuf = [], [], 0   # the full windows fed (without reread); the requests waiting
+        self.full = 0                               # full windows fed
         self.pending = False                        # a full window fed: decide before the next one
         self.ended = False
         # the live path's segments: [simulator, counters where it became live (None: from its start), at its end]
@@ -243,7 +266,9 @@ class Guard:
             self.check_all()
         self.row()
         if len(chunk) == self.window:
-            self.windows.append(chunk)
+            self.full += 1
+            if self.reread is None:
+                self.windows.append(chunk)
             self.pending = True
 
     def switch(self, best):
@@ -259,7 +284,7 @@ class Guard:
         self.segments[-1][2] = snapshot(src, hist=True)
         n = handover(src, new)
         self.moved += n
-        upto = len(self.windows) * self.window
+        upto = self.full * self.window
         rec = dict(after=upto, frm=self.active, to=best, pages_moved=n,
                    mean_us={k: round(v / 1e3, 2) for k, v in self.means.items()},
                    cum_us={k: round(v / 1e3, 3) for k, v in self.cum.items()})
@@ -271,7 +296,9 @@ class Guard:
 
     def fresh_copy(self, m):
         """A new simulator of member m fed the windows so far, asserted equal to its alone simulator."""
-        return fresh_copy(self.member(m), self.alone[m], self.windows)
+        windows = (self.windows if self.reread is None
+                   else windows_of(self.reread(), self.window, self.full * self.window))
+        return fresh_copy(self.member(m), self.alone[m], windows)
 
     def check(self):
         """The trace ends (the requests waiting for a full window are fed, as the last window), then
