@@ -310,22 +310,12 @@ def main(argv=None):
         ap.error("give --trace / --decide-set (to run) or --report (to read results)")
     try:
         if a.report:
-            rows = []
-            for path in a.report:
-                with open(path) as f:
-                    rows += [json.loads(line) for line in f if line.strip()]
-            if not rows:
-                raise HblError("no rows in %s" % " ".join(a.report))
-            report(rows)
+            report(gs.read_rows(a.report))
             return 0
-        seeds = [int(s) for s in a.seeds.split(",")]
         rates = [int(r) for r in a.rates.split(",")]
-        hss_list = [h for h in a.hss.split(",") if h]
-        portfolio = tuple(p for p in a.portfolio.split(",") if p)
-        if any(r < 1 for r in rates) or a.window <= 0 or not 0 <= a.margin < 1 or not portfolio:
-            raise HblError("--rates must be >= 1, --window > 0, --margin in [0, 1), the portfolio not empty")
-        for h in hss_list:
-            load_hss(h)
+        if any(r < 1 for r in rates) or a.window <= 0 or not 0 <= a.margin < 1:
+            raise HblError("--rates must be >= 1, --window > 0, --margin in [0, 1)")
+        seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, a.portfolio)
         stored = load_stored(a.stored)
         out = open(a.out, "a") if a.out else sys.stdout
         for trace in traces:

@@ -15,7 +15,6 @@ decision, passed as decide=:
 One JSON line per (trace, HSS, seed), guard_study's, with "signal" added; --report reads them.
 """
 import argparse
-import json
 import math
 import os
 import sys
@@ -25,7 +24,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_hybrid as gh  # noqa: E402
 import guard_study as gs  # noqa: E402
 
-from hbl.devices import load_hss  # noqa: E402
 from hbl.errors import HblError  # noqa: E402
 
 T_MIN_WINDOWS = 3
@@ -144,12 +142,8 @@ def main(argv=None):
         ap.error("give --trace (to run) or --report (to read results)")
     try:
         if a.report:
-            rows = []
-            for path in a.report:
-                with open(path) as f:
-                    rows += [json.loads(line) for line in f if line.strip()]
             groups = {}
-            for r in rows:
+            for r in gs.read_rows(a.report):
                 groups.setdefault(label(r), []).append(r)
             for key, rs in groups.items():
                 print("\n######## signal %s, portfolio harmonia + %d" % key)
@@ -157,13 +151,7 @@ def main(argv=None):
             print("\n######## normalized: per seed, geomean over the traces of guard / harmonia alone (same cell)")
             compare(groups)
             return 0
-        seeds = [int(s) for s in a.seeds.split(",")]
-        hss_list = [h for h in a.hss.split(",") if h]
-        portfolio = P9 if a.portfolio == "p9" else tuple(p for p in a.portfolio.split(",") if p)
-        if len(set(portfolio)) != len(portfolio) or not portfolio:
-            raise HblError("--portfolio %s: empty or a member named twice" % a.portfolio)
-        for h in hss_list:
-            load_hss(h)
+        seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(P9) if a.portfolio == "p9" else a.portfolio)
         out = open(a.out, "a") if a.out else sys.stdout
         for trace in a.trace:
             data, fp = gs.load(trace, a.allow_evaluation)

@@ -389,6 +389,34 @@ def write_row(out, trace, res, t0):
     print(json.dumps(row), file=out, flush=True)
 
 
+def read_rows(paths):
+    """The JSON lines of these files, a --report's input; an error naming the file and line of a bad one."""
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                try:
+                    rows += [json.loads(line)] if line.strip() else []
+                except ValueError:
+                    raise HblError("%s line %d: not a JSON line" % (path, n)) from None
+    if not rows:
+        raise HblError("no rows in %s" % " ".join(paths))
+    return rows
+
+
+def grid(seeds, hss, portfolio):
+    """(seeds, HSS presets, members) from a run's comma-separated arguments, checked: every HSS loads,
+    the portfolio names at least one member and none twice (members are told apart by name)."""
+    seeds = [int(s) for s in seeds.split(",")]
+    hss_list = [h for h in hss.split(",") if h]
+    members = tuple(p for p in portfolio.split(",") if p)
+    if not members or len(set(members)) != len(members):
+        raise HblError("--portfolio %s: empty or a member named twice (members are told apart by name)" % portfolio)
+    for h in hss_list:
+        load_hss(h)
+    return seeds, hss_list, members
+
+
 def short(trace):
     t = trace.split(":", 1)[1] if ":" in trace else trace
     return t.split(":")[0].split("@")[0]
@@ -419,23 +447,13 @@ def main(argv=None):
         ap.error("give --trace (to run) or --report (to read results)")
     try:
         if a.report:
-            rows = []
-            for path in a.report:
-                with open(path) as f:
-                    rows += [json.loads(line) for line in f if line.strip()]
-            report(rows)
+            report(read_rows(a.report))
             return 0
-        seeds = [int(s) for s in a.seeds.split(",")]
-        hss_list = [h for h in a.hss.split(",") if h]
-        portfolio = tuple(p for p in a.portfolio.split(",") if p)
         if a.rule != "G" and a.resync:
             raise HblError("--resync is variant R of rule G; rules F and H never re-sync")
-        if a.window <= 0 or not 0 <= a.margin < 1 or len(portfolio) < 1:
-            raise HblError("--window must be > 0, --margin in [0, 1), the portfolio not empty")
-        if len(set(portfolio)) != len(portfolio):
-            raise HblError("--portfolio %s: a member named twice (members are told apart by name)" % a.portfolio)
-        for h in hss_list:
-            load_hss(h)
+        if a.window <= 0 or not 0 <= a.margin < 1:
+            raise HblError("--window must be > 0, --margin in [0, 1)")
+        seeds, hss_list, portfolio = grid(a.seeds, a.hss, a.portfolio)
         out = open(a.out, "a") if a.out else sys.stdout
         for trace in a.trace:
             data, fp = load(trace, a.allow_evaluation)
