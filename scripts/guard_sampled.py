@@ -318,16 +318,13 @@ def main(argv=None):
         seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, a.portfolio)
         stored = load_stored(a.stored)
         out = open(a.out, "a") if a.out else sys.stdout
-        for trace in traces:
-            data, _ = gs.load(trace)          # training workloads only (refuses the others)
-            for h in hss_list:
-                for s in seeds:
-                    t0 = time.time()
-                    st = stored.get((trace, h, s))
-                    same = st is not None and tuple(st["portfolio"]) == portfolio and st["window"] == a.window \
-                        and st["margin"] == a.margin
-                    res = cell(data, h, s, portfolio, a.window, a.margin, rates, st if same else None)
-                    gs.write_row(out, trace, res, t0)
+        for trace, data, _, h, s in gs.cells(traces, hss_list, seeds):   # training workloads only
+            t0 = time.time()
+            st = stored.get((trace, h, s))
+            same = st is not None and tuple(st["portfolio"]) == portfolio and st["window"] == a.window \
+                and st["margin"] == a.margin
+            res = cell(data, h, s, portfolio, a.window, a.margin, rates, st if same else None)
+            gs.write_row(out, trace, res, t0)
     except (HblError, ValueError, OSError) as exc:
         print("guard_sampled: %s" % exc, file=sys.stderr)
         return 2

@@ -126,17 +126,13 @@ def compare(groups, out=sys.stdout):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  epilog="Rule and figures: results/diagnosis/guard-signal.txt")
-    ap.add_argument("--trace", action="append", help="a training workload (repeatable)")
-    ap.add_argument("--report", nargs="+", metavar="JSONL", help="guard_study's tables per (signal, portfolio) "
-                    "and the comparison with rule H (rows without a signal) instead of running")
-    ap.add_argument("--hss", default="perf,cost", help="HSS presets, comma-separated (default perf,cost)")
-    ap.add_argument("--seeds", default="1,2,3", help="online seeds, comma-separated (default 1,2,3)")
+    gs.add_grid_args(ap, "guard_study's tables per (signal, portfolio) and the comparison with rule H (rows "
+                     "without a signal) instead of running")
     ap.add_argument("--signal", choices=sorted(SIGNALS), default="H", help="the switching decision (default H)")
     ap.add_argument("--portfolio", default=",".join(gs.PORTFOLIO),
                     help="members, the first active at the start (p9: [F]'s nine non-learning members)")
     ap.add_argument("--allow-evaluation", action="store_true",
                     help="allow an evaluation workload (a report after the decision, never to decide)")
-    ap.add_argument("--out", help="append JSON lines here (default stdout)")
     a = ap.parse_args(argv)
     if not a.trace and not a.report:
         ap.error("give --trace (to run) or --report (to read results)")
@@ -153,14 +149,11 @@ def main(argv=None):
             return 0
         seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(P9) if a.portfolio == "p9" else a.portfolio)
         out = open(a.out, "a") if a.out else sys.stdout
-        for trace in a.trace:
-            data, fp = gs.load(trace, a.allow_evaluation)
-            for h in hss_list:
-                for s in seeds:
-                    t0 = time.time()
-                    res = gh.hybrid(data, fp, h, s, portfolio, decide=SIGNALS[a.signal])
-                    res["signal"] = a.signal
-                    gs.write_row(out, trace, res, t0)
+        for trace, data, fp, h, s in gs.cells(a.trace, hss_list, seeds, a.allow_evaluation):
+            t0 = time.time()
+            res = gh.hybrid(data, fp, h, s, portfolio, decide=SIGNALS[a.signal])
+            res["signal"] = a.signal
+            gs.write_row(out, trace, res, t0)
     except (HblError, ValueError, OSError) as exc:
         print("guard_signal: %s" % exc, file=sys.stderr)
         return 2

@@ -422,14 +422,28 @@ def short(trace):
     return t.split(":")[0].split("@")[0]
 
 
+def add_grid_args(ap, report_help):
+    """The arguments the guard scripts share: --trace (repeatable), --report, --hss, --seeds, --out."""
+    ap.add_argument("--trace", action="append", help="a training workload (repeatable)")
+    ap.add_argument("--report", nargs="+", metavar="JSONL", help=report_help)
+    ap.add_argument("--hss", default="perf,cost", help="HSS presets, comma-separated (default perf,cost)")
+    ap.add_argument("--seeds", default="1,2,3", help="online seeds, comma-separated (default 1,2,3)")
+    ap.add_argument("--out", help="append JSON lines here (default stdout)")
+
+
+def cells(traces, hss_list, seeds, allow_evaluation=False):
+    """(trace, its requests, its footprint, HSS, seed) of every cell of a run, each trace loaded once."""
+    for trace in traces:
+        data, fp = load(trace, allow_evaluation)
+        for h in hss_list:
+            for s in seeds:
+                yield trace, data, fp, h, s
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  epilog="Rule and figures: results/diagnosis/guard.txt")
-    ap.add_argument("--trace", action="append", help="a training workload (repeatable)")
-    ap.add_argument("--report", nargs="+", metavar="JSONL", help="print the tables and the rule's verdict from "
-                    "these JSON lines instead of running")
-    ap.add_argument("--hss", default="perf,cost", help="HSS presets, comma-separated (default perf,cost)")
-    ap.add_argument("--seeds", default="1,2,3", help="online seeds, comma-separated (default 1,2,3)")
+    add_grid_args(ap, "print the tables and the rule's verdict from these JSON lines instead of running")
     ap.add_argument("--portfolio", default=",".join(PORTFOLIO), help="members, the first active at the start")
     ap.add_argument("--window", type=int, default=WINDOW, help="requests per window (default %d)" % WINDOW)
     ap.add_argument("--margin", type=float, default=MARGIN, help="switch when better by more than this share")
@@ -441,7 +455,6 @@ def main(argv=None):
                     "charge the copies ([C]); H: F's signal, G's handover into a live copy ([D])")
     ap.add_argument("--allow-evaluation", action="store_true",
                     help="allow an evaluation workload (a report after the decision, never to decide)")
-    ap.add_argument("--out", help="append JSON lines here (default stdout)")
     a = ap.parse_args(argv)
     if not a.trace and not a.report:
         ap.error("give --trace (to run) or --report (to read results)")
@@ -455,20 +468,17 @@ def main(argv=None):
             raise HblError("--window must be > 0, --margin in [0, 1)")
         seeds, hss_list, portfolio = grid(a.seeds, a.hss, a.portfolio)
         out = open(a.out, "a") if a.out else sys.stdout
-        for trace in a.trace:
-            data, fp = load(trace, a.allow_evaluation)
-            for h in hss_list:
-                for s in seeds:
-                    t0 = time.time()
-                    if a.rule == "H":
-                        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-                        import guard_hybrid   # rule H lives there (it imports this file)
-                        res = guard_hybrid.hybrid(data, fp, h, s, portfolio, a.window, a.margin, a.check)
-                    elif a.rule == "F":
-                        res = follow(data, fp, h, s, portfolio, a.window, a.margin, a.check)
-                    else:
-                        res = guard(data, fp, h, s, portfolio, a.window, a.margin, a.check, a.resync)
-                    write_row(out, trace, res, t0)
+        for trace, data, fp, h, s in cells(a.trace, hss_list, seeds, a.allow_evaluation):
+            t0 = time.time()
+            if a.rule == "H":
+                sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+                import guard_hybrid   # rule H lives there (it imports this file)
+                res = guard_hybrid.hybrid(data, fp, h, s, portfolio, a.window, a.margin, a.check)
+            elif a.rule == "F":
+                res = follow(data, fp, h, s, portfolio, a.window, a.margin, a.check)
+            else:
+                res = guard(data, fp, h, s, portfolio, a.window, a.margin, a.check, a.resync)
+            write_row(out, trace, res, t0)
     except (HblError, ValueError, OSError) as exc:
         print("guard_study: %s" % exc, file=sys.stderr)
         return 2
