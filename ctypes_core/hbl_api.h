@@ -201,6 +201,9 @@ int32_t hbl_sim_page_device(const struct hbl_sim *s, uint32_t slot);
 uint64_t hbl_sim_page_number(const struct hbl_sim *s, uint32_t slot);
 uint32_t hbl_sim_page_count(const struct hbl_sim *s, uint32_t slot);
 uint64_t hbl_sim_page_last_access(const struct hbl_sim *s, uint32_t slot);
+/* Every page's number and device at once (slot order): pages[i], devs[i] for i < min(n, max);
+ * returns n, the simulator's page count (call with max 0 for the count). */
+uint64_t hbl_sim_layout(const struct hbl_sim *s, uint64_t *pages, int8_t *devs, uint64_t max);
 int64_t hbl_sim_free_pages(const struct hbl_sim *s, int32_t dev);
 /* Capacity in force (a policy may lift it: fast-only), < 0 = unlimited. */
 int64_t hbl_sim_capacity(const struct hbl_sim *s, int32_t dev);

@@ -110,6 +110,15 @@ int32_t hbl_sim_page_device(const struct hbl_sim *s, uint32_t x) { return x < s-
 uint64_t hbl_sim_page_number(const struct hbl_sim *s, uint32_t x) { return x < s->pt.n ? s->pt.page[x] : 0; }
 uint32_t hbl_sim_page_count(const struct hbl_sim *s, uint32_t x) { return x < s->pt.n ? s->pt.count[x] : 0; }
 uint64_t hbl_sim_page_last_access(const struct hbl_sim *s, uint32_t x) { return x < s->pt.n ? s->pt.last[x] : HBL_NEVER; }
+uint64_t hbl_sim_layout(const struct hbl_sim *s, uint64_t *pages, int8_t *devs, uint64_t max)
+{
+    uint64_t n = s->pt.n < max ? s->pt.n : max;
+    if (n) {
+        memcpy(pages, s->pt.page, n * sizeof(*pages));
+        memcpy(devs, s->pt.dev, n * sizeof(*devs));
+    }
+    return s->pt.n;
+}
 int64_t hbl_sim_free_pages(const struct hbl_sim *s, int32_t d)
 {
     return d >= 0 && d < s->cfg.ndev ? hbl_free_pages(s, d) : 0;

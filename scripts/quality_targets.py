@@ -12,9 +12,9 @@ Each on the workloads of 100,000+ requests (the targets' set: compare's long_wor
 on every workload. The held-out protocol is the run given first (the shipped pretrained agents);
 with --untrained FILE, a run of `hbl compare --untrained` (the papers' protocol: every workload
 learned online from scratch), its harmonia is read against the first run's baselines and oracle,
-which do not learn.  With --guard JSONL..., the guard of results/diagnosis/guard.txt (harmonia with
-baselines as shadows, scripts/guard_study.py's JSON lines) is read the same way, in harmonia's place,
-on the workloads its lines cover.
+which do not learn.  With --guard FILE..., the guard of results/diagnosis/guard.txt (harmonia with
+baselines as shadows: scripts/guard_study.py's JSON lines, or a comparison's harmonia-guard runs) is
+read the same way, in harmonia's place, on the workloads its runs cover.
 
     scripts/quality_targets.py results/quality/quality.json \\
         --untrained results/quality/untrained.json > results/quality/targets.txt
@@ -87,23 +87,39 @@ def report(name, t, n):
               len(g), "%.0f%%" % (100 * median(g)) if g else "-"))
 
 
+def guard_lines(path):
+    """(trace, hss, the guard's mean latency in us) of each run in a file: scripts/guard_study.py's JSON
+    lines, or a comparison's --output (hbl compare --policies ...,harmonia-guard: its harmonia-guard runs)."""
+    try:
+        with open(path) as f:
+            text = f.read()
+        try:
+            whole = json.loads(text)
+        except ValueError:
+            whole = None
+        if isinstance(whole, dict) and "results" in whole:
+            rows = [(r["trace"], r["hss"], r["avg_latency_us"]) for r in whole["results"]
+                    if r["policy"] == "harmonia-guard"]
+            if not rows:
+                sys.exit("quality_targets: %s: a comparison without harmonia-guard runs" % path)
+            return rows
+        return [(r["trace"], r["hss"], r["guard_us"]) for r in (json.loads(x) for x in text.splitlines() if x.strip())]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit("quality_targets: cannot read %s: %s" % (path, e))
+
+
 def guard_runs(paths, s):
-    """HSS -> workload -> the guard's latency / Fast-Only (mean over its seeds), from guard_study.py's
-    JSON lines; a line's trace names the workload as the comparison's runs do (less a request range)."""
+    """HSS -> workload -> the guard's latency / Fast-Only (mean over its seeds), from guard_lines(); a
+    run's trace names the workload as the comparison's runs do (less a request range)."""
     label = {(r["hss"], r["trace"]): r["workload"] for r in s["results"]}
     fast = {(r["hss"], r["workload"]): r["avg_latency_us"] for r in s["results"] if r["policy"] == "fast-only"}
     runs = {}
     for path in paths:
-        try:
-            with open(path) as f:
-                lines = [json.loads(x) for x in f if x.strip()]
-        except (OSError, ValueError) as e:
-            sys.exit("quality_targets: cannot read %s: %s" % (path, e))
-        for r in lines:
-            w = label.get((r["hss"], r["trace"].split("@")[0]))
+        for trace, hss, us in guard_lines(path):
+            w = label.get((hss, trace.split("@")[0]))
             if w is None:
-                sys.exit("quality_targets: %s: %s on %s is not a workload of the comparison" % (path, r["trace"], r["hss"]))
-            runs.setdefault(r["hss"], {}).setdefault(w, []).append(r["guard_us"] / fast[(r["hss"], w)])
+                sys.exit("quality_targets: %s: %s on %s is not a workload of the comparison" % (path, trace, hss))
+            runs.setdefault(hss, {}).setdefault(w, []).append(us / fast[(hss, w)])
     return {h: {w: sum(v) / len(v) for w, v in ws.items()} for h, ws in runs.items()}
 
 
@@ -111,8 +127,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("held_out", help="hbl compare --output FILE of the held-out run (every policy)")
     ap.add_argument("--untrained", metavar="FILE", help="hbl compare --untrained --output FILE (harmonia)")
-    ap.add_argument("--guard", metavar="JSONL", nargs="+",
-                    help="scripts/guard_study.py's JSON lines on this comparison's workloads (the guard in harmonia's place)")
+    ap.add_argument("--guard", metavar="FILE", nargs="+",
+                    help="the guard on this comparison's workloads, in harmonia's place: scripts/guard_study.py's "
+                         "JSON lines, or hbl compare --output FILE of a run with harmonia-guard")
     a = ap.parse_args(argv)
     s = load(a.held_out)
     guard = guard_runs(a.guard, s) if a.guard else {}

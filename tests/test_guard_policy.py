@@ -73,7 +73,7 @@ def _rule_h_by_hand(data, fp, hss, seed, window, margin=0.02):
 
 def test_the_policy_is_rule_h_as_written_out_by_hand_and_as_guard_hybrid_runs_it():
     data, fp = _data()
-    r = simulate(T, hss="perf", policy="harmonia-guard", params={"window": W}, seed=1, check=True)
+    r = simulate(T, hss="perf", policy="harmonia-guard", params={"window": W}, seed=1, check=True, timeline=True)
     by_hand, switches = _rule_h_by_hand(data, fp, "perf", 1, W)
     assert len(switches) == 2 and r["guard"]["switches"] == 2
     assert [(s["after"], s["to"]) for s in r["guard"]["switch_log"]] == switches
@@ -89,6 +89,53 @@ def test_the_policy_is_rule_h_as_written_out_by_hand_and_as_guard_hybrid_runs_it
     assert r["p50_latency_us"] <= r["p99_latency_us"] <= r["p999_latency_us"]
     assert len(r["guard"]["active"]) == len(data) // W and r["guard"]["simulator_wall_s"] > 0
     assert set(r["guard"]["guard_wall_s"]) == set(guard.PORTFOLIO) | {"live", "copies"}
+
+
+def test_a_last_partial_window_follows_the_decision_after_the_last_full_one():
+    """8,500 requests in windows of 1,000: a decision after the eighth full window too (a partial one
+    follows it), none after the partial one; the per-window trails only with the timeline."""
+    data, fp = _data("synth:log:requests=8500,seed=2")
+    r = simulate("synth:log:requests=8500,seed=2", hss="perf", policy="harmonia-guard", params={"window": W},
+                 seed=1, check=True)
+    by_hand, switches = _rule_h_by_hand(data, fp, "perf", 1, W)
+    assert [(s["after"], s["to"]) for s in r["guard"]["switch_log"]] == switches
+    assert r["avg_latency_us"] == pytest.approx(by_hand, rel=1e-12) and r["requests"] == len(data)
+    assert "window_us" not in r["guard"] and "active" not in r["guard"]
+
+
+def test_percentiles_of_merged_buckets_are_nearest_rank_values():
+    """hbl_hist_buckets_percentile on hand-made buckets: below 128 ns a bucket is one nanosecond, so the
+    nearest-rank percentile is exact; clamped to the range given."""
+    from hbl.core import ffi, lib
+    sim = Simulator(load_hss("perf"), "lru", [100, None])
+    size = lib.hbl_sim_latency_hist(sim.sim, ffi.NULL, 0) - 3
+    b = np.zeros(size, dtype=np.uint64)
+    b[10], b[20], b[30] = 5, 4, 1                    # ten latencies: 10 ns x5, 20 ns x4, 30 ns x1
+    p = ffi.cast("uint64_t *", ffi.from_buffer(b))
+    q = lambda x, lo=0, hi=2 ** 64 - 1: lib.hbl_hist_buckets_percentile(p, size, lo, hi, x)
+    assert (q(0.5), q(0.6), q(0.9), q(0.95), q(1.0)) == (10, 20, 20, 30, 30)
+    assert q(0.5, lo=15, hi=25) == 15 and q(1.0, lo=15, hi=25) == 25
+
+
+def test_a_dropped_copy_is_freed_and_the_figures_still_add_up():
+    """A guard that switches after every window keeps its alone members and the live copy, not every
+    copy it made (nor their snapshots); the per-device figures are the segments' sums."""
+    import gc
+    import weakref
+    data, fp = _data()
+    flip = _guard(data, fp, decide=lambda active, **kw: "lru" if active != "lru" else "arc")
+    flip.feed(data[:2 * W])                      # window 2 fed after the decision of window 1: a copy is live
+    assert flip.active == "lru"
+    first_copy = weakref.ref(flip.live)
+    flip.feed(data[2 * W:])
+    flip.finish()
+    gc.collect()
+    assert flip.switches[-1]["after"] == len(data) - W and len(flip.switches) == len(data) // W - 1
+    assert first_copy() is None, "a copy no longer live is still held"
+    r = flip.result()
+    assert sum(r["served_requests"]) == r["requests"] == len(data)
+    assert sum(r["read_pages"]) + sum(r["write_pages"]) > 0 and all(x >= 0 for x in r["device_utilization"])
+    assert r["p50_latency_us"] <= r["p99_latency_us"]
 
 
 def test_without_a_switch_the_guard_is_harmonia_alone_figure_for_figure():
@@ -118,14 +165,14 @@ def test_a_forced_switch_hands_the_live_layout_over_and_every_check_passes():
     forced = _guard(data, fp, check_windows=True, decide=lambda active, **kw: "lru" if active != "lru" else None)
     forced.feed(data)
     forced.check()
-    r = forced.result()
+    r = forced.result(timeline=True)
     assert r["guard"]["switches"] == 1 and r["guard"]["final_active"] == "lru"
     assert r["guard"]["active"] == ["harmonia"] + ["lru"] * (len(data) // W - 1)
     # the live path: harmonia's first window, then the copy from where it became live (not its prefix)
     first = _member("harmonia", load_hss("perf"), load_hss("perf").capacity_pages(fp, 4096), "perf", 1)
     first.feed(data[:W])
     copy = forced.live.stats()
-    at = forced.segments[1][1]
+    at = forced.open_start
     assert r["requests"] == first.stats().requests + copy.requests - at["requests"] == len(data)
     assert r["promotions"] == first.stats().promotions + copy.promotions - at["promotions"]
     assert r["avg_latency_us"] == pytest.approx(
@@ -182,6 +229,7 @@ def test_a_switch_rebuilds_its_copy_from_the_trace_read_again_and_keeps_no_windo
 @pytest.mark.parametrize("params, match", [
     ({"window": 0}, "window=0"), ({"window": 2.5}, "whole number"), ({"margin": 1}, r"margin=1, want a share"),
     ({"margin": -0.1}, "margin"), ({"promote": 3}, "takes no parameter 'promote'"),
+    ({"window": float("inf")}, "window=inf, want a finite number"), ({"window": "abc"}, "want NAME=NUMBER"),
     (["lru.promote=3"], "is for policy lru")])
 def test_bad_parameters_are_refused_with_a_clear_error(params, match):
     with pytest.raises(HblError, match=match):

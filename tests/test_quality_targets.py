@@ -74,6 +74,13 @@ def test_the_guard_in_harmonias_place_on_the_long_workloads(tmp_path):
     guard = out.stdout.split("the guard")[1]
     assert "1 workloads: harmonia 3.000" in guard and "from lru, 50%" in guard
     assert guard.count("workloads:") == 1            # the long workload alone: reported once
+    # the same runs from a comparison with harmonia-guard (hbl compare --output): the same figures
+    comp = {"results": [{"hss": "h", "trace": "workload:long@0-250000", "policy": p, "avg_latency_us": us}
+                        for p, us in (("harmonia-guard", 25), ("harmonia-guard", 35), ("lru", 99))]}
+    (tmp_path / "c.json").write_text(json.dumps(comp))
+    out2 = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "q.json"), "--guard", str(tmp_path / "c.json")],
+                          capture_output=True, text=True)
+    assert out2.returncode == 0 and out2.stdout.split("the guard")[1] == guard
     # a line on a workload the comparison does not have is a clear error
     (tmp_path / "bad.jsonl").write_text(json.dumps(dict(lines[0], trace="workload:nope")))
     out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "q.json"), "--guard", str(tmp_path / "bad.jsonl")],

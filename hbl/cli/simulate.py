@@ -103,11 +103,12 @@ def cmd_simulate(a):
         print("  agents from     %s" % r["agents_from"])
     if "guard" in r:
         g = r["guard"]
-        print("  guard           %d switches (%s), %s active at the end; windows of %d, margin %g" % (
-            g["switches"], ", ".join("%s->%s after %d" % (s["frm"], s["to"], s["after"]) for s in g["switch_log"])
+        print("  guard           %d switch%s (%s), %s active at the end; windows of %d, margin %g" % (
+            g["switches"], "" if g["switches"] == 1 else "es", ", ".join("%s->%s after %d" % (s["frm"], s["to"], s["after"]) for s in g["switch_log"])
             or "none", g["final_active"], g["window"], g["margin"]))
         print("  members alone   " + ", ".join("%s %.1f" % kv for kv in g["alone_us"].items()) + " us")
-        print("  guard's cost    %.2f s of simulator time (members, live copies, diagnostic)" % g["simulator_wall_s"])
+        print("  guard's cost    %.2f s of simulator time (members, live copies with the trace read again to "
+              "build them, diagnostic)" % g["simulator_wall_s"])
     for i, ag in enumerate(r.get("agents", [])):
         print("  agent %d         %d decisions (%d explored), %d training steps, epsilon %.3f, "
               "recent reward %.3f" % (i, ag["decisions"], ag["explorations"], ag["train_steps"], ag["epsilon"],

@@ -62,13 +62,6 @@ def agent_figures(sim):
     return out
 
 
-def composite(config, policy, caps, hss):
-    """A composite policy (hbl/sim/guard.py) as simulate builds it: harmonia from its shipped agents."""
-    from hbl.sim.guard import Guard
-    agents = pretrained.shipped("harmonia", hss, 1)
-    return Guard(config, caps, seed=1, agents={"harmonia": agents} if agents else None)
-
-
 def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
     spec = BENCH_TRACE % requests
     data = record.concat(SyntheticTrace(spec, chunk=1 << 20))
@@ -82,7 +75,11 @@ def bench(requests=1_000_000, policies=None, hss="cost", repeat=3):
         shipped = pretrained.shipped(p, hss, 1)
         for _ in range(repeat):
             # as simulate runs it: from the pretrained agents, no random warm-up
-            sim = composite(config, p, caps, hss) if p in COMPOSITES else Simulator.with_agents(config, p, caps, shipped)
+            if p in COMPOSITES:                 # as simulate builds it: harmonia from its shipped agents
+                from hbl.sim.guard import build
+                sim = build(config, caps, agents_from=pretrained.shipped("harmonia", hss, 1))
+            else:
+                sim = Simulator.with_agents(config, p, caps, shipped)
             loaded = loaded or bool(shipped)
             if p in future:
                 sim.set_future(data)

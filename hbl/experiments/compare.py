@@ -14,7 +14,7 @@ from hbl.devices import load_hss
 from hbl.experiments.engine import Grid
 from hbl.errors import HblError
 from hbl.sim.model import replay_label, replay_mode
-from hbl.sim.registry import all_policy_names, policy_names
+from hbl.sim.registry import COMPOSITES, all_policy_names, policy_names
 from hbl.sim.agent_files import in_directory
 from hbl.experiments.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
@@ -97,7 +97,8 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
     opts = dict(sim_options, load_agents=False) if untrained else sim_options
     if opts.get("load_agents") and os.path.isdir(opts["load_agents"]):
         for h, p, s in itertools.product(hss_list, pols, range(seed, seed + seeds)):
-            in_directory(opts["load_agents"], p, h, s)   # fail early on a missing agent file
+            # fail early on a missing agent file (a composite's harmonia member loads harmonia's)
+            in_directory(opts["load_agents"], "harmonia" if p in COMPOSITES else p, h, s)
     grid = CompareGrid(traces=list(traces), hss=list(hss_list), policies=pols, seeds=list(range(seed, seed + seeds)),
                        options=opts, fmt=fmt, lenient=lenient, reader_options=reader_options or {}, seed=seed,
                        capture_requests=limit)
@@ -115,8 +116,10 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
         if not workloads:
             raise HblError("no workload with reads or writes to compare")
         cells = [c for c in cells if prepared[c["trace"]].footprint]
-        # longest first (the oracle and the learning policies), so the pool does not end on one straggler
-        cells.sort(key=lambda c: -(prepared[c["trace"]].footprint * (3 if c["policy"] in LEARNING | FUTURE else 1)))
+        # longest first (a composite, its six simulators and copies; the oracle and the learning policies),
+        # so the pool does not end on one straggler
+        cells.sort(key=lambda c: -(prepared[c["trace"]].footprint * (
+            20 if c["policy"] in COMPOSITES else 3 if c["policy"] in LEARNING | FUTURE else 1)))
         pool = engine.LocalPool(jobs, strict=True, note=progress and (
             lambda rec: "%s %s %s" % (rec["hss"], rec["policy"], labels[rec["trace"]])))
         results = [_run_of(rec, labels) for rec in pool.run(cells, prepared, opts)]

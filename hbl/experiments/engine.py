@@ -30,7 +30,7 @@ from hbl.errors import HblError
 from hbl.pool import each
 from hbl.progress import Progress
 from hbl.sim import footprint_pages, simulate
-from hbl.sim.registry import all_policy_names, check_params_for, params_for
+from hbl.sim.registry import COMPOSITES, all_policy_names, check_params_for, params_for
 
 
 @dataclasses.dataclass
@@ -169,19 +169,26 @@ def hss_identity(hss):
 
 
 @functools.lru_cache(maxsize=None)
-def code_identity():
+def code_identity(policy=None):
     """hbl's version and a hash of its compiled core: the version alone stays the same while the
-    policies change, and cells simulated by other code must not count as done."""
+    policies change, and cells simulated by other code must not count as done.  A composite policy
+    (hbl/sim/guard.py) is Python: its source and its registry entry are hashed too."""
     from hbl.core import LIBRARY
     with open(LIBRARY, "rb") as f:
-        return "%s+%s" % (__version__, hashlib.sha256(f.read()).hexdigest()[:16])
+        ident = "%s+%s" % (__version__, hashlib.sha256(f.read()).hexdigest()[:16])
+    if policy in COMPOSITES:
+        from hbl.sim import guard
+        with open(guard.__file__, "rb") as f:
+            src = f.read() + json.dumps(COMPOSITES[policy], sort_keys=True).encode()
+        ident += "+" + hashlib.sha256(src).hexdigest()[:16]
+    return ident
 
 
 def cell_key(cell, trace_digest, options):
     """The hash of everything a cell's result depends on; the simulator's defaults are included,
     so changing a default changes the keys."""
     from hbl.sim.model import DEFAULTS
-    ident = dict(trace=trace_digest, hbl=code_identity(), hss=hss_identity(cell["hss"]), policy=cell["policy"],
+    ident = dict(trace=trace_digest, hbl=code_identity(cell["policy"]), hss=hss_identity(cell["hss"]), policy=cell["policy"],
                  params=cell["params"], seed=cell["seed"],
                  options=dict(DEFAULTS, **{k: v for k, v in options.items() if k != "params"}))
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]

@@ -294,7 +294,8 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     the agents harmonia would; no plugin, no save_agents; its timeline has one row per window."""
     composite = policy in COMPOSITES
     if composite and (plugin is not None or save_agents):
-        raise HblError("policy %s: no plugin and no --save-agent (it runs several simulators)" % policy)
+        raise HblError("policy %s cannot save agents (--save-agent) or take a Python plugin: it runs several "
+                       "simulators" % policy)
     agent_policy = "harmonia" if composite else policy   # whose agents it starts from
     watch = progress or (lambda chunks, what: chunks)
     page_size = int(options.get("page_size") or DEFAULTS["page_size"])
@@ -331,10 +332,9 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     def run(params):
         nonlocal agents_from, not_loaded
         if composite:
-            from hbl.sim.guard import Guard     # its harmonia member loads the agents
-            sim = Guard(config, caps, params=parse_params(params, policy), seed=seed,
-                        agents={agent_policy: agents_from} if agents_from else None,
-                        reread=(lambda: source) if source else reopen, **options)
+            from hbl.sim.guard import build     # its harmonia member loads the agents
+            sim = build(config, caps, seed=seed, params=parse_params(params, policy), agents_from=agents_from,
+                        reread=lambda: watch(reopen(), "rebuilding a copy"), **options)
         else:
             sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
         if agents_from and load_agents and not composite:

@@ -22,6 +22,7 @@ Its cost: six simulators plus the copies, 8-9x harmonia's simulation time on the
 workloads (4-24x per cell, results/diagnosis/guard-policy.txt), and a switch reads the trace so far
 again.  It cannot drive a live device.
 """
+import math
 import time
 
 import numpy as np
@@ -68,7 +69,12 @@ def guard_params(params):
         if k not in known:
             raise HblError("policy %s takes no parameter %r (it takes: %s; its members run with their defaults)"
                            % (NAME, k, ", ".join(known)))
-        out[k] = float(v)
+        try:
+            out[k] = float(v)
+        except (TypeError, ValueError):
+            raise HblError("policy %s: %s=%r, want a number" % (NAME, k, v)) from None
+        if not math.isfinite(out[k]):
+            raise HblError("policy %s: %s=%g, want a finite number" % (NAME, k, out[k]))
     if not (out["window"] >= 1 and out["window"] == int(out["window"])):
         raise HblError("policy %s: window=%g, want a whole number of requests >= 1" % (NAME, out["window"]))
     if not 0 <= out["margin"] < 1:
@@ -79,9 +85,11 @@ def guard_params(params):
 
 def layout(sim):
     """(pages, devices) of every page the simulator has placed, sorted by page."""
-    n = int(sim.stats().pages)
-    pages = np.fromiter((lib.hbl_sim_page_number(sim.sim, i) for i in range(n)), dtype=np.uint64, count=n)
-    devs = np.fromiter((lib.hbl_sim_page_device(sim.sim, i) for i in range(n)), dtype=np.int8, count=n)
+    n = int(lib.hbl_sim_layout(sim.sim, ffi.NULL, ffi.NULL, 0))
+    pages, devs = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.int8)
+    if n:
+        lib.hbl_sim_layout(sim.sim, ffi.cast("uint64_t *", ffi.from_buffer(pages)),
+                           ffi.cast("int8_t *", ffi.from_buffer(devs)), n)
     order = np.argsort(pages, kind="stable")
     return pages[order], devs[order]
 
@@ -150,6 +158,34 @@ def snapshot(sim, hist=False):
     return out
 
 
+def segment(start, end, hist=False):
+    """A live segment's figures: end's snapshot less start's (None: the simulator was live from its start),
+    with its simulated time span (and its latency histogram's buckets)."""
+    out = {k: end[k] - (start[k] if start else 0) for k in ADDITIVE}
+    for k in PER_DEVICE:
+        out[k] = [e - s for e, s in zip(end[k], start[k] if start else [0] * len(end[k]))]
+    out["span_ns"] = end["last_completion_ns"] - (start["last_completion_ns"] if start else end["first_arrival_ns"])
+    if hist:
+        out["hist"] = end["hist"][3:] - (start["hist"][3:] if start else 0)
+    return out
+
+
+def added(a, b):
+    """Two segments' figures summed (the histogram only when both carry one)."""
+    out = {k: a[k] + b[k] for k in ADDITIVE + ("span_ns",)}
+    out.update({k: [x + y for x, y in zip(a[k], b[k])] for k in PER_DEVICE})
+    if "hist" in a and "hist" in b:
+        out["hist"] = a["hist"] + b["hist"]
+    return out
+
+
+def build(config, capacities_pages, seed=1, params=None, agents_from=None, **kw):
+    """The guard as simulate() and hbl bench run it: its harmonia member from agents_from (a saved agents
+    file, as simulate resolves harmonia's: the shipped ones for the HSS preset and seed; None: untrained)."""
+    return Guard(config, capacities_pages, params=params, seed=seed,
+                 agents={"harmonia": agents_from} if agents_from else None, **kw)
+
+
 class Guard:
     """Rule H as one simulation: feed(chunk), check(), result(timeline=) as a Simulator's.
     agents: {member: saved agents file} for the learning members (harmonia's, as simulate resolves it;
@@ -189,8 +225,9 @@ class Guard:
         self.full = 0                               # full windows fed
         self.pending = False                        # a full window fed: decide before the next one
         self.ended = False
-        # the live path's segments: [simulator, counters where it became live (None: from its start), at its end]
-        self.segments = [[self.alone[self.active], None, None]]
+        # the live path in segments: the closed ones summed (figures, histogram), the open one's simulator and
+        # its snapshot where it became live (None: live from its start); a closed copy is then dropped
+        self.closed, self.open_sim, self.open_start = None, self.alone[self.active], None
         self.rows = []                              # the timeline: one row per window
 
     def member(self, m):
@@ -281,7 +318,8 @@ class Guard:
         new = self.fresh_copy(best)
         self.copy_wall += time.perf_counter() - t0
         src = self.live if self.live is not None else self.alone[self.active]
-        self.segments[-1][2] = snapshot(src, hist=True)
+        seg = segment(self.open_start, snapshot(src, hist=True), hist=True)
+        self.closed = seg if self.closed is None else added(self.closed, seg)
         n = handover(src, new)
         self.moved += n
         upto = self.full * self.window
@@ -292,7 +330,7 @@ class Guard:
         self.stay = (self.live, self.live_prev, rec)
         st = new.stats()
         self.live, self.live_prev, self.active = new, (st.latency_sum_ns, st.requests), best
-        self.segments.append([new, snapshot(new, hist=True), None])
+        self.open_sim, self.open_start = new, snapshot(new, hist=True)
 
     def fresh_copy(self, m):
         """A new simulator of member m fed the windows so far, asserted equal to its alone simulator."""
@@ -320,26 +358,17 @@ class Guard:
         return self.live if self.live is not None else self.alone[self.active]
 
     def totals(self, hist=False):
-        """The live path's counters summed over its segments (the open one up to now) and its time span."""
-        segs = [(sim, start, end if end is not None else snapshot(sim, hist)) for sim, start, end in self.segments]
-        out = {k: 0 for k in ADDITIVE}
-        out.update({k: [0] * self.ndev for k in PER_DEVICE})
-        span, exact = 0.0, True
-        merged = None
-        for sim, start, end in segs:
-            for k in ADDITIVE:
-                out[k] += end[k] - (start[k] if start else 0)
-            for k in PER_DEVICE:
-                out[k] = [o + e - (s if start else 0) for o, e, s in zip(out[k], end[k], start[k] if start else end[k])]
-            span += end["last_completion_ns"] - (start["last_completion_ns"] if start else end["first_arrival_ns"])
-            if hist:
-                h = end["hist"][3:] - (start["hist"][3:] if start else 0)
-                merged = h if merged is None else merged + h
-                exact = exact and start is None
-        out["span_ns"] = max(span, 1.0)
+        """The live path's figures summed over its segments (the open one up to now), its time span, and
+        with hist its merged latency buckets and the range a percentile is clamped to (the exact minimum
+        and maximum while the live path is one simulator from its start, else none)."""
+        end = snapshot(self.open_sim, hist)
+        out = segment(self.open_start, end, hist)
+        if self.closed is not None:
+            out = added(self.closed, out)
+        out["span_ns"] = max(out["span_ns"], 1.0)
         if hist:
-            one = segs[0][2]["hist"]
-            out["hist"], out["hist_range"] = merged, ((one[1], one[2]) if exact else (0, 2 ** 64 - 1))
+            exact = self.closed is None and self.open_start is None
+            out["hist_range"] = (end["hist"][1], end["hist"][2]) if exact else (0, 2 ** 64 - 1)
         return out
 
     def row(self):
@@ -416,6 +445,9 @@ class Guard:
         })
         if final.background.get("live_batches"):
             out["batches"] = t["batches"]
+        if not timeline:                    # per-window trails: with the timeline only (a results row stays narrow)
+            for k in ("window_us", "live_us", "active"):
+                del g[k]
         out["guard"] = dict(g, simulator_wall_s=wall, percentiles=(
             "exact (the live path is harmonia's simulator alone)" if not self.switches else
             "merged from each live segment's latency histogram delta: bucket resolution (about 1.5%), "

@@ -283,8 +283,8 @@ class Soak:
         self.writer.start(self.st["seed"] * 1000 + i)
         n0 = self.writer.acknowledged()
         wait("%d writes and a migration batch before the fault" % BEFORE,
-                  lambda: self.writer.running() and self.writer.acknowledged() - n0 >= BEFORE and
-                  self.status().get("batches", 0) > b0)
+             lambda: self.writer.running() and self.writer.acknowledged() - n0 >= BEFORE and
+             self.status().get("batches", 0) > b0)
         self.phase("before")
         d = rng.randrange(2)
         inject = {"kill": self.inject_kill, "power": self.inject_power, "errors": self.inject_member,
@@ -323,7 +323,7 @@ class Soak:
             with open(CRASH_FILE, "w") as f:
                 f.write(point + " stop\n")
             wait("the controller to stop at %s" % point,
-                      lambda: self.writer.running() and stopped(pid))
+                 lambda: self.writer.running() and stopped(pid))
         else:
             delay = rng.uniform(0, 3)
             step = self.step = "t+%.2fs" % delay
