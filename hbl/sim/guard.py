@@ -31,6 +31,7 @@ from hbl import record
 from hbl.core import ffi, lib
 from hbl.errors import HblError
 from hbl.sim.registry import COMPOSITES, refuse_live
+from hbl.sim.simulator import Simulator
 
 NAME = "harmonia-guard"
 PORTFOLIO = ("harmonia", "lru", "arc", "lirs", "s3fifo", "wtinylfu")
@@ -231,7 +232,6 @@ class Guard:
         self.rows = []                              # the timeline: one row per window
 
     def member(self, m):
-        from hbl.sim import Simulator
         if self.agents.get(m):
             return Simulator.with_agents(self.hss, m, self.capacities, self.agents[m], seed=self.seed, **self.options)
         return Simulator(self.hss, m, self.capacities, seed=self.seed, **self.options)
