@@ -32,8 +32,7 @@ rule_h = policy.rule_h    # rule H's switching decision: decide(cum=, trail=, ac
 def fresh_copy(p, alone, cfg, caps, hss, seed, data, upto, window):
     """A new simulator of member p fed data[:upto] in the windows its alone simulator was fed; asserted
     equal to alone (latency, requests, layout): the runs are deterministic."""
-    windows = [data[lo:min(lo + window, upto)] for lo in range(0, upto, window)]
-    return policy.fresh_copy(gs.member(p, cfg, caps, hss, seed), alone, windows)
+    return policy.fresh_copy(gs.member(p, cfg, caps, hss, seed), alone, policy.windows_of([data], window, upto))
 
 
 def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=False, decide=rule_h):

@@ -317,7 +317,7 @@ class Guard:
         t0 = time.perf_counter()
         new = self.fresh_copy(best)
         self.copy_wall += time.perf_counter() - t0
-        src = self.live if self.live is not None else self.alone[self.active]
+        src = self.open_sim
         seg = segment(self.open_start, snapshot(src, hist=True), hist=True)
         self.closed = seg if self.closed is None else added(self.closed, seg)
         n = handover(src, new)
@@ -352,10 +352,7 @@ class Guard:
 
     @property
     def replay(self):
-        return self.live_sim().replay
-
-    def live_sim(self):
-        return self.live if self.live is not None else self.alone[self.active]
+        return self.open_sim.replay
 
     def totals(self, hist=False):
         """The live path's figures summed over its segments (the open one up to now), its time span, and
@@ -376,7 +373,7 @@ class Guard:
         t = self.totals()
         last = self.rows[-1]["_totals"] if self.rows else None
         d = lambda k: t[k] - (last[k] if last else 0)
-        used = self.live_sim().stats().used_pages[0]
+        used = self.open_sim.stats().used_pages[0]
         self.rows.append(dict(requests=t["requests"], time_s=t["span_ns"] / 1e9,
                               avg_latency_us=d("latency_sum_ns") / d("requests") / 1e3 if d("requests") else 0.0,
                               read_hit_ratio=d("fast_read_hits") / d("read_page_accesses") if d("read_page_accesses")
@@ -406,7 +403,7 @@ class Guard:
         hist, (lo, hi) = t["hist"], t["hist_range"]
         hp = ffi.cast("uint64_t *", ffi.from_buffer(hist))
         pct = lambda q: lib.hbl_hist_buckets_percentile(hp, len(hist), lo, hi, q) / 1e3
-        final = self.live_sim()
+        final = self.open_sim
         st = final.stats()
         g = self.summary()
         wall = sum(g["guard_wall_s"].values()) + g["diagnostic_wall_s"]
