@@ -39,6 +39,32 @@ def footprint_pages(chunks, page_size=4096):
         lib.hbl_tstats_free(t)
 
 
+def resolve_agents(policy, hss, seed, params, plugin, load_agents):
+    """Which agents a run starts from, as simulate() documents load_agents: (load_agents with a directory
+    resolved to its file, agents_from: the file or None, the run's params: the agents' own where the file
+    fixes them, not_loaded: why the shipped agents were not loaded, when parameters kept them out)."""
+    composite = policy in COMPOSITES
+    agent_policy = "harmonia" if composite else policy   # whose agents it starts from
+    if load_agents and os.path.isdir(load_agents) and plugin is None:
+        from hbl.sim.agent_files import in_directory
+        load_agents = in_directory(load_agents, agent_policy, hss, seed)
+    agents_from = load_agents or None
+    not_loaded = None
+    if load_agents is None and plugin is None:
+        from hbl.sim.agent_files import shipped
+        agents_from = shipped(agent_policy, hss, seed)
+    if agents_from and not composite:
+        from hbl.sim.agent_files import ContradictingParams, run_params
+        try:
+            params = run_params(agents_from, policy, parse_params(params, policy))
+        except ContradictingParams as e:
+            if load_agents:
+                raise
+            # shipped agents of another queue_feature than asked for: it starts untrained
+            agents_from, not_loaded = None, str(e)
+    return load_agents, agents_from, params, not_loaded
+
+
 def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, plugin=None, seed=1,
              fmt=None, lenient=False, reader_options=None, footprint=None, timeline=False,
              check=False, load_agents=None, save_agents=None, progress=None, **options):
@@ -53,7 +79,6 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     if composite and (plugin is not None or save_agents):
         raise HblError("policy %s cannot save agents (--save-agent) or take a Python plugin: it runs several "
                        "simulators" % policy)
-    agent_policy = "harmonia" if composite else policy   # whose agents it starts from
     watch = progress or (lambda chunks, what: chunks)
     page_size = int(options.get("page_size") or DEFAULTS["page_size"])
     config = load_hss(hss, fast_capacity) if isinstance(hss, str) else hss
@@ -68,23 +93,7 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     if footprint is None:
         footprint = footprint_pages(source if source else watch(reopen(), "footprint"), page_size)
     caps = config.capacity_pages(footprint, page_size)
-    if load_agents and os.path.isdir(load_agents) and plugin is None:
-        from hbl.sim.agent_files import in_directory
-        load_agents = in_directory(load_agents, agent_policy, hss, seed)
-    agents_from = load_agents or None
-    not_loaded = None   # why the shipped agents were not loaded, when parameters kept them out
-    if load_agents is None and plugin is None:
-        from hbl.sim.agent_files import shipped
-        agents_from = shipped(agent_policy, hss, seed)
-    if agents_from and not composite:
-        from hbl.sim.agent_files import ContradictingParams, run_params
-        try:
-            params = run_params(agents_from, policy, parse_params(params, policy))
-        except ContradictingParams as e:
-            if load_agents:
-                raise
-            # shipped agents of another queue_feature than asked for: it starts untrained
-            agents_from, not_loaded = None, str(e)
+    load_agents, agents_from, params, not_loaded = resolve_agents(policy, hss, seed, params, plugin, load_agents)
 
     def run(params):
         nonlocal agents_from, not_loaded
