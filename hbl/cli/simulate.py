@@ -34,7 +34,6 @@ def cmd_simulate(a):
     from hbl.devices import load_hss
     from hbl.sim import Simulator, simulate
     from hbl.sim.guard import guard_params
-    from hbl.sim.model import replay_label
     from hbl.sim.registry import COMPOSITES, parse_params
     plugin, policy = None, a.policy
     if policy == "python":
@@ -78,6 +77,15 @@ def cmd_simulate(a):
     if a.json:
         print_json(r)
         return 0
+    print_result(r)
+    if a.save_agent:
+        print("  agents saved to %s" % a.save_agent)
+    return 0
+
+
+def print_result(r):
+    """A simulate() result as `hbl simulate` prints it without --json."""
+    from hbl.sim.model import replay_label
     print("policy %s on %s, HSS %s (%s), fast capacity %d pages of %d footprint; %s" % (
         r["policy"], r["trace"], r["hss"], "+".join(r["devices"]), r["capacity_pages"][0], r["footprint_pages"],
         replay_label(r["replay"])))
@@ -115,6 +123,3 @@ def cmd_simulate(a):
                                       ag["reward_ewma"]))
     if r.get("bad_lines_skipped"):
         print("  skipped         %d bad lines (--lenient)" % r["bad_lines_skipped"])
-    if a.save_agent:
-        print("  agents saved to %s" % a.save_agent)
-    return 0
