@@ -12,7 +12,8 @@ import pytest
 from helpers import script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGES = sorted([os.path.join(ROOT, "README.md")] + glob.glob(os.path.join(ROOT, "docs", "*.md")) +
+PAGES = sorted([os.path.join(ROOT, "README.md"), os.path.join(ROOT, "scripts", "README.md")] +
+               glob.glob(os.path.join(ROOT, "docs", "*.md")) +
                glob.glob(os.path.join(ROOT, "results", "**", "README.md"), recursive=True))
 
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
@@ -74,6 +75,15 @@ def test_the_pages_are_found():
     names = {os.path.relpath(p, ROOT) for p in PAGES}
     assert {"README.md", "docs/index.md", "docs/cli.md", "docs/where-to-change.md", "results/README.md"} <= names
     assert len([n for n in names if n.startswith("results/")]) >= 10
+
+
+def test_every_script_is_in_the_scripts_index():
+    """scripts/README.md names every file of scripts/ (a new script gets its row)."""
+    index = read(os.path.join(ROOT, "scripts", "README.md"))
+    listed = set(re.findall(r"\]\(([\w.-]+)\)", index))
+    files = {f for f in os.listdir(os.path.join(ROOT, "scripts"))
+             if f != "README.md" and not f.startswith((".", "__")) and os.path.isfile(os.path.join(ROOT, "scripts", f))}
+    assert files - listed == set(), "scripts/README.md lists no row for %s" % ", ".join(sorted(files - listed))
 
 
 def test_the_readme_is_a_front_door():
