@@ -194,17 +194,18 @@ def cell_key(cell, trace_digest, options):
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
-def run_cell(cell, options, trace, footprint, strict=False):
+def run_cell(cell, options, trace, footprint, strict=False, shared=None):
     """One cell on the native file trace (or what trace() returns: a Dask worker's copy):
     {'result': simulate's dict} or {'error': message}, with the worker and the wall time.
-    strict: an error is raised, not recorded."""
+    strict: an error is raised, not recorded.  shared: more simulate() arguments that change how a
+    cell is computed, not its result (compare's shadow_dir), so neither its key nor its record has them."""
     t0 = time.time()
     out = {"worker": "%s:%d" % (socket.gethostname(), os.getpid())}
     try:
         path = trace() if callable(trace) else trace
         kw = {k: v for k, v in options.items() if k != "params"}
         out["result"] = simulate(path, hss=cell["hss"], policy=cell["policy"], params=cell["params"],
-                                 seed=cell["seed"], fmt="native", footprint=footprint, **kw)
+                                 seed=cell["seed"], fmt="native", footprint=footprint, **kw, **(shared or {}))
     except Exception as exc:    # recorded with the cell; the sweep goes on
         if strict:
             raise
@@ -221,19 +222,20 @@ def record(cell, options, out):
 # ---- on this machine ----
 
 def _run_local(job):
-    cell, options, path, footprint, strict = job
-    return record(cell, options, run_cell(cell, options, path, footprint, strict))
+    cell, options, path, footprint, strict, shared = job
+    return record(cell, options, run_cell(cell, options, path, footprint, strict, shared))
 
 
 class LocalPool:
     """Cells on forked processes of this machine (hbl.pool), jobs at once (default: the cores):
     `hbl compare`'s executor. strict: a cell's error ends the run (raised), not recorded.
-    note(record) -> str, if given, shows the progress on stderr, labelled by it."""
+    note(record) -> str, if given, shows the progress on stderr, labelled by it.  shared: run_cell's."""
 
-    def __init__(self, jobs=None, strict=False, note=None):
-        self.jobs, self.strict, self.note = jobs, strict, note
+    def __init__(self, jobs=None, strict=False, note=None, shared=None):
+        self.jobs, self.strict, self.note, self.shared = jobs, strict, note, shared
 
     def run(self, cells, traces, options):
         """Yield the record of each cell as it finishes (traces: prepared into files)."""
-        jobs = [(c, options, traces[c["trace"]].path, traces[c["trace"]].footprint, self.strict) for c in cells]
+        jobs = [(c, options, traces[c["trace"]].path, traces[c["trace"]].footprint, self.strict, self.shared)
+                for c in cells]
         yield from each(_run_local, jobs, self.jobs, self.note)

@@ -67,14 +67,17 @@ def resolve_agents(policy, hss, seed, params, plugin, load_agents):
 
 def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, plugin=None, seed=1,
              fmt=None, lenient=False, reader_options=None, footprint=None, timeline=False,
-             check=False, load_agents=None, save_agents=None, progress=None, **options):
+             check=False, load_agents=None, save_agents=None, progress=None, shadow_dir=None, **options):
     """Simulate one policy on one trace; returns the result dict (see Simulator.result).
     progress, if given, wraps each pass over the trace: progress(chunks, what) -> chunks.
     load_agents: a file of saved agents, or a directory of them (hbl.sim.agent_files.in_directory:
     the file this policy, HSS and seed start from there); None, the shipped pretrained agents of the
     policy for this HSS preset and seed where there are some (hbl.sim.agent_files); False, untrained agents.
     policy "harmonia-guard" (hbl/sim/guard.py) is a composite of Simulators: its harmonia member starts from
-    the agents harmonia would; no plugin, no save_agents; its timeline has one row per window."""
+    the agents harmonia would; no plugin, no save_agents; its timeline has one row per window.  shadow_dir: a
+    directory where runs of harmonia-guard on the same trace, HSS (by name) and options share the alone runs
+    of its members that do not learn (hbl/sim/shadows.py; `hbl compare` gives one to its seeds); other
+    policies ignore it."""
     composite = policy in COMPOSITES
     if composite and (plugin is not None or save_agents):
         raise HblError("policy %s cannot save agents (--save-agent) or take a Python plugin: it runs several "
@@ -100,7 +103,10 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         if composite:
             from hbl.sim.guard import build     # its harmonia member loads the agents
             sim = build(config, caps, seed=seed, params=parse_params(params, policy), agents_from=agents_from,
-                        reread=lambda: watch(reopen(), "rebuilding a copy"), **options)
+                        reread=lambda: watch(reopen(), "rebuilding a copy"),
+                        shadow_dir=isinstance(hss, str) and shadow_dir,
+                        shadow_key=dict(trace=str(trace), fmt=fmt, lenient=lenient, reader_options=reader_options,
+                                        hss=hss, capacities=caps, footprint=footprint, options=options), **options)
         else:
             sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
         if agents_from and load_agents and not composite:

@@ -20,7 +20,9 @@ simulator itself.  The guard's figures are the live path's, segment by segment.
 
 Its cost: six simulators plus the copies, 8-9x harmonia's simulation time on the guard study's held-out
 workloads (4-24x per cell, results/diagnosis/guard-policy.txt), and a switch reads the trace so far
-again.  It cannot drive a live device.
+again.  Runs that share a trace, an HSS and options (`hbl compare`'s seeds) share the alone runs of the
+members that do not learn through a store (hbl/sim/shadows.py, `shadows=`): only the first simulates them.
+It cannot drive a live device.
 """
 import math
 import time
@@ -30,7 +32,7 @@ import numpy as np
 from hbl import record
 from hbl.core import ffi, lib
 from hbl.errors import HblError
-from hbl.sim.registry import COMPOSITES, refuse_live
+from hbl.sim.registry import COMPOSITES, all_policy_names, refuse_live
 from hbl.sim.simulator import Simulator
 
 NAME = "harmonia-guard"
@@ -139,6 +141,8 @@ def fresh_copy(sim, alone, windows):
     if (a.latency_sum_ns, a.requests) != (b.latency_sum_ns, b.requests):
         raise AssertionError("the copy of %s is not its alone simulator (%r, %r)" % (
             sim.policy, (a.latency_sum_ns, a.requests), (b.latency_sum_ns, b.requests)))
+    if getattr(alone, "replayed", False):   # a shared shadow (hbl/sim/shadows.py): its figures only
+        return sim
     (ap, ad), (bp, bd) = layout(alone), layout(sim)
     if not (len(ap) == len(bp) and (ap == bp).all() and (ad == bd).all()):
         raise AssertionError("the copy of %s has another layout than its alone simulator" % sim.policy)
@@ -180,11 +184,24 @@ def added(a, b):
     return out
 
 
-def build(config, capacities_pages, seed=1, params=None, agents_from=None, **kw):
+def build(config, capacities_pages, seed=1, params=None, agents_from=None, shadow_dir=None, **kw):
     """The guard as simulate() and hbl bench run it: its harmonia member from agents_from (a saved agents
-    file, as simulate resolves harmonia's: the shipped ones for the HSS preset and seed; None: untrained)."""
+    file, as simulate resolves harmonia's: the shipped ones for the HSS preset and seed; None: untrained);
+    with shadow_dir, its shareable members shared through a ShadowStore there (kw's shadow_key says whose)."""
+    if shadow_dir:
+        from hbl.sim.shadows import ShadowStore
+        kw["shadows"] = ShadowStore(shadow_dir)
+    else:
+        kw.pop("shadow_key", None)
     return Guard(config, capacities_pages, params=params, seed=seed,
                  agents={"harmonia": agents_from} if agents_from else None, **kw)
+
+
+def shareable(portfolio):
+    """The members whose alone runs a store may share between seeds: those that do not learn (the simulator
+    and their policies draw no random number), never the first (it is the live path until a switch)."""
+    learns = set(all_policy_names("learns"))
+    return [m for m in portfolio[1:] if m not in learns]
 
 
 class Guard:
@@ -193,12 +210,16 @@ class Guard:
     a member without one starts untrained); decide: the switching decision (rule_h); check_windows:
     check() every simulator after every window (a study's --check); reread: a callable giving the trace's
     chunks from its start again (simulate passes its reader), so that a switch rebuilds its copy from the
-    trace and the guard keeps no window in memory; without it the full windows fed are kept."""
+    trace and the guard keeps no window in memory; without it the full windows fed are kept.
+    shadows: a hbl.sim.shadows.ShadowStore and shadow_key, the identity of this run's trace, HSS and
+    options: the members shareable() names are replayed from the store where a run with the same identity
+    stored them, else run and stored when the trace ends (their figures are the same either way)."""
 
     policy = NAME
 
     def __init__(self, hss, capacities_pages, params=None, seed=1, agents=None, decide=rule_h, portfolio=PORTFOLIO,
-                 check_windows=False, live=False, plugin=None, reread=None, **options):
+                 check_windows=False, live=False, plugin=None, reread=None, shadows=None, shadow_key=None,
+                 **options):
         if live:
             refuse_live(NAME)
         if plugin is not None:
@@ -211,7 +232,11 @@ class Guard:
         self.portfolio = tuple(portfolio)
         if len(set(self.portfolio)) != len(self.portfolio) or not self.portfolio:
             raise HblError("a guard's portfolio: members named once each, at least one")
-        self.alone = {m: self.member(m) for m in self.portfolio}
+        self.shadows, self.keys, self.to_store, self.shared = shadows, {}, {}, []
+        if shadows is not None:
+            for m in shareable(self.portfolio):
+                self.keys[m] = shadows.key(run=shadow_key, member=m, window=self.window)
+        self.alone = {m: self.alone_member(m) for m in self.portfolio}
         self.ndev = self.alone[self.portfolio[0]].ndev
         self.active = self.portfolio[0]
         self.live, self.live_prev = None, (0.0, 0)  # None: the live path is alone[active] itself
@@ -231,7 +256,18 @@ class Guard:
         self.closed, self.open_sim, self.open_start = None, self.alone[self.active], None
         self.rows = []                              # the timeline: one row per window
 
+    def alone_member(self, m):
+        """Member m's alone run: replayed from the store where a run stored it, else simulated here."""
+        if m in self.keys:
+            got = self.shadows.get(self.keys[m], m)
+            if got is not None:
+                self.shared.append(m)
+                return got
+            self.to_store[m] = []           # run here, its figures stored when the trace ends
+        return self.member(m)
+
     def member(self, m):
+        """A new simulator of member m."""
         if self.agents.get(m):
             return Simulator.with_agents(self.hss, m, self.capacities, self.agents[m], seed=self.seed, **self.options)
         return Simulator(self.hss, m, self.capacities, seed=self.seed, **self.options)
@@ -256,6 +292,9 @@ class Guard:
         if not self.ended and self.nbuf:
             self.step(record.concat(self.buf))
             self.buf, self.nbuf = [], 0
+        if not self.ended:
+            for m, cum in self.to_store.items():
+                self.shadows.put(self.keys[m], m, cum, self.alone[m].wall)
         self.ended = True
 
     def step(self, chunk):
@@ -272,6 +311,8 @@ class Guard:
             self.prev[m] = (st.latency_sum_ns, st.requests)
             means[m] = d_sum / d_n if d_n else 0.0
             self.cum[m] = st.latency_sum_ns / st.requests if st.requests else 0.0
+            if m in self.to_store:
+                self.to_store[m].append((st.latency_sum_ns, st.requests))
             if m == self.active and self.live is None:
                 live_d = (d_sum, d_n)
         if self.live is not None:
@@ -385,6 +426,8 @@ class Guard:
         lat = {m: (s.stats().latency_sum_ns / s.stats().requests / 1e3 if s.stats().requests else 0.0)
                for m, s in self.alone.items()}
         wall = {m: s.wall for m, s in self.alone.items()}
+        spent = {m: 0.0 if m in self.shared else w for m, w in wall.items()}   # a shared one ran elsewhere
+        more = {} if self.shadows is None else dict(shared_members=list(self.shared))
         return dict(window=self.window, margin=self.margin, portfolio=list(self.portfolio),
                     guard_us=self.g_sum / self.g_n / 1e3 if self.g_n else 0.0, switches=len(self.switches),
                     pages_moved=self.moved, switch_log=self.switches, final_active=self.active,
@@ -392,8 +435,8 @@ class Guard:
                     alone_wall_s=wall,
                     # the guard's simulator time: the alone members, the live copies (their windows and the
                     # prefix each was fed to become a copy); the diagnostic's extra window apart
-                    guard_wall_s=dict(wall, live=self.live_wall, copies=self.copy_wall),
-                    diagnostic_wall_s=self.stay_wall, best_member=min(lat, key=lat.get))
+                    guard_wall_s=dict(spent, live=self.live_wall, copies=self.copy_wall),
+                    diagnostic_wall_s=self.stay_wall, best_member=min(lat, key=lat.get), **more)
 
     def result(self, timeline=False):
         """Simulator.result's keys for the live path (counters summed over its segments), and `guard`."""

@@ -1,0 +1,91 @@
+"""Shadows shared between runs of harmonia-guard (hbl/sim/shadows.py): a run that replays the alone members
+another run stored has that run's figures, and `hbl compare`'s later seeds replay its first seed's."""
+import json
+
+import numpy as np
+import pytest
+
+from hbl.errors import HblError
+from hbl.experiments.compare import compare
+from hbl.sim import guard, simulate
+from hbl.sim.shadows import Replayed, ShadowStore
+
+T = "synth:log:requests=8000,seed=2"      # on perf with windows of 1,000: rule H switches twice
+W = 1000
+WALL = ("guard_wall_s", "alone_wall_s", "simulator_wall_s", "diagnostic_wall_s", "shared_members")
+
+
+def _figures(r):
+    """A result less its times (and the list of shared members)."""
+    r = json.loads(json.dumps(r, default=str))
+    r.pop("requests_per_second")
+    for k in WALL:
+        r["guard"].pop(k, None)
+    return r
+
+
+def test_members_that_learn_and_the_first_member_are_never_shared():
+    assert guard.shareable(guard.PORTFOLIO) == ["lru", "arc", "lirs", "s3fifo", "wtinylfu"]
+    assert guard.shareable(("harmonia", "sibyl", "lru")) == ["lru"]
+    assert guard.shareable(("lru", "arc")) == ["arc"]       # the first is the live path until a switch
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_run_replaying_stored_shadows_has_the_figures_of_one_that_simulates_them(tmp_path, seed):
+    """Seed 1 stores the five baselines; seed `seed` then replays them (seed 2: another harmonia, the same
+    baselines) and every figure, switches included, is that of the same seed run without a store."""
+    kw = dict(hss="perf", policy="harmonia-guard", params={"window": W}, check=True)
+    first = simulate(T, seed=1, shadow_dir=str(tmp_path), **kw)
+    assert first["guard"]["shared_members"] == [] and len(list(tmp_path.iterdir())) == 5
+    again = simulate(T, seed=seed, shadow_dir=str(tmp_path), **kw)
+    alone = simulate(T, seed=seed, **kw)
+    assert again["guard"]["shared_members"] == ["lru", "arc", "lirs", "s3fifo", "wtinylfu"]
+    assert alone["guard"]["switches"] == 2 and "shared_members" not in alone["guard"]
+    assert _figures(again) == _figures(alone)
+    # the time spent is this run's: nothing for the replayed members, their own time kept apart
+    assert all(again["guard"]["guard_wall_s"][m] == 0.0 for m in again["guard"]["shared_members"])
+    assert again["guard"]["alone_wall_s"]["lru"] == first["guard"]["alone_wall_s"]["lru"] > 0
+
+
+def test_another_hss_or_window_does_not_replay_the_stored_runs(tmp_path):
+    simulate(T, hss="perf", policy="harmonia-guard", params={"window": W}, shadow_dir=str(tmp_path))
+    cost = simulate(T, hss="cost", policy="harmonia-guard", params={"window": W}, shadow_dir=str(tmp_path))
+    other = simulate(T, hss="perf", policy="harmonia-guard", params={"window": 2 * W}, shadow_dir=str(tmp_path))
+    assert cost["guard"]["shared_members"] == [] and other["guard"]["shared_members"] == []
+    assert len(list(tmp_path.iterdir())) == 15
+
+
+def test_a_replayed_member_refuses_a_window_of_another_length_and_one_too_many():
+    r = Replayed("lru", [(10.0, 4), (30.0, 8)], 0.1)
+    r.feed(np.zeros(4))
+    assert (r.stats().latency_sum_ns, r.stats().requests) == (10.0, 4)
+    with pytest.raises(HblError, match="window 2 has 3 requests, 4 were stored"):
+        r.feed(np.zeros(3))
+    r.feed(np.zeros(4))
+    with pytest.raises(HblError, match="more windows than were stored"):
+        r.feed(np.zeros(4))
+
+
+def test_a_store_names_a_file_it_cannot_read_or_of_another_member(tmp_path):
+    store = ShadowStore(str(tmp_path))
+    store.put("k", "lru", [(1.0, 2)], 0.5)
+    assert store.get("k", "lru").cum == [(1.0, 2)] and store.get("none", "lru") is None
+    with pytest.raises(HblError, match="a shared shadow of lru, not arc"):
+        store.get("k", "arc")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(HblError, match="bad.json: a shared shadow that cannot be read"):
+        store.get("bad", "lru")
+
+
+def test_compare_runs_the_later_seeds_on_the_first_seeds_shadows():
+    """One process: the later seeds run after the first has finished (with two, a later seed that starts
+    while the first runs simulates its members itself: the same figures, more time)."""
+    s = compare(traces=[T], hss_list=("perf",), policies="lru,harmonia-guard", seeds=3, jobs=1, progress=False)
+    runs = {r["seed"]: r for r in s["results"] if r["policy"] == "harmonia-guard"}
+    assert runs[1]["guard"]["shared_members"] == []
+    assert runs[2]["guard"]["shared_members"] == runs[3]["guard"]["shared_members"] == list(guard.PORTFOLIO[1:])
+    for seed, r in runs.items():
+        alone = simulate(T, hss="perf", policy="harmonia-guard", seed=seed)
+        assert r["avg_latency_us"] == alone["avg_latency_us"]
+        assert r["guard"]["switch_log"] == alone["guard"]["switch_log"]
+        assert r["guard"]["alone_us"] == alone["guard"]["alone_us"]
