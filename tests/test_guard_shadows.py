@@ -5,10 +5,14 @@ import json
 import numpy as np
 import pytest
 
+from hbl import record
+from hbl.devices import load_hss
 from hbl.errors import HblError
 from hbl.experiments.compare import compare
-from hbl.sim import guard, simulate
+from hbl.sim import footprint_pages, guard, simulate
+from hbl.sim.agent_files import shipped
 from hbl.sim.shadows import Replayed, ShadowStore
+from hbl.trace import open_trace
 
 T = "synth:log:requests=8000,seed=2"      # on perf with windows of 1,000: rule H switches twice
 W = 1000
@@ -55,10 +59,28 @@ def test_another_hss_or_window_does_not_replay_the_stored_runs(tmp_path):
     assert len(list(tmp_path.iterdir())) == 15
 
 
+def test_requests_the_simulator_skips_count_in_a_replayed_window(tmp_path):
+    """A request of no page is fed but not counted in the member's requests: a replayed window still has
+    the length of the window fed (a real trace has such requests)."""
+    data = record.concat(list(open_trace(T)))
+    data["length"][::7] = 0
+    cfg = load_hss("perf")
+    caps = cfg.capacity_pages(footprint_pages([data]), 4096)
+
+    def run():
+        g = guard.Guard(cfg, caps, params=dict(window=W), agents={"harmonia": shipped("harmonia", "perf", 1)},
+                        shadows=ShadowStore(str(tmp_path)), shadow_key="t")
+        g.feed(data)
+        return g.result()
+    first, again = run(), run()
+    assert first["skipped"] > 0 and again["guard"]["shared_members"] == list(guard.PORTFOLIO[1:])
+    assert _figures(first) == _figures(again)
+
+
 def test_a_replayed_member_refuses_a_window_of_another_length_and_one_too_many():
-    r = Replayed("lru", [(10.0, 4), (30.0, 8)], 0.1)
+    r = Replayed("lru", [(10.0, 3, 4), (30.0, 7, 8)], 0.1)     # one request of the first window skipped
     r.feed(np.zeros(4))
-    assert (r.stats().latency_sum_ns, r.stats().requests) == (10.0, 4)
+    assert (r.stats().latency_sum_ns, r.stats().requests) == (10.0, 3)
     with pytest.raises(HblError, match="window 2 has 3 requests, 4 were stored"):
         r.feed(np.zeros(3))
     r.feed(np.zeros(4))
@@ -68,8 +90,8 @@ def test_a_replayed_member_refuses_a_window_of_another_length_and_one_too_many()
 
 def test_a_store_names_a_file_it_cannot_read_or_of_another_member(tmp_path):
     store = ShadowStore(str(tmp_path))
-    store.put("k", "lru", [(1.0, 2)], 0.5)
-    assert store.get("k", "lru").cum == [(1.0, 2)] and store.get("none", "lru") is None
+    store.put("k", "lru", [(1.0, 2, 2)], 0.5)
+    assert store.get("k", "lru").cum == [(1.0, 2, 2)] and store.get("none", "lru") is None
     with pytest.raises(HblError, match="a shared shadow of lru, not arc"):
         store.get("k", "arc")
     (tmp_path / "bad.json").write_text("{")

@@ -248,7 +248,7 @@ class Guard:
         self.live_wall = self.copy_wall = self.stay_wall = 0.0
         self.reread = reread
         self.windows, self.buf, self.nbuf = [], [], 0   # the full windows fed (without reread); the requests waiting
-        self.full = 0                               # full windows fed
+        self.full = self.fed = 0                    # full windows fed; requests fed
         self.pending = False                        # a full window fed: decide before the next one
         self.ended = False
         # the live path in segments: the closed ones summed (figures, histogram), the open one's simulator and
@@ -302,6 +302,7 @@ class Guard:
             self.pending = False
             self.switch(self.decide(cum=self.cum, trail=self.trail, active=self.active, portfolio=self.portfolio,
                                     margin=self.margin))
+        self.fed += len(chunk)              # requests fed so far (a skipped one, of no page, too)
         means = self.means = {}             # each member's mean over this window, ns
         self.cum = {}                       # ... and since the start
         for m, sim in self.alone.items():
@@ -312,7 +313,7 @@ class Guard:
             means[m] = d_sum / d_n if d_n else 0.0
             self.cum[m] = st.latency_sum_ns / st.requests if st.requests else 0.0
             if m in self.to_store:
-                self.to_store[m].append((st.latency_sum_ns, st.requests))
+                self.to_store[m].append((st.latency_sum_ns, st.requests, self.fed))
             if m == self.active and self.live is None:
                 live_d = (d_sum, d_n)
         if self.live is not None:

@@ -20,7 +20,9 @@ from hbl.errors import HblError
 class Replayed:
     """A member alone, replayed from its stored figures: what a guard reads of an alone simulator
     (stats().latency_sum_ns and .requests after each window, wall, check()), without simulating it.
-    Each feed() is one window; its length must be the stored one (else the store is of another trace)."""
+    cum: (latency_sum_ns, requests, fed) after each window, fed the requests fed so far (requests leaves out
+    those of no page, which the simulator skips).  Each feed() is one window; its length must be the
+    stored one (else the store is of another trace)."""
 
     replayed = True
 
@@ -30,14 +32,14 @@ class Replayed:
     def feed(self, chunk):
         if self.fed >= len(self.cum):
             raise HblError("shared shadow of %s: fed more windows than were stored (%d)" % (self.policy, len(self.cum)))
-        before = self.cum[self.fed - 1][1] if self.fed else 0
-        if self.cum[self.fed][1] - before != len(chunk):
+        before = self.cum[self.fed - 1][2] if self.fed else 0
+        if self.cum[self.fed][2] - before != len(chunk):
             raise HblError("shared shadow of %s: window %d has %d requests, %d were stored" % (
-                self.policy, self.fed + 1, len(chunk), self.cum[self.fed][1] - before))
+                self.policy, self.fed + 1, len(chunk), self.cum[self.fed][2] - before))
         self.fed += 1
 
     def stats(self):
-        lat, n = self.cum[self.fed - 1] if self.fed else (0.0, 0)
+        lat, n = self.cum[self.fed - 1][:2] if self.fed else (0.0, 0)
         return types.SimpleNamespace(latency_sum_ns=lat, requests=n)
 
     def check(self):
@@ -74,7 +76,7 @@ class ShadowStore:
         return Replayed(policy, [tuple(x) for x in saved["cum"]], saved["wall"])
 
     def put(self, key, policy, cum, wall):
-        """cum: (latency_sum_ns, requests) after each window, as the member's stats gave them."""
+        """cum: (latency_sum_ns, requests, fed) after each window (Replayed's)."""
         fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
             json.dump({"policy": policy, "cum": cum, "wall": wall}, f)
