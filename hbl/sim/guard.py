@@ -21,7 +21,8 @@ simulator itself.  The guard's figures are the live path's, segment by segment.
 Its cost: six simulators plus the copies, 8-9x harmonia's simulation time on the guard study's held-out
 workloads (4-24x per cell, results/diagnosis/guard-policy.txt), and a switch reads the trace so far
 again.  Runs that share a trace, an HSS and options (`hbl compare`'s seeds) share the alone runs of the
-members that do not learn through a store (hbl/sim/shadows.py, `shadows=`): only the first simulates them.
+members that do not learn through a store (hbl/sim/shadows.py, `shadows=`): only the first simulates them
+(the further seeds of `hbl compare` then cost about 1.5x harmonia's time, 3.8x over three seeds).
 It cannot drive a live device.
 """
 import math
