@@ -13,6 +13,9 @@ a signal that reads the guard itself (bind(guard): its members' simulators and i
       alone in that window - 1), floored at 0 (none measured yet: 0, rule H).
   WP  W's hold and figures with P's raised margin.
   H   rule H itself (to show the runs reproduce the stored figures).
+  W1  (an addendum, fixed after W's figures: guard-signal2.txt) the brief's literal W with its first
+      observable: while fewer requests have been fed than harmonia's fast device has pages, no switch;
+      otherwise rule H (cumulative figures).
 
     .venv/bin/python scripts/guard_signal2.py --signal W --trace synth:src:requests=100000,seed=2 --hss perf
 One JSON line per (trace, HSS, seed), guard_study's, with "signal" (and "warm_after", "price_at") added;
@@ -55,12 +58,19 @@ def mean_after(trail, k):
     return {p: sum(xs[k:]) / len(xs[k:]) for p, xs in trail.items()}
 
 
+def warm_by_requests(sim, requests):
+    """True once a member has been fed as many requests as its fast device has pages (no capacity limit:
+    at once)."""
+    cap = sim.capacities[0]
+    return cap < 0 or requests >= cap
+
+
 class Signal:
     """A decide(cum=, trail=, active=, portfolio=, margin=) for one guard (one cell): hold (W) and/or
     priced (P); bind(guard) before the first window."""
 
-    def __init__(self, hold, priced):
-        self.hold, self.priced = hold, priced
+    def __init__(self, hold, priced, by_requests=False):
+        self.hold, self.priced, self.by_requests = hold, priced, by_requests
         self.guard, self.warm_after, self.price_at = None, None, []
 
     def bind(self, guard):
@@ -68,7 +78,13 @@ class Signal:
 
     def __call__(self, cum, trail, active, portfolio, margin):
         figures = cum
-        if self.hold:
+        if self.by_requests:            # W1: the hold only; rule H's figures after it
+            lead = portfolio[0]
+            if self.warm_after is None:
+                if not warm_by_requests(self.guard.alone[lead], len(trail[lead]) * self.guard.window):
+                    return None
+                self.warm_after = len(trail[lead])
+        elif self.hold:
             if self.warm_after is None:
                 if not warm(self.guard.alone[portfolio[0]]):
                     return None
@@ -86,7 +102,7 @@ class Signal:
 
 
 SIGNALS = {"H": lambda: gh.rule_h, "W": lambda: Signal(True, False), "P": lambda: Signal(False, True),
-           "WP": lambda: Signal(True, True)}
+           "WP": lambda: Signal(True, True), "W1": lambda: Signal(False, False, by_requests=True)}
 
 
 def diagnostics(rows, out=sys.stdout):
@@ -138,7 +154,7 @@ def main(argv=None):
             res = gh.hybrid(data, fp, h, s, portfolio, decide=decide)
             res["signal"] = a.signal
             if isinstance(decide, Signal):
-                if decide.hold:
+                if decide.hold or decide.by_requests:
                     res["warm_after"] = decide.warm_after
                 if decide.priced:
                     res["price_at"] = decide.price_at

@@ -122,3 +122,19 @@ def test_wp_holds_the_warm_up_and_prices_the_handover():
     w = _signal("W", _guard(Sim(100, 500, 100)))
     _call(w, _upto(STEADY, 2))
     assert w.warm_after == 2 and _call(w, STEADY) == "lru"
+
+
+def test_w1_holds_harmonia_until_it_has_seen_its_fast_capacity_in_requests_then_is_rule_h():
+    g = script("guard_signal2")
+    assert not g.warm_by_requests(Sim(25000), 20000) and g.warm_by_requests(Sim(25000), 30000)
+    assert g.warm_by_requests(Sim(-1), 0)
+    guard = _guard(Sim(25000, 500, 0))                       # 25,000 fast pages: warm after window 3
+    guard.window = 10000
+    w1 = _signal("W1", guard)
+    for n in (1, 2):
+        assert _call(script("guard_signal2").gh.rule_h, _upto(WARM, n)) == "lru"
+        assert _call(w1, _upto(WARM, n)) is None
+    assert _call(w1, _upto(WARM, 3)) == "lru" and w1.warm_after == 3    # then rule H: cumulative figures
+    small = _guard(Sim(5000, 500, 0))
+    small.window = 10000
+    assert _call(_signal("W1", small), _upto(WARM, 1)) == "lru"          # a fast device smaller than a window
