@@ -24,14 +24,11 @@ One JSON line per (trace, HSS, seed), guard_study's, with "signal" (and "warm_af
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_hybrid as gh  # noqa: E402
 import guard_signal as gsig  # noqa: E402
 import guard_study as gs  # noqa: E402
-
-from hbl.errors import HblError  # noqa: E402
 
 
 def warm(sim):
@@ -129,6 +126,7 @@ def diagnostics(rows, out=sys.stdout):
         p(line)
 
 
+@gs.study_main("guard_signal2")
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  epilog="Rule and figures: results/diagnosis/guard-signal2.txt")
@@ -140,28 +138,25 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if not a.trace and not a.report:
         ap.error("give --trace (to run) or --report (to read results)")
-    try:
-        if a.report:
-            gsig.main(["--report"] + list(a.report))
-            print("\n######## warm-up and handover price per signal and HSS")
-            diagnostics(gs.read_rows(a.report))
-            return 0
-        seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(gs.PORTFOLIO))
-        out = open(a.out, "a") if a.out else sys.stdout
-        for trace, data, fp, h, s in gs.cells(a.trace, hss_list, seeds, a.allow_evaluation):
-            t0 = time.time()
-            decide = SIGNALS[a.signal]()
-            res = gh.hybrid(data, fp, h, s, portfolio, decide=decide)
-            res["signal"] = a.signal
-            if isinstance(decide, Signal):
-                if decide.hold or decide.by_requests:
-                    res["warm_after"] = decide.warm_after
-                if decide.priced:
-                    res["price_at"] = decide.price_at
-            gs.write_row(out, trace, res, t0)
-    except (HblError, ValueError, OSError) as exc:
-        print("guard_signal2: %s" % exc, file=sys.stderr)
-        return 2
+    if a.report:
+        if gsig.main(["--report"] + list(a.report)):
+            return 2
+        print("\n######## warm-up and handover price per signal and HSS")
+        diagnostics(gs.read_rows(a.report))
+        return 0
+    seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(gs.PORTFOLIO))
+
+    def run(trace, data, fp, h, s):
+        decide = SIGNALS[a.signal]()
+        res = gh.hybrid(data, fp, h, s, portfolio, decide=decide)
+        res["signal"] = a.signal
+        if isinstance(decide, Signal):
+            if decide.hold or decide.by_requests:
+                res["warm_after"] = decide.warm_after
+            if decide.priced:
+                res["price_at"] = decide.price_at
+        return res
+    gs.write_cells(a.out, a.trace, hss_list, seeds, run, a.allow_evaluation)
     return 0
 
 

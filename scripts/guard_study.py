@@ -27,6 +27,7 @@ leader's alone one told the live layout at each switch, paying its later moves i
 One JSON line per (trace, HSS, seed): the guard's and each member's alone latency, the switches.
 """
 import argparse
+import functools
 import json
 import os
 import pickle
@@ -440,6 +441,30 @@ def cells(traces, hss_list, seeds, allow_evaluation=False):
                 yield trace, data, fp, h, s
 
 
+def study_main(name):
+    """A study script's main(argv): an error (bad input, a file) is one line naming the script, exit status 2."""
+    def wrap(main):
+        @functools.wraps(main)
+        def run(argv=None):
+            try:
+                return main(argv)
+            except (HblError, ValueError, OSError) as exc:
+                print("%s: %s" % (name, exc), file=sys.stderr)
+                return 2
+        return run
+    return wrap
+
+
+def write_cells(out_path, traces, hss_list, seeds, fn, allow_evaluation=False):
+    """fn(trace, data, footprint, hss, seed) -> a result for each cell (cells()), written as a JSON line
+    (write_row) to out_path, appended, or to stdout."""
+    out = open(out_path, "a") if out_path else sys.stdout
+    for trace, data, fp, h, s in cells(traces, hss_list, seeds, allow_evaluation):
+        t0 = time.time()
+        write_row(out, trace, fn(trace, data, fp, h, s), t0)
+
+
+@study_main("guard_study")
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  epilog="Rule and figures: results/diagnosis/guard.txt")
@@ -458,30 +483,24 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if not a.trace and not a.report:
         ap.error("give --trace (to run) or --report (to read results)")
-    try:
-        if a.report:
-            report(read_rows(a.report))
-            return 0
-        if a.rule != "G" and a.resync:
-            raise HblError("--resync is variant R of rule G; rules F and H never re-sync")
-        if a.window <= 0 or not 0 <= a.margin < 1:
-            raise HblError("--window must be > 0, --margin in [0, 1)")
-        seeds, hss_list, portfolio = grid(a.seeds, a.hss, a.portfolio)
-        out = open(a.out, "a") if a.out else sys.stdout
-        for trace, data, fp, h, s in cells(a.trace, hss_list, seeds, a.allow_evaluation):
-            t0 = time.time()
-            if a.rule == "H":
-                sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-                import guard_hybrid   # rule H lives there (it imports this file)
-                res = guard_hybrid.hybrid(data, fp, h, s, portfolio, a.window, a.margin, a.check)
-            elif a.rule == "F":
-                res = follow(data, fp, h, s, portfolio, a.window, a.margin, a.check)
-            else:
-                res = guard(data, fp, h, s, portfolio, a.window, a.margin, a.check, a.resync)
-            write_row(out, trace, res, t0)
-    except (HblError, ValueError, OSError) as exc:
-        print("guard_study: %s" % exc, file=sys.stderr)
-        return 2
+    if a.report:
+        report(read_rows(a.report))
+        return 0
+    if a.rule != "G" and a.resync:
+        raise HblError("--resync is variant R of rule G; rules F and H never re-sync")
+    if a.window <= 0 or not 0 <= a.margin < 1:
+        raise HblError("--window must be > 0, --margin in [0, 1)")
+    seeds, hss_list, portfolio = grid(a.seeds, a.hss, a.portfolio)
+
+    def run(trace, data, fp, h, s):
+        if a.rule == "H":
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import guard_hybrid   # rule H lives there (it imports this file)
+            return guard_hybrid.hybrid(data, fp, h, s, portfolio, a.window, a.margin, a.check)
+        if a.rule == "F":
+            return follow(data, fp, h, s, portfolio, a.window, a.margin, a.check)
+        return guard(data, fp, h, s, portfolio, a.window, a.margin, a.check, a.resync)
+    write_cells(a.out, a.trace, hss_list, seeds, run, a.allow_evaluation)
     return 0
 
 
