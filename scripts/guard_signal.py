@@ -21,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_hybrid as gh  # noqa: E402
+import guard_report as gr  # noqa: E402
 import guard_study as gs  # noqa: E402
 
 
@@ -78,7 +79,7 @@ def normalized(rows, hss, seed, traces):
     cell = {(r["trace"], r["hss"], r["seed"]): r for r in rows}
     if not all((t, hss, seed) in cell for t in traces):
         return None
-    return gs.geomean([cell[(t, hss, seed)]["guard_us"] / cell[(t, hss, seed)]["alone_us"]["harmonia"]
+    return gr.geomean([cell[(t, hss, seed)]["guard_us"] / cell[(t, hss, seed)]["alone_us"]["harmonia"]
                        for t in traces])
 
 
@@ -141,7 +142,7 @@ def main(argv=None):
             groups.setdefault(label(r), []).append(r)
         for key, rs in groups.items():
             print("\n######## signal %s, portfolio harmonia + %d" % key)
-            gs.report(rs)
+            gr.report(rs)
         print("\n######## normalized: per seed, geomean over the traces of guard / harmonia alone (same cell)")
         compare(groups)
         return 0

@@ -27,6 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_hybrid as gh  # noqa: E402
+import guard_report as gr  # noqa: E402
 import guard_signal as gsig  # noqa: E402
 import guard_study as gs  # noqa: E402
 
@@ -119,7 +120,7 @@ def diagnostics(rows, out=sys.stdout):
         ratios = [s["next_us"] / s["alone_next_us"] for r in rs for s in r["switch_log"]
                   if "next_us" in s and s.get("alone_next_us", 0) > 0]
         if ratios:
-            line += "; handover price paid: geomean %.3f over %d switches" % (gs.geomean(ratios), len(ratios))
+            line += "; handover price paid: geomean %.3f over %d switches" % (gr.geomean(ratios), len(ratios))
         pa = [x for r in rs for x in r.get("price_at", [])]
         if any(x > 0 for x in pa):
             line += "; price added at its switches: %s" % " ".join("%.3f" % x for x in pa if x > 0)
