@@ -65,6 +65,27 @@ def resolve_agents(policy, hss, seed, params, plugin, load_agents):
     return load_agents, agents_from, params, not_loaded
 
 
+def oracle_best(run):
+    """The oracle's run: the best of its family.  No single future-aware construction is optimal for
+    latency in this model (absorbing writes on the fast device wins when the slow device has idle time
+    for the write-backs, bypassing wins when it has none), so the oracle is the best of its family per
+    run.  run(params) -> (result, reader), as simulate's."""
+    tried = [run(dict(v)) + (v,) for v in ORACLE_FAMILY]
+    out, reader, _ = min(tried, key=lambda t: t[0]["avg_latency_us"])
+    out["oracle_family"] = [dict(params=dict(v), avg_latency_us=r["avg_latency_us"]) for r, _, v in tried]
+    return out, reader
+
+
+def agents_label(policy, hss, agents_from, load_agents, not_loaded):
+    """A learning run's result keys saying which agents it started from (and why not the shipped ones)."""
+    out = {"agents_from": ("untrained" if not agents_from else str(agents_from) if load_agents
+                           else "pretrained:" + agents_from.stem)}
+    if not_loaded:
+        out["agents_not_loaded"] = ("the shipped agents of %s on %s could not be loaded with these parameters, "
+                                    "so it started untrained: %s" % (policy, hss, not_loaded))
+    return out
+
+
 def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, plugin=None, seed=1,
              fmt=None, lenient=False, reader_options=None, footprint=None, timeline=False,
              check=False, load_agents=None, save_agents=None, progress=None, shadow_dir=None, **options):
@@ -127,22 +148,10 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
             sim.save_agents(save_agents)
         return sim.result(timeline=timeline), reader
 
-    if policy == "oracle" and not parse_params(params):
-        # No single future-aware construction is optimal for latency in this model (absorbing
-        # writes on the fast device wins when the slow device has idle time for the write-backs,
-        # bypassing wins when it has none), so the oracle is the best of its family per run.
-        tried = [run(dict(v)) + (v,) for v in ORACLE_FAMILY]
-        out, reader, _ = min(tried, key=lambda t: t[0]["avg_latency_us"])
-        out["oracle_family"] = [dict(params=dict(v), avg_latency_us=r["avg_latency_us"]) for r, _, v in tried]
-    else:
-        out, reader = run(params)
+    out, reader = oracle_best(run) if policy == "oracle" and not parse_params(params) else run(params)
     out["trace"] = trace
     if "agents" in out or composite:
-        out["agents_from"] = ("untrained" if not agents_from else str(agents_from) if load_agents
-                              else "pretrained:" + agents_from.stem)
-        if not_loaded:
-            out["agents_not_loaded"] = ("the shipped agents of %s on %s could not be loaded with these parameters, "
-                                        "so it started untrained: %s" % (policy, hss, not_loaded))
+        out.update(agents_label(policy, hss, agents_from, load_agents, not_loaded))
     out["footprint_pages"] = footprint
     out["bad_lines_skipped"] = getattr(first if source else reader, "skipped", 0)
     return out
