@@ -39,7 +39,8 @@ def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=
     """Rule H on one trace: a dict as guard_study.guard's, with the live path's window trail.
     decide(cum=, trail=, active=, portfolio=, margin=) -> the member to switch to or None, after each full
     window but the last (cum: each member's cumulative alone mean, ns; trail: each member's window means
-    so far, us); rule_h by default, another switching signal for a study."""
+    so far, us); rule_h by default, another switching signal for a study (one with a bind(guard) method
+    is given the policy.Guard before the first window, to read its members and switch records)."""
     portfolio = tuple(portfolio or gs.PORTFOLIO)
     window = window or gs.WINDOW
     margin = gs.MARGIN if margin is None else margin
@@ -53,6 +54,8 @@ def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=
                 raise HblError("no shipped agents for %s on %s" % (p, hss))
     g = policy.Guard(cfg, caps, params=dict(window=window, margin=margin), seed=seed, agents=agents,
                      decide=decide, portfolio=portfolio, check_windows=check)
+    if hasattr(decide, "bind"):         # a signal that reads the guard itself (scripts/guard_signal2.py)
+        decide.bind(g)
     g.feed(data)
     g.finish()
     s = g.summary()

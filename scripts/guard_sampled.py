@@ -290,6 +290,7 @@ def report(rows, out=sys.stdout):
                   file=out)
 
 
+@gs.study_main("guard_sampled")
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="Figures: results/diagnosis/guard-sampled.txt")
     ap.add_argument("--trace", action="append", help="a training workload (repeatable)")
@@ -308,26 +309,21 @@ def main(argv=None):
     traces = (a.trace or []) + (DECIDE_SET if a.decide_set else [])
     if not traces and not a.report:
         ap.error("give --trace / --decide-set (to run) or --report (to read results)")
-    try:
-        if a.report:
-            report(gs.read_rows(a.report))
-            return 0
-        rates = [int(r) for r in a.rates.split(",")]
-        if any(r < 1 for r in rates) or a.window <= 0 or not 0 <= a.margin < 1:
-            raise HblError("--rates must be >= 1, --window > 0, --margin in [0, 1)")
-        seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, a.portfolio)
-        stored = load_stored(a.stored)
-        out = open(a.out, "a") if a.out else sys.stdout
-        for trace, data, _, h, s in gs.cells(traces, hss_list, seeds):   # training workloads only
-            t0 = time.time()
-            st = stored.get((trace, h, s))
-            same = st is not None and tuple(st["portfolio"]) == portfolio and st["window"] == a.window \
-                and st["margin"] == a.margin
-            res = cell(data, h, s, portfolio, a.window, a.margin, rates, st if same else None)
-            gs.write_row(out, trace, res, t0)
-    except (HblError, ValueError, OSError) as exc:
-        print("guard_sampled: %s" % exc, file=sys.stderr)
-        return 2
+    if a.report:
+        report(gs.read_rows(a.report))
+        return 0
+    rates = [int(r) for r in a.rates.split(",")]
+    if any(r < 1 for r in rates) or a.window <= 0 or not 0 <= a.margin < 1:
+        raise HblError("--rates must be >= 1, --window > 0, --margin in [0, 1)")
+    seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, a.portfolio)
+    stored = load_stored(a.stored)
+
+    def run(trace, data, _, h, s):
+        st = stored.get((trace, h, s))
+        same = st is not None and tuple(st["portfolio"]) == portfolio and st["window"] == a.window \
+            and st["margin"] == a.margin
+        return cell(data, h, s, portfolio, a.window, a.margin, rates, st if same else None)
+    gs.write_cells(a.out, traces, hss_list, seeds, run)     # training workloads only
     return 0
 
 

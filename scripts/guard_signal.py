@@ -18,13 +18,12 @@ import argparse
 import math
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_hybrid as gh  # noqa: E402
+import guard_report as gr  # noqa: E402
 import guard_study as gs  # noqa: E402
 
-from hbl.errors import HblError  # noqa: E402
 
 T_MIN_WINDOWS = 3
 T_MIN_STAT = 2.0
@@ -80,7 +79,7 @@ def normalized(rows, hss, seed, traces):
     cell = {(r["trace"], r["hss"], r["seed"]): r for r in rows}
     if not all((t, hss, seed) in cell for t in traces):
         return None
-    return gs.geomean([cell[(t, hss, seed)]["guard_us"] / cell[(t, hss, seed)]["alone_us"]["harmonia"]
+    return gr.geomean([cell[(t, hss, seed)]["guard_us"] / cell[(t, hss, seed)]["alone_us"]["harmonia"]
                        for t in traces])
 
 
@@ -123,6 +122,7 @@ def compare(groups, out=sys.stdout):
             p(line)
 
 
+@gs.study_main("guard_signal")
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  epilog="Rule and figures: results/diagnosis/guard-signal.txt")
@@ -136,27 +136,21 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if not a.trace and not a.report:
         ap.error("give --trace (to run) or --report (to read results)")
-    try:
-        if a.report:
-            groups = {}
-            for r in gs.read_rows(a.report):
-                groups.setdefault(label(r), []).append(r)
-            for key, rs in groups.items():
-                print("\n######## signal %s, portfolio harmonia + %d" % key)
-                gs.report(rs)
-            print("\n######## normalized: per seed, geomean over the traces of guard / harmonia alone (same cell)")
-            compare(groups)
-            return 0
-        seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(P9) if a.portfolio == "p9" else a.portfolio)
-        out = open(a.out, "a") if a.out else sys.stdout
-        for trace, data, fp, h, s in gs.cells(a.trace, hss_list, seeds, a.allow_evaluation):
-            t0 = time.time()
-            res = gh.hybrid(data, fp, h, s, portfolio, decide=SIGNALS[a.signal])
-            res["signal"] = a.signal
-            gs.write_row(out, trace, res, t0)
-    except (HblError, ValueError, OSError) as exc:
-        print("guard_signal: %s" % exc, file=sys.stderr)
-        return 2
+    if a.report:
+        groups = {}
+        for r in gs.read_rows(a.report):
+            groups.setdefault(label(r), []).append(r)
+        for key, rs in groups.items():
+            print("\n######## signal %s, portfolio harmonia + %d" % key)
+            gr.report(rs)
+        print("\n######## normalized: per seed, geomean over the traces of guard / harmonia alone (same cell)")
+        compare(groups)
+        return 0
+    seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(P9) if a.portfolio == "p9" else a.portfolio)
+
+    def run(trace, data, fp, h, s):
+        return dict(gh.hybrid(data, fp, h, s, portfolio, decide=SIGNALS[a.signal]), signal=a.signal)
+    gs.write_cells(a.out, a.trace, hss_list, seeds, run, a.allow_evaluation)
     return 0
 
 

@@ -97,7 +97,7 @@ def test_the_report_decides_only_on_traces_with_every_cell(tmp_path, capsys):
     for r in rows:                                   # the report reads harmonia's figure by name
         r["alone_us"]["harmonia"] = r["alone_us"]["slow-only"]
         r["guard_wall_s"]["harmonia"] = r["guard_wall_s"]["slow-only"]
-    verdict = g.report(rows)
+    verdict = script("guard_report").report(rows)
     text = capsys.readouterr().out
     assert "traces with every cell: 1 of 2" in text
     # better than "harmonia" (slow-only here) beyond the seeds, but slow-only's first window keeps it
