@@ -2,7 +2,6 @@
 another run stored has that run's figures, and `hbl compare`'s later seeds replay its first seed's."""
 import json
 
-import numpy as np
 import pytest
 
 from hbl import record
@@ -11,12 +10,18 @@ from hbl.errors import HblError
 from hbl.experiments.compare import compare
 from hbl.sim import footprint_pages, guard, simulate
 from hbl.sim.agent_files import shipped
-from hbl.sim.shadows import Replayed, ShadowStore
+from hbl.sim.shadows import Replayed, ShadowStore, window_digest
 from hbl.trace import open_trace
 
 T = "synth:log:requests=8000,seed=2"      # on perf with windows of 1,000: rule H switches twice
 W = 1000
 WALL = ("guard_wall_s", "alone_wall_s", "simulator_wall_s", "diagnostic_wall_s", "shared_members")
+
+
+def _no_times(r):
+    r = json.loads(json.dumps(r, default=str))
+    r.pop("requests_per_second")
+    return r
 
 
 def _figures(r):
@@ -78,14 +83,44 @@ def test_requests_the_simulator_skips_count_in_a_replayed_window(tmp_path):
 
 
 def test_a_replayed_member_refuses_a_window_of_another_length_and_one_too_many():
-    r = Replayed("lru", [(10.0, 3, 4), (30.0, 7, 8)], 0.1)     # one request of the first window skipped
-    r.feed(np.zeros(4))
+    d = window_digest(record.empty(4))
+    r = Replayed("lru", [(10.0, 3, 4, d), (30.0, 7, 8, d)], 0.1)     # one request of the first window skipped
+    r.feed(record.empty(4))
     assert (r.stats().latency_sum_ns, r.stats().requests) == (10.0, 3)
     with pytest.raises(HblError, match="window 2 has 3 requests, 4 were stored"):
-        r.feed(np.zeros(3))
-    r.feed(np.zeros(4))
+        r.feed(record.empty(3))
+    r.feed(record.empty(4))
     with pytest.raises(HblError, match="more windows than were stored"):
-        r.feed(np.zeros(4))
+        r.feed(record.empty(4))
+
+
+def test_a_store_of_another_trace_of_the_same_length_is_refused(tmp_path):
+    """The same key (a trace file rewritten at the same path, a store kept past its comparison): the
+    windows' lengths agree, their requests do not; replaying would give figures of the other trace."""
+    data = record.concat(list(open_trace(T)))
+    other = data.copy()
+    other["op"] = 1 - other["op"]                       # reads <-> writes: same length, same pages
+    cfg = load_hss("perf")
+    caps = cfg.capacity_pages(footprint_pages([data]), 4096)
+
+    def run(d):
+        g = guard.Guard(cfg, caps, params=dict(window=W), agents={"harmonia": shipped("harmonia", "perf", 1)},
+                        shadows=ShadowStore(str(tmp_path)), shadow_key="t")
+        g.feed(d)
+        return g.result()
+    run(data)
+    with pytest.raises(HblError, match="window 1 is not the one stored"):
+        run(other)
+
+
+def test_a_store_that_cannot_be_written_leaves_the_run_alone(tmp_path, monkeypatch):
+    import tempfile
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    r = simulate(T, hss="perf", policy="harmonia-guard", params={"window": W}, shadow_dir=str(tmp_path))
+    assert r["guard"]["shared_members"] == [] and list(tmp_path.iterdir()) == []
 
 
 def test_a_store_names_a_file_it_cannot_read_or_of_another_member(tmp_path):
@@ -104,10 +139,41 @@ def test_compare_runs_the_later_seeds_on_the_first_seeds_shadows():
     while the first runs simulates its members itself: the same figures, more time)."""
     s = compare(traces=[T], hss_list=("perf",), policies="lru,harmonia-guard", seeds=3, jobs=1, progress=False)
     runs = {r["seed"]: r for r in s["results"] if r["policy"] == "harmonia-guard"}
-    assert runs[1]["guard"]["shared_members"] == []
+    assert runs[1]["guard"]["shared_members"] == ["lru"]      # from compare's own lru cell
     assert runs[2]["guard"]["shared_members"] == runs[3]["guard"]["shared_members"] == list(guard.PORTFOLIO[1:])
     for seed, r in runs.items():
         alone = simulate(T, hss="perf", policy="harmonia-guard", seed=seed)
         assert r["avg_latency_us"] == alone["avg_latency_us"]
         assert r["guard"]["switch_log"] == alone["guard"]["switch_log"]
         assert r["guard"]["alone_us"] == alone["guard"]["alone_us"]
+
+
+@pytest.mark.parametrize("policy", ["lru", "arc", "lirs", "s3fifo", "wtinylfu", "smq"])
+def test_a_cell_recorded_for_the_guards_has_the_figures_of_one_that_is_not(tmp_path, policy):
+    """A policy's own run, fed in pieces that end at every window boundary of two window sizes and stored,
+    gives the same result as the plain run; a guard then replays it (the five baselines) with its figures."""
+    kw = dict(hss="cost", policy=policy, seed=1)
+    plain = simulate(T, **kw)
+    recorded = simulate(T, shadow_dir=str(tmp_path), shadow_windows=[W, 3 * W], **kw)
+    assert _no_times(recorded) == _no_times(plain)
+    assert len(list(tmp_path.iterdir())) == 2
+    if policy in guard.PORTFOLIO:
+        g = simulate(T, hss="cost", policy="harmonia-guard", params={"window": W}, shadow_dir=str(tmp_path))
+        assert policy in g["guard"]["shared_members"]
+        assert _figures(g) == _figures(simulate(T, hss="cost", policy="harmonia-guard", params={"window": W}))
+
+
+def test_learning_policies_and_other_parameters_are_not_recorded(tmp_path):
+    simulate(T, hss="perf", policy="harmonia", shadow_dir=str(tmp_path), shadow_windows=[W])
+    simulate(T, hss="perf", policy="lirs", params={"hir_share": 0.05}, shadow_dir=str(tmp_path), shadow_windows=[W])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_runs_every_seed_of_the_guard_on_its_members_cells():
+    s = compare(traces=[T], hss_list=("perf",), policies="lru,arc,lirs,s3fifo,wtinylfu,harmonia-guard", seeds=2,
+                jobs=1, progress=False)
+    runs = {r["seed"]: r for r in s["results"] if r["policy"] == "harmonia-guard"}
+    assert all(r["guard"]["shared_members"] == list(guard.PORTFOLIO[1:]) for r in runs.values())
+    for seed, r in runs.items():
+        assert _figures(r) == _figures(dict(simulate(T, hss="perf", policy="harmonia-guard", seed=seed),
+                                            trace=r["trace"], workload=r["workload"], seed=seed))

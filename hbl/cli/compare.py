@@ -30,8 +30,8 @@ def _add_compare(sub):
                        epilog=EPILOG_TRACES)
     c.add_argument("--hss", default="perf,cost", help="comma-separated HSS configs (default perf,cost)")
     c.add_argument("--policies", default="all", help="comma-separated policies, or all (default: every "
-                   "C policy; harmonia-guard, a composite at 8-9x harmonia's time for its first seed and about "
-                   "1.5x for the others, only when named)")
+                   "C policy; harmonia-guard, a composite at about 1.5x harmonia's time beside lru, arc, lirs, "
+                   "s3fifo and wtinylfu, whose runs it shares, only when named)")
     c.add_argument("--jobs", type=whole(1, 256), help="parallel simulations (default: number of cores)")
     c.add_argument("--synthetic-requests", type=whole(1, 1 << 40),
                    help="requests per synthetic workload of the default suite (default 1000000)")

@@ -41,7 +41,7 @@ def default_traces(synthetic_requests=None):
 
 def expand_policies(text):
     """Policies named, comma-separated (with the baseline), or "all": every C policy, never a composite
-    (harmonia-guard runs only when named: 8-9x harmonia's time for its first seed, ~1.5x for the others)."""
+    (harmonia-guard runs only when named: ~1.5x harmonia's time beside the baselines whose runs it shares)."""
     names = [n for n in policy_names() if n != "python"]
     if text in (None, "", "all"):
         return names
@@ -116,21 +116,29 @@ def compare(traces=None, hss_list=("perf", "cost"), policies=None, jobs=None, fm
         if not workloads:
             raise HblError("no workload with reads or writes to compare")
         cells = [c for c in cells if prepared[c["trace"]].footprint]
-        # longest first (a composite, its six simulators and copies; the oracle and the learning policies),
-        # so the pool does not end on one straggler; a composite's later seeds last, where its first seed
-        # has stored the alone runs they share (hbl/sim/shadows.py), so they run about a third as long
-        later = lambda c: c["policy"] in COMPOSITES and c["seed"] != seed
-        cells.sort(key=lambda c: (later(c), -(prepared[c["trace"]].footprint * (
-            20 if c["policy"] in COMPOSITES and not later(c) else 3 if c["policy"] in LEARNING | FUTURE else 1))))
+        # longest first (the oracle and the learning policies), so the pool does not end on one straggler;
+        # a composite last, its first seed first: the cells of its members that do not learn (lru, arc, ...)
+        # and then its first seed store their runs alone, which its later seeds replay (hbl/sim/shadows.py)
+        order = lambda c: (c["policy"] in COMPOSITES) + (c["policy"] in COMPOSITES and c["seed"] != seed)
+        cells.sort(key=lambda c: (order(c), -(prepared[c["trace"]].footprint * (
+            3 if c["policy"] in LEARNING | FUTURE | set(COMPOSITES) else 1))))
         pool = engine.LocalPool(jobs, strict=True, note=progress and (
-            lambda rec: "%s %s %s" % (rec["hss"], rec["policy"], labels[rec["trace"]])),
-            shared={"shadow_dir": os.path.join(work, "shadows")} if set(pols) & set(COMPOSITES) else None)
+            lambda rec: "%s %s %s" % (rec["hss"], rec["policy"], labels[rec["trace"]])), shared=shadows(cells, work))
         results = [_run_of(rec, labels) for rec in pool.run(cells, prepared, opts)]
     skipped = {labels[n]: t.skipped for n, t in prepared.items() if t.skipped}
     summary = summarize(results, workloads, list(hss_list), pols)
     summary["bad_lines_skipped"] = skipped
     summary["capture_requests"] = limit
     return summary
+
+
+def shadows(cells, work):
+    """run_cell's shared arguments when a composite is among the cells: a store of shared shadows in the
+    comparison's working directory, and the composites' window sizes (the other cells record their runs
+    for them)."""
+    from hbl.sim.guard import guard_params
+    windows = sorted({guard_params(c["params"])["window"] for c in cells if c["policy"] in COMPOSITES})
+    return dict(shadow_dir=os.path.join(work, "shadows"), shadow_windows=windows) if windows else None
 
 
 LONG = 100_000   # requests: a workload long enough for online learning to matter

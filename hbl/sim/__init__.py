@@ -21,6 +21,7 @@ from hbl.errors import HblError
 from hbl.trace import open_trace
 from hbl.sim.model import DEFAULTS, ORACLE_FAMILY
 from hbl.sim.registry import COMPOSITES, parse_params, wants_future
+from hbl.sim.shadows import recorder
 from hbl.sim.simulator import Simulator  # noqa: F401 (hbl.sim.Simulator, as everyone imports it)
 
 
@@ -65,9 +66,31 @@ def resolve_agents(policy, hss, seed, params, plugin, load_agents):
     return load_agents, agents_from, params, not_loaded
 
 
+def oracle_best(run):
+    """The oracle's run: the best of its family.  No single future-aware construction is optimal for
+    latency in this model (absorbing writes on the fast device wins when the slow device has idle time
+    for the write-backs, bypassing wins when it has none), so the oracle is the best of its family per
+    run.  run(params) -> (result, reader), as simulate's."""
+    tried = [run(dict(v)) + (v,) for v in ORACLE_FAMILY]
+    out, reader, _ = min(tried, key=lambda t: t[0]["avg_latency_us"])
+    out["oracle_family"] = [dict(params=dict(v), avg_latency_us=r["avg_latency_us"]) for r, _, v in tried]
+    return out, reader
+
+
+def agents_label(policy, hss, agents_from, load_agents, not_loaded):
+    """A learning run's result keys saying which agents it started from (and why not the shipped ones)."""
+    out = {"agents_from": ("untrained" if not agents_from else str(agents_from) if load_agents
+                           else "pretrained:" + agents_from.stem)}
+    if not_loaded:
+        out["agents_not_loaded"] = ("the shipped agents of %s on %s could not be loaded with these parameters, "
+                                    "so it started untrained: %s" % (policy, hss, not_loaded))
+    return out
+
+
 def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, plugin=None, seed=1,
              fmt=None, lenient=False, reader_options=None, footprint=None, timeline=False,
-             check=False, load_agents=None, save_agents=None, progress=None, shadow_dir=None, **options):
+             check=False, load_agents=None, save_agents=None, progress=None, shadow_dir=None, shadow_windows=(),
+             **options):
     """Simulate one policy on one trace; returns the result dict (see Simulator.result).
     progress, if given, wraps each pass over the trace: progress(chunks, what) -> chunks.
     load_agents: a file of saved agents, or a directory of them (hbl.sim.agent_files.in_directory:
@@ -76,8 +99,9 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     policy "harmonia-guard" (hbl/sim/guard.py) is a composite of Simulators: its harmonia member starts from
     the agents harmonia would; no plugin, no save_agents; its timeline has one row per window.  shadow_dir: a
     directory where runs of harmonia-guard on the same trace, HSS (by name) and options share the alone runs
-    of its members that do not learn (hbl/sim/shadows.py; `hbl compare` gives one to its seeds); other
-    policies ignore it."""
+    of its members that do not learn (hbl/sim/shadows.py; `hbl compare` gives one to its seeds); with
+    shadow_windows (the guards' window sizes), a run of such a policy with its default parameters is stored
+    there for them as they would run it alone."""
     composite = policy in COMPOSITES
     if composite and (plugin is not None or save_agents):
         raise HblError("policy %s cannot save agents (--save-agent) or take a Python plugin: it runs several "
@@ -98,15 +122,18 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
     caps = config.capacity_pages(footprint, page_size)
     load_agents, agents_from, params, not_loaded = resolve_agents(policy, hss, seed, params, plugin, load_agents)
 
+    # the identity of this run's alone members for a store of shared shadows (a named HSS only)
+    run_key = shadow_dir and isinstance(hss, str) and dict(
+        trace=str(trace), fmt=fmt, lenient=lenient, reader_options=reader_options, hss=hss, capacities=caps,
+        footprint=footprint, options=options)
+
     def run(params):
         nonlocal agents_from, not_loaded
         if composite:
             from hbl.sim.guard import build     # its harmonia member loads the agents
             sim = build(config, caps, seed=seed, params=parse_params(params, policy), agents_from=agents_from,
-                        reread=lambda: watch(reopen(), "rebuilding a copy"),
-                        shadow_dir=isinstance(hss, str) and shadow_dir,
-                        shadow_key=dict(trace=str(trace), fmt=fmt, lenient=lenient, reader_options=reader_options,
-                                        hss=hss, capacities=caps, footprint=footprint, options=options), **options)
+                        reread=lambda: watch(reopen(), "rebuilding a copy"), shadow_dir=run_key and shadow_dir,
+                        shadow_key=run_key, **options)
         else:
             sim = Simulator(config, policy, caps, params=params, plugin=plugin, seed=seed, **options)
         if agents_from and load_agents and not composite:
@@ -119,30 +146,22 @@ def simulate(trace, hss="cost", policy="lru", fast_capacity=None, params=None, p
         if data is not None:
             sim.set_future(data)
         reader = source if source else reopen()
+        rec = not composite and plugin is None and recorder(sim, parse_params(params), shadow_dir, shadow_windows,
+                                                             run_key)
         for chunk in watch(reader, "simulating"):
-            sim.feed(chunk)
+            (rec or sim).feed(chunk)
+        if rec:
+            rec.finish()
         if check:
             sim.check()
         if save_agents:
             sim.save_agents(save_agents)
         return sim.result(timeline=timeline), reader
 
-    if policy == "oracle" and not parse_params(params):
-        # No single future-aware construction is optimal for latency in this model (absorbing
-        # writes on the fast device wins when the slow device has idle time for the write-backs,
-        # bypassing wins when it has none), so the oracle is the best of its family per run.
-        tried = [run(dict(v)) + (v,) for v in ORACLE_FAMILY]
-        out, reader, _ = min(tried, key=lambda t: t[0]["avg_latency_us"])
-        out["oracle_family"] = [dict(params=dict(v), avg_latency_us=r["avg_latency_us"]) for r, _, v in tried]
-    else:
-        out, reader = run(params)
+    out, reader = oracle_best(run) if policy == "oracle" and not parse_params(params) else run(params)
     out["trace"] = trace
     if "agents" in out or composite:
-        out["agents_from"] = ("untrained" if not agents_from else str(agents_from) if load_agents
-                              else "pretrained:" + agents_from.stem)
-        if not_loaded:
-            out["agents_not_loaded"] = ("the shipped agents of %s on %s could not be loaded with these parameters, "
-                                        "so it started untrained: %s" % (policy, hss, not_loaded))
+        out.update(agents_label(policy, hss, agents_from, load_agents, not_loaded))
     out["footprint_pages"] = footprint
     out["bad_lines_skipped"] = getattr(first if source else reader, "skipped", 0)
     return out

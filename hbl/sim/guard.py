@@ -21,8 +21,9 @@ simulator itself.  The guard's figures are the live path's, segment by segment.
 Its cost: six simulators plus the copies, 8-9x harmonia's simulation time on the guard study's held-out
 workloads (4-24x per cell, results/diagnosis/guard-policy.txt), and a switch reads the trace so far
 again.  Runs that share a trace, an HSS and options (`hbl compare`'s seeds) share the alone runs of the
-members that do not learn through a store (hbl/sim/shadows.py, `shadows=`): only the first simulates them
-(the further seeds of `hbl compare` then cost about 1.5x harmonia's time, 3.8x over three seeds).
+members that do not learn through a store (hbl/sim/shadows.py, `shadows=`), which `hbl compare`'s cells of
+those policies fill as they run: there the guard costs about 1.5x harmonia's time (without those cells its
+first seed runs them, 3.8x over three seeds).
 It cannot drive a live device.
 """
 import math
@@ -33,7 +34,8 @@ import numpy as np
 from hbl import record
 from hbl.core import ffi, lib
 from hbl.errors import HblError
-from hbl.sim.registry import COMPOSITES, all_policy_names, refuse_live
+from hbl.sim.registry import COMPOSITES, refuse_live
+from hbl.sim.shadows import ShadowStore, shareable, window_digest
 from hbl.sim.simulator import Simulator
 
 NAME = "harmonia-guard"
@@ -190,19 +192,12 @@ def build(config, capacities_pages, seed=1, params=None, agents_from=None, shado
     file, as simulate resolves harmonia's: the shipped ones for the HSS preset and seed; None: untrained);
     with shadow_dir, its shareable members shared through a ShadowStore there (kw's shadow_key says whose)."""
     if shadow_dir:
-        from hbl.sim.shadows import ShadowStore
         kw["shadows"] = ShadowStore(shadow_dir)
     else:
         kw.pop("shadow_key", None)
     return Guard(config, capacities_pages, params=params, seed=seed,
                  agents={"harmonia": agents_from} if agents_from else None, **kw)
 
-
-def shareable(portfolio):
-    """The members whose alone runs a store may share between seeds: those that do not learn (the simulator
-    and their policies draw no random number), never the first (it is the live path until a switch)."""
-    learns = set(all_policy_names("learns"))
-    return [m for m in portfolio[1:] if m not in learns]
 
 
 class Guard:
@@ -304,6 +299,7 @@ class Guard:
             self.switch(self.decide(cum=self.cum, trail=self.trail, active=self.active, portfolio=self.portfolio,
                                     margin=self.margin))
         self.fed += len(chunk)              # requests fed so far (a skipped one, of no page, too)
+        digest = self.to_store and window_digest(chunk)
         means = self.means = {}             # each member's mean over this window, ns
         self.cum = {}                       # ... and since the start
         for m, sim in self.alone.items():
@@ -314,7 +310,7 @@ class Guard:
             means[m] = d_sum / d_n if d_n else 0.0
             self.cum[m] = st.latency_sum_ns / st.requests if st.requests else 0.0
             if m in self.to_store:
-                self.to_store[m].append((st.latency_sum_ns, st.requests, self.fed))
+                self.to_store[m].append((st.latency_sum_ns, st.requests, self.fed, digest))
             if m == self.active and self.live is None:
                 live_d = (d_sum, d_n)
         if self.live is not None:

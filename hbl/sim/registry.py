@@ -33,8 +33,8 @@ COMPOSITES = {
     "harmonia-guard": dict(
         description="harmonia guarded by lru, arc, lirs, s3fifo and wtinylfu run alongside, switching to the "
                     "cumulative leader (rule H, results/diagnosis/guard.txt); a composite in Python, 8-9x "
-                    "harmonia's simulation time (more on some workloads), about 1.5x for hbl compare's further "
-                    "seeds, which replay the first seed's baselines; no live device",
+                    "harmonia's simulation time alone (more on some workloads); in hbl compare about 1.5x, its "
+                    "baselines' runs shared with their own cells and between seeds; no live device",
         capabilities=["learns", "composite"],
         params={"window": dict(default=10000.0, description="requests per window: it may switch after each full one"),
                 "margin": dict(default=0.02, description="switch when the cumulative leader beats the active "
