@@ -131,11 +131,7 @@ def main(argv=None):
     ap.add_argument("--signal", choices=sorted(SIGNALS), default="H", help="the switching decision (default H)")
     ap.add_argument("--portfolio", default=",".join(gs.PORTFOLIO),
                     help="members, the first active at the start (p9: [F]'s nine non-learning members)")
-    ap.add_argument("--allow-evaluation", action="store_true",
-                    help="allow an evaluation workload (a report after the decision, never to decide)")
-    a = ap.parse_args(argv)
-    if not a.trace and not a.report:
-        ap.error("give --trace (to run) or --report (to read results)")
+    a = gs.parse_run_or_report(ap, argv)
     if a.report:
         groups = {}
         for r in gs.read_rows(a.report):

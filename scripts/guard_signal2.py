@@ -134,11 +134,7 @@ def main(argv=None):
     gs.add_grid_args(ap, "guard_signal.py's report per signal against rule H (rows without a signal) and this "
                      "round's diagnostics instead of running")
     ap.add_argument("--signal", choices=sorted(SIGNALS), default="H", help="the switching decision (default H)")
-    ap.add_argument("--allow-evaluation", action="store_true",
-                    help="allow an evaluation workload (a report after the decision, never to decide)")
-    a = ap.parse_args(argv)
-    if not a.trace and not a.report:
-        ap.error("give --trace (to run) or --report (to read results)")
+    a = gs.parse_run_or_report(ap, argv)
     if a.report:
         if gsig.main(["--report"] + list(a.report)):
             return 2

@@ -286,13 +286,25 @@ def grid(seeds, hss, portfolio):
     return seeds, hss_list, members
 
 
-def add_grid_args(ap, report_help):
-    """The arguments the guard scripts share: --trace (repeatable), --report, --hss, --seeds, --out."""
+def add_grid_args(ap, report_help, allow_evaluation=True):
+    """The arguments the guard scripts share: --trace (repeatable), --report, --hss, --seeds, --out and, for a
+    script that may report on evaluation workloads, --allow-evaluation."""
     ap.add_argument("--trace", action="append", help="a training workload (repeatable)")
     ap.add_argument("--report", nargs="+", metavar="JSONL", help=report_help)
     ap.add_argument("--hss", default="perf,cost", help="HSS presets, comma-separated (default perf,cost)")
     ap.add_argument("--seeds", default="1,2,3", help="online seeds, comma-separated (default 1,2,3)")
     ap.add_argument("--out", help="append JSON lines here (default stdout)")
+    if allow_evaluation:
+        ap.add_argument("--allow-evaluation", action="store_true",
+                        help="allow an evaluation workload (a report after the decision, never to decide)")
+
+
+def parse_run_or_report(ap, argv):
+    """The arguments, with --trace (to run) or --report (to read results) given."""
+    a = ap.parse_args(argv)
+    if not a.trace and not a.report:
+        ap.error("give --trace (to run) or --report (to read results)")
+    return a
 
 
 def cells(traces, hss_list, seeds, allow_evaluation=False):
@@ -341,11 +353,7 @@ def main(argv=None):
     ap.add_argument("--rule", choices=("G", "F", "H"), default="G", help="G: switch by last-window latency ([A]; "
                     "with --resync, variant R [B]); F: follow the cumulative leader, adopt its trajectory, "
                     "charge the copies ([C]); H: F's signal, G's handover into a live copy ([D])")
-    ap.add_argument("--allow-evaluation", action="store_true",
-                    help="allow an evaluation workload (a report after the decision, never to decide)")
-    a = ap.parse_args(argv)
-    if not a.trace and not a.report:
-        ap.error("give --trace (to run) or --report (to read results)")
+    a = parse_run_or_report(ap, argv)
     if a.report:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import guard_report     # the tables and the verdict
