@@ -199,7 +199,6 @@ def build(config, capacities_pages, seed=1, params=None, agents_from=None, shado
                  agents={"harmonia": agents_from} if agents_from else None, **kw)
 
 
-
 class Guard:
     """Rule H as one simulation: feed(chunk), check(), result(timeline=) as a Simulator's.
     agents: {member: saved agents file} for the learning members (harmonia's, as simulate resolves it;
@@ -231,7 +230,7 @@ class Guard:
         self.shadows, self.keys, self.to_store, self.shared = shadows, {}, {}, []
         if shadows is not None:
             for m in shareable(self.portfolio):
-                self.keys[m] = shadows.key(run=shadow_key, member=m, window=self.window)
+                self.keys[m] = shadows.key(shadow_key, m, self.window)
         self.alone = {m: self.alone_member(m) for m in self.portfolio}
         self.ndev = self.alone[self.portfolio[0]].ndev
         self.active = self.portfolio[0]

@@ -38,7 +38,7 @@ def recorder(sim, params, directory, windows, run_key):
     if not (directory and windows and run_key) or params or sim.policy in set(all_policy_names("learns")):
         return None
     store = ShadowStore(directory)
-    return Recorder(sim, store, {int(w): store.key(run=run_key, member=sim.policy, window=int(w)) for w in windows})
+    return Recorder(sim, store, {int(w): store.key(run_key, sim.policy, w) for w in windows})
 
 
 def window_digest(chunk, crc=0):
@@ -102,8 +102,10 @@ class ShadowStore:
         os.makedirs(directory, exist_ok=True)
 
     @staticmethod
-    def key(**ident):
-        """A key from everything the member's run depends on (json-able values)."""
+    def key(run, member, window):
+        """Member's run alone in windows of `window` requests, in the run that run (simulate()'s run_key:
+        trace, HSS, capacities, options; json-able) names: the one key a guard and a Recorder both use."""
+        ident = dict(run=run, member=member, window=int(window))
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
     def path(self, key):
