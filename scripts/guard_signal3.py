@@ -15,7 +15,9 @@ device differs between the live layout and b's alone layout, priced at a 4 KiB r
     .venv/bin/python scripts/guard_signal3.py --signal E1 --trace synth:src:requests=100000,seed=2 --hss perf
 One JSON line per (trace, HSS, seed), guard_study's, with "signal" and (E1, E2, HX) "events": every decision
 where rule H would switch; --report prints guard_signal.py's report (against rule H's rows) and this round's
-diagnostics (blocked switches, the estimate against the price paid).
+diagnostics (blocked switches, the estimate against the price paid); --report ROWS --suite JSON sets the rows'
+guard against an `hbl compare` JSON's best non-learning policy on the same traces (the default suite's short
+slices, a report only).
 """
 import argparse
 import math
@@ -111,6 +113,20 @@ def paid_of(row):
             for s in row["switch_log"] if "next_us" in s and "stay_us" in s}
 
 
+def segment_paid(row, sw, against=None):
+    """What the live copy of switch sw paid against member `against` alone (default: the same member, sw's
+    "to") over the windows it was live (until the next switch or the trace's end): sum of (live window mean -
+    that member's alone window mean) x the window's requests, us.  Against sw's "frm" and negated: what the
+    switch gained over staying (the old member alone standing in for it)."""
+    k = sw["after"] // row["window"]
+    ends = [s["after"] // row["window"] for s in row["switch_log"] if s["after"] > sw["after"]]
+    end = min(ends) if ends else len(row["live_us"])
+    full = row["requests"] // row["window"]
+    ref = row["window_us"][against or sw["to"]]
+    return sum((row["live_us"][j] - ref[j]) * (row["window"] if j < full else row["requests"] - full * row["window"])
+               for j in range(k, end))
+
+
 def spearman(xs, ys):
     """Spearman's rank correlation (average ranks for ties); None under 3 pairs."""
     if len(xs) < 3:
@@ -151,15 +167,18 @@ def diagnostics(rows, out=sys.stdout):
         blocked = [(r, e) for r in rs for e in r["events"] if not e["switched"]]
         line = "%-2s %-5s %d cells: rule H would switch %d times, %s switched %d, blocked %d" % (
             sig, h, len(rs), len(ev), sig, len(ev) - len(blocked), len(blocked))
-        known = paid = 0
+        known = paid = seg_paid = 0
         for r, e in blocked:
             hr = h_cells.get((r["trace"], r["hss"], r["seed"]))
             got = paid_of(hr).get((e["after"], e["frm"], e["to"])) if hr else None
             if got is not None:
+                sw = [s for s in hr["switch_log"] if (s["after"], s["frm"], s["to"]) == (e["after"], e["frm"], e["to"])]
                 known, paid = known + 1, paid + got
-        line += "; of the blocked, %d are rule H's own switches (same cell, window, members), %d of them " \
-                "had paid in H's run" % (known, paid)
-        est, act, ratio = [], [], []
+                seg_paid += segment_paid(hr, sw[0], sw[0]["frm"]) < 0
+        line += "; of the blocked, %d are rule H's own switches (same cell, window, members): %d of them had " \
+                "paid in H's run in their next window, %d over their live segment against the old member " \
+                "alone" % (known, paid, seg_paid)
+        est, act, ratio, seg, fits = [], [], [], [], [0] * 5
         for r in rs:
             logs = {(s["after"], s["frm"], s["to"]): s for s in r["switch_log"]}
             for e in r["events"]:
@@ -168,6 +187,12 @@ def diagnostics(rows, out=sys.stdout):
                     est.append(e["price_us"])
                     act.append((s["next_us"] - s["alone_next_us"]) * r["window"])
                     ratio.append(s["next_us"] / s["alone_next_us"])
+                    seg.append(segment_paid(r, s))
+                    fits[0] += e["gain_window_us"] > e["price_us"]
+                    fits[1] += e["gain_fed_us"] > e["price_us"]
+                    fits[2] += s["next_us"] < s["stay_us"]
+                    fits[3] += e["pages"] == s["pages_moved"]
+                    fits[4] += segment_paid(r, s, s["frm"]) < 0
         if est:
             rho = spearman(est, act)
             pos = [(e, a) for e, a in zip(est, act) if a > 0]
@@ -177,7 +202,51 @@ def diagnostics(rows, out=sys.stdout):
                          len(est), sorted(est)[len(est) // 2], sorted(act)[len(act) // 2], len(pos), len(est),
                          "%.2f" % gr.geomean([e / a for e, a in pos if e > 0]) if any(e > 0 for e, _ in pos) else "-",
                          "%.2f" % rho if rho is not None else "-", gr.geomean(ratio)))
+            rho = spearman(est, seg)
+            line += ("\n    paid over the whole live segment ((live - the member alone) x window, summed until the "
+                     "next switch or the end): median %.0f us (%d of %d positive); Spearman(estimate, it) %s; of these "
+                     "switches the gain exceeded the estimate over one window in %d, over the requests fed in %d; "
+                     "%d paid in their next window, %d over their live segment against the old member alone; pages "
+                     "priced = pages the handover moved in %d" % (
+                         sorted(seg)[len(seg) // 2], sum(x > 0 for x in seg), len(seg),
+                         "%.2f" % rho if rho is not None else "-", fits[0], fits[1], fits[2], fits[4], fits[3]))
         p(line)
+
+
+def against_suite(rows, suite, out=sys.stdout):
+    """Per signal and HSS, the rows' guard against an `hbl compare` JSON (suite) on the same traces: per seed,
+    the geomean over the traces of guard_us / the mean latency of the best non-learning policy by geomean there
+    (as compare's summary picks it), and harmonia's from the suite the same way; switches."""
+    import json
+    from hbl.experiments.tables import LEARNING, REFERENCES
+    p = lambda *a: print(*a, file=out)
+    with open(suite) as f:
+        runs = json.load(f)["results"]
+    for h in sorted({r["hss"] for r in rows}):
+        traces = sorted({r["trace"] for r in rows if r["hss"] == h})
+        lat = {}
+        for r in runs:
+            if r["hss"] == h and r["trace"] in traces:
+                lat.setdefault((r["trace"], r["policy"]), {})[r["seed"]] = r["avg_latency_us"]
+        mean = lambda t, pol: sum(lat[(t, pol)].values()) / len(lat[(t, pol)])
+        pols = {pol for _, pol in lat if pol not in LEARNING | REFERENCES
+                and all((t, pol) in lat for t in traces)}
+        if not pols:
+            raise ValueError("%s: no non-learning policy on every trace of the rows (%s)" % (suite, h))
+        best = min(sorted(pols), key=lambda pol: gr.geomean([mean(t, pol) for t in traces]))
+        seeds = sorted({r["seed"] for r in rows if r["hss"] == h})
+        p("%s, %d traces: the best non-learning policy of %s by geomean: %s" % (h, len(traces), suite, best))
+        if all((t, "harmonia") in lat for t in traces):
+            p("  harmonia (the suite's) / %s per seed: %s" % (best, " ".join(
+                "%.4f" % gr.geomean([lat[(t, "harmonia")][s] / mean(t, best) for t in traces]) for s in seeds)))
+        for sig in sorted({r.get("signal", "H") for r in rows if r["hss"] == h}):
+            cell = {(r["trace"], r["seed"]): r for r in rows if r["hss"] == h and r.get("signal", "H") == sig}
+            if not all((t, s) in cell for t in traces for s in seeds):
+                continue
+            p("  %-2s guard / %s per seed: %s; switches %d in %d cells (%d cells with a decision)" % (
+                sig, best, " ".join("%.4f" % gr.geomean([cell[(t, s)]["guard_us"] / mean(t, best) for t in traces])
+                                    for s in seeds), sum(c["switches"] for c in cell.values()), len(cell),
+                sum(c["requests"] > c["window"] for c in cell.values())))
 
 
 @gs.study_main("guard_signal3")
@@ -187,7 +256,12 @@ def main(argv=None):
     gs.add_grid_args(ap, "guard_signal.py's report per signal against rule H (rows without a signal) and this "
                      "round's diagnostics instead of running")
     ap.add_argument("--signal", choices=sorted(SIGNALS), default="H", help="the switching decision (default H)")
+    ap.add_argument("--suite", metavar="JSON", help="with --report: the rows against an `hbl compare` JSON's best "
+                    "non-learning policy on the same traces instead (results/quality/guard-suite.json)")
     a = gs.parse_run_or_report(ap, argv)
+    if a.report and a.suite:
+        against_suite(gs.read_rows(a.report), a.suite)
+        return 0
     if a.report:
         if gsig.main(["--report"] + list(a.report)):
             return 2

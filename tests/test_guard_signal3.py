@@ -118,3 +118,25 @@ def test_on_a_real_trace_the_events_are_rule_hs_would_be_switches():
     assert all(e["price_us"] > 0 and e["pages"] > 0 for e in ev)
     e1, ev1 = rows["E1"]
     assert e1["switches"] == sum(e["switched"] for e in ev1) <= h["switches"]
+
+
+def test_against_suite_divides_by_the_best_non_learning_policy_by_geomean(tmp_path):
+    import io
+    import json
+    g = script("guard_signal3")
+    runs = [dict(hss="cost", trace=t, policy=p, seed=s, avg_latency_us=v)
+            for t, vals in (("a", dict(lru=10.0, arc=20.0, harmonia=15.0, oracle=1.0)),
+                            ("b", dict(lru=40.0, arc=10.0, harmonia=30.0, oracle=1.0)))
+            for p, v in vals.items() for s in (1, 2)]
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps(dict(results=runs)))
+    rows = [dict(hss="cost", trace=t, seed=s, signal=sig, guard_us=v, switches=0, requests=5, window=10)
+            for sig, vals in (("H", dict(a=10.0, b=20.0)), ("E1", dict(a=20.0, b=20.0)))
+            for t, v in vals.items() for s in (1, 2)]
+    out = io.StringIO()
+    g.against_suite(rows, str(suite), out)
+    text = out.getvalue()
+    # arc: geomean(20, 10) = 14.1 < lru's 20: the oracle, a reference, is never the best
+    assert "by geomean: arc" in text
+    assert "H  guard / arc per seed: 1.0000 1.0000" in text           # (10/20 x 20/10) ** 0.5
+    assert "E1 guard / arc per seed: 1.4142 1.4142" in text           # (20/20 x 20/10) ** 0.5
