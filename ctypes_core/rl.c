@@ -40,6 +40,7 @@ void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const st
     f->nbins[HBL_F_DEVICE] = (uint8_t)s->cfg.ndev;
     f->nbins[HBL_F_SINCE_MIG] = 64;
     f->nbins[HBL_F_QUEUE] = 4;
+    f->nbins[HBL_F_REUSE] = 8;
     /* 63 log bins: 3 per octave reach 2^21 requests, 4 per octave 2^15.75 accesses */
     f->per_octave[HBL_F_INTERVAL] = setting(p, S_octave_interval, s);
     f->per_octave[HBL_F_COUNT] = setting(p, S_octave_count, s);
@@ -79,6 +80,16 @@ void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, 
     uint32_t backlog = s->cfg.bg.backlog_pages;
     uint64_t qb = backlog ? 4 * q / backlog : 3;
     out[HBL_F_QUEUE] = (uint8_t)(qb > 3 ? 3 : qb);
+    int rb = (int)(8 * f->reuse);
+    out[HBL_F_REUSE] = (uint8_t)(rb < 0 ? 0 : rb > 7 ? 7 : rb);
+}
+
+void hbl_features_see(struct hbl_features *f, const struct hbl_sim *s, uint32_t slot)
+{
+    uint64_t last = s->pt.last[slot];
+    int hit = last != HBL_NEVER && s->nreq - last <= hbl_characteristic_time(s);
+    double every = s->cfg.migrate_every ? (double)s->cfg.migrate_every : 1.0;
+    f->reuse += ((double)hit - f->reuse) / every;
 }
 
 static double prm(const struct hbl_params *p, const char *prefix, const char *key, double dflt)
@@ -225,6 +236,7 @@ void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s
 {
     int write = r->op == HBL_OP_WRITE;
     uint8_t state[HBL_NFEATURES];
+    if (pa->nfeatures > HBL_F_REUSE) hbl_features_see(&pa->feat, s, slots[0]);
     hbl_features_encode(&pa->feat, s, write, (uint32_t)n, slots[0], state);
     if (pa->page_reward == 2) {
         credit(pa->ag, &pa->feat, &pa->evalq, s, pa->unit, pa->space, NULL);

@@ -17,21 +17,29 @@
 /* The 7-feature state of Harmonia (arXiv:2503.20507, its state table); Sibyl used the first six.
  * HBL_F_QUEUE is ours and opt-in (harmonia's queue_feature=1, an experiment: results/diagnosis/writeonly.txt):
  * how full the background queues an eviction from the fastest device uses are, i.e. whether
- * absorbing a write there now makes its eviction synchronous.  Agents see a prefix of the state. */
+ * absorbing a write there now makes its eviction synchronous.  HBL_F_REUSE is ours and opt-in too
+ * (reuse_feature=1, which needs queue_feature=1: an experiment, results/pretrain/reuse.txt): the
+ * workload's regime, as the share of recent requests whose page was accessed before within the
+ * fastest device's characteristic time (hbl_characteristic_time), i.e. about the hit ratio an LRU
+ * fast device of its size would have now; a running share with weight 1 / migrate_every (a round),
+ * in eighths.  Agents see a prefix of the state. */
 enum { HBL_F_TYPE, HBL_F_SIZE, HBL_F_INTERVAL, HBL_F_COUNT, HBL_F_FREE, HBL_F_DEVICE, HBL_F_SINCE_MIG,
-       HBL_F_QUEUE, HBL_NFEATURES };
+       HBL_F_QUEUE, HBL_F_REUSE, HBL_NFEATURES };
 
 struct hbl_features {
     uint8_t nbins[HBL_NFEATURES];
     double per_octave[HBL_NFEATURES];   /* log-scale features: bins per doubling */
     int64_t spare;   /* pages of the fastest device counted as free (HBL_F_FREE): pages the policy lets
                         go first whenever anything needs room there; 0 unless the policy sets it */
+    double reuse;    /* HBL_F_REUSE's running share (hbl_features_see); 0 for an agent that sees no more */
 };
 
 void hbl_features_init(struct hbl_features *f, const struct hbl_sim *s, const struct hbl_params *p);
 /* State of page `slot` for a request of `npages` pages (write or not). */
 void hbl_features_encode(const struct hbl_features *f, const struct hbl_sim *s, int write,
                          uint32_t npages, uint32_t slot, uint8_t *out);
+/* HBL_F_REUSE: count a request on page `slot` (its first), before its access is recorded (pt.last). */
+void hbl_features_see(struct hbl_features *f, const struct hbl_sim *s, uint32_t slot);
 /*
  * The hyper-parameters, one row each; adding one is one line here (and, for an
  * agent's, its field in struct hbl_agent_config).  Every value can be
@@ -163,7 +171,7 @@ void hbl_agent_config_init(struct hbl_agent_config *c, const struct hbl_features
 struct hbl_placement_agent {
     struct hbl_agent *ag;
     struct hbl_features feat;
-    int nfeatures;          /* 6 (Sibyl) or 7 (Harmonia; 8 with queue_feature=1) */
+    int nfeatures;          /* 6 (Sibyl) or 7 (Harmonia; 8 with queue_feature=1, 9 with reuse_feature=1 too) */
     int act_on_reads;
     double penalty, lref, evict_ns;
     uint8_t state[16];

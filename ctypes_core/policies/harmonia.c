@@ -30,6 +30,10 @@ static const struct hbl_param_doc params[] = {
     HBL_FEATURE_SETTINGS(HBL_SETTING_DOC)
     {"queue_feature", "1: the placement agent also sees how full the background queues of its evictions are "
                       "(an 8th feature; agents trained without it do not load) [ours, an experiment]"},
+    {"reuse_feature", "1: the placement agent also sees the workload's regime: the share of recent requests whose page "
+                      "was accessed before within the fastest device's characteristic time (about the hit ratio of an LRU "
+                      "fast device of its size), a running share over a round of migrate_every requests, in eighths "
+                      "(a 9th feature; needs queue_feature=1) [ours, an experiment, results/pretrain/reuse.txt]"},
     {"read_admit", "reads the placement agent does not place: 0 stay where they are; 1 a read promotes its pages "
                    "to the fastest device (promote on miss); 2 as 1, but while that device is full only a page "
                    "accessed at least as often as its least recently used page; 3 promote or stay as learned "
@@ -111,7 +115,17 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     st->use_migration = migration;
     double admit = hbl_param(p, "read_admit", 0);
     if (hbl_admit_init(&st->admit, s, admit == (int)admit ? (int)admit : -1, err, errlen)) goto fail;
-    int nfeatures = hbl_param(p, "queue_feature", 0) ? HBL_NFEATURES : HBL_F_QUEUE;
+    double reuse = hbl_param(p, "reuse_feature", 0);
+    if (reuse != 0 && reuse != 1) {
+        snprintf(err, errlen, "reuse_feature must be 0 or 1");
+        goto fail;
+    }
+    int queue = hbl_param(p, "queue_feature", 0) != 0;
+    if (reuse && !queue) {   /* agents see a prefix of the state: the reuse share comes after the queue's */
+        snprintf(err, errlen, "reuse_feature=1 needs queue_feature=1 (its feature is the 9th, after the queue's)");
+        goto fail;
+    }
+    int nfeatures = reuse ? HBL_F_REUSE + 1 : queue ? HBL_F_QUEUE + 1 : HBL_F_QUEUE;
     if (placement && hbl_placement_agent_init(&st->pa, s, p, nfeatures, migration ? &with_migration : &alone,
                                               err, errlen))
         goto fail;

@@ -61,7 +61,7 @@ def resolve_agents(policy, hss, seed, params, plugin, load_agents):
         except ContradictingParams as e:
             if load_agents:
                 raise
-            # shipped agents of another queue_feature than asked for: it starts untrained
+            # shipped agents of another queue_feature (reuse_feature) than asked for: it starts untrained
             agents_from, not_loaded = None, str(e)
     return load_agents, agents_from, params, not_loaded
 

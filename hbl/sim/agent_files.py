@@ -44,9 +44,11 @@ def in_directory(directory, policy, hss, seed):
 
 
 #: The policies whose first agent is the placement agent that harmonia's queue_feature=1 widens from
-#: Harmonia's 7 state features to 8 (ctypes_core/policies/harmonia.c; tests/test_agent.py checks the list).
+#: Harmonia's 7 state features to 8, and reuse_feature=1 (with it) to 9 (ctypes_core/policies/harmonia.c;
+#: tests/test_agent.py checks the list).
 QUEUE_FEATURE_POLICIES = ("harmonia", "harmonia-placement-only")
 QUEUE_FEATURES = 8
+REUSE_FEATURES = 9
 
 
 class ContradictingParams(HblError):
@@ -55,10 +57,11 @@ class ContradictingParams(HblError):
 
 def run_params(path, policy, params):
     """The parameters (a dict, as hbl.sim.registry.parse_params gives) a run of `policy` needs to load the
-    agents in `path`: an agent file carries its placement agent's width, so one of 8 features runs
-    with queue_feature=1 and one of 7 without, whatever the caller passed; an explicit queue_feature
-    that contradicts the file is an error naming it (ContradictingParams; a file it cannot read, an
-    HblError).  Other policies' parameters are returned as given."""
+    agents in `path`: an agent file carries its placement agent's width, so one of 9 features runs with
+    queue_feature=1 and reuse_feature=1, one of 8 with queue_feature=1 alone and one of 7 with neither,
+    whatever the caller passed; an explicit queue_feature or reuse_feature that contradicts the file is an
+    error naming it (ContradictingParams; a file it cannot read, an HblError).  Other policies' parameters
+    are returned as given."""
     from hbl.core import ffi, lib
     params = dict(params or {})
     if policy not in QUEUE_FEATURE_POLICIES:
@@ -67,12 +70,12 @@ def run_params(path, policy, params):
     n = lib.hbl_agents_file_features(str(path).encode(), err, 512)
     if n < 0:
         raise HblError(ffi.string(err).decode())
-    wants = 1 if n == QUEUE_FEATURES else 0
-    given = params.get("queue_feature")
-    if given is not None and bool(given) != bool(wants):
-        raise ContradictingParams("%s: its placement agent has %d state features, so it runs with "
-                                  "queue_feature=%d, not the queue_feature=%g asked for"
-                                  % (path, n, wants, given))
-    if wants:
-        params["queue_feature"] = 1.0
+    for name, width in (("queue_feature", QUEUE_FEATURES), ("reuse_feature", REUSE_FEATURES)):
+        wants = 1 if n >= width else 0
+        given = params.get(name)
+        if given is not None and bool(given) != bool(wants):
+            raise ContradictingParams("%s: its placement agent has %d state features, so it runs with "
+                                      "%s=%d, not the %s=%g asked for" % (path, n, name, wants, name, given))
+        if wants:
+            params[name] = 1.0
     return params
