@@ -95,6 +95,7 @@ def test_synthetic_to_file(tmp_path):
     (["simulate", "--param", "promote"], "want NAME=NUMBER"),
     (["simulate", "--trace", "synth:zipf:alpha=x"], "not a finite number"),
     (["compare", "--policies", "lru,bogus"], "unknown policy 'bogus'"),
+    (["devices", "--measure", "tests"], "tests: is a directory"),
 ])
 def test_errors_are_one_line_not_tracebacks(args, message):
     p = run(*args, ok=False)
