@@ -91,6 +91,7 @@ def test_synthetic_to_file(tmp_path):
     (["simulate", "--trace", "/nonexistent.csv"], "/nonexistent.csv: no such file"),
     (["simulate", "--policy", "nope"], "unknown policy 'nope'"),
     (["simulate", "--hss", "huge"], "unknown HSS 'huge'"),
+    (["simulate", "--hss", "huge"], "(fast device 10% of the footprint)"),   # once a literal 10%%
     (["simulate", "--fast-capacity", "lots"], "--fast-capacity 'lots'"),
     (["simulate", "--param", "promote"], "want NAME=NUMBER"),
     (["simulate", "--trace", "synth:zipf:alpha=x"], "not a finite number"),
