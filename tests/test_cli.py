@@ -154,6 +154,8 @@ def one_error_line(p):
     (["compare", "--plot", "/nonexistent/p.png"], "no such directory"),
     (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),
     (["bench", "--requests", "0"], "--requests"),
+    (["bench", "--agreement", "--policies", "lru"], "policy lru has no agents"),   # it ran the whole suite
+    (["bench", "--agreement", "--policies", "harmonia-guard"], "no agents of its own"),
 ])
 def test_options_refused_before_any_work(args, message):
     """The trace is never read: the same run with a missing trace fails on the option, not on the file."""
