@@ -184,6 +184,15 @@ def test_tune_searches_on_training_workloads_only(tmp_path):
     assert p.returncode == 2 and "bundled:hm_0 is an evaluation workload" in p.stderr
 
 
+def test_tune_refuses_a_parameter_the_policy_does_not_take(tmp_path):
+    """Every trial of it once ran, and failed, before the error."""
+    pytest.importorskip("optuna", reason="hbl sweep tune needs the tune extra: pip install -e '.[tune]'")
+    p = hbl("sweep", "tune", "--trace", TRAIN, "--policies", "smq", "--space", "nope=1:2", "--trials", "2",
+            "--out", str(tmp_path / "tune"), check=False)
+    assert p.returncode == 2 and "--space nope: policy smq takes no parameter 'nope'" in p.stderr
+    assert "trial" not in p.stdout and not (tmp_path / "tune").exists()
+
+
 def test_embedded_cluster_listens_on_loopback_only():
     """The scheduler, the nannies, the workers and any HTTP endpoint: nothing but 127.0.0.1."""
     import distributed
