@@ -132,6 +132,20 @@ def test_help_explains():
     assert "synth:" in run("simulate", "--help").stdout
 
 
+def test_help_names_every_trace_kind_and_format():
+    """The epilog of every trace-reading command lists the presets, the bundled slices and the
+    formats the readers know (burst, log, workload:NAME@START-END and packed were missing)."""
+    from hbl.cli.options import EPILOG_TRACES
+    from hbl.trace import bundled_traces
+    from hbl.trace.files import READERS
+    from hbl.trace.synthetic import PRESETS
+    words = set(EPILOG_TRACES.replace(",", " ").replace("(", " ").replace(")", " ").split())
+    assert set(PRESETS) <= words and set(bundled_traces()) <= words and "workload:NAME@START-END" in words
+    out = " ".join(run("trace-info", "--help").stdout.split())
+    listed = out.split("input format: ")[1].split(" (default")[0].split(", ")
+    assert set(listed) == set(READERS)
+
+
 def one_error_line(p):
     """The stderr of a failed run: exactly one line in hbl's style, exit status 2."""
     lines = p.stderr.strip().splitlines()

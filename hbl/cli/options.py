@@ -12,10 +12,11 @@ from hbl.errors import HblError, show
 EPILOG_TRACES = """trace names: a file (format auto-detected, or --format), bundled:NAME for a
 bundled MSR Cambridge slice (hm_0, hm_1, mds_0, proj_0, rsrch_1, rsrch_2, wdev_1),
 synth:PRESET[:key=value,...] for a seeded synthetic workload
-(presets: uniform, zipf, sequential, mixed, phases, hm, prxy, src, web, usr, proj),
+(presets: uniform, zipf, sequential, mixed, phases, burst, log, hm, prxy, src, web, usr, proj),
 workload:NAME for a real application's whole capture (shipped with hbl, or your own from
-hbl workloads capture), apps:NAME for its first 20,000 requests, and workload:A+B for
-captures replayed together, each tenant on its own address range."""
+hbl workloads capture), apps:NAME for its first 20,000 requests, workload:NAME@START-END for
+requests START..END of a capture, and workload:A+B for captures replayed together, each tenant
+on its own address range."""
 
 
 def trace_args(p, many=False):
@@ -23,8 +24,8 @@ def trace_args(p, many=False):
         p.add_argument("--trace", action="append", metavar="TRACE",
                        help="trace to replay (repeatable; default: bundled MSR slices + synthetic suite)")
     p.add_argument("--format", dest="fmt", metavar="FMT",
-                   help="input format: msrc, blkparse, spc, alibaba, tencent, fio, csv, native "
-                        "(default: detected)")
+                   help="input format: msrc, blkparse, spc, alibaba, tencent, fio, csv, native, "
+                        "packed (default: detected)")
     p.add_argument("--lenient", action="store_true", help="skip malformed lines (counted) instead of failing")
     p.add_argument("--columns", help="csv format: column mapping, e.g. time=0,offset=1,length=2,op=3")
     p.add_argument("--delimiter", help="csv format: field separator (default ,)")
