@@ -146,6 +146,15 @@ def test_help_names_every_trace_kind_and_format():
     assert set(listed) == set(READERS)
 
 
+def test_trace_default_said_as_each_command_runs_it():
+    """compare's --trace default is the whole suite (its help said MSR slices + synthetic); sweep has
+    none (its help said the same, and it stops with 'no traces given')."""
+    compare = " ".join(run("compare", "--help").stdout.split())
+    assert "default: the default suite: the bundled MSR slices, the apps: slices" in compare
+    sweep = " ".join(run("sweep", "--help").stdout.split())
+    assert "trace to replay (repeatable; default: none" in sweep
+
+
 def one_error_line(p):
     """The stderr of a failed run: exactly one line in hbl's style, exit status 2."""
     lines = p.stderr.strip().splitlines()

@@ -57,7 +57,8 @@ def _add_compare(sub):
                         "pretraining seed N's DIR/POLICY-HSS-sN.agent")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--from-json", metavar="FILE", help="re-print (and re-plot) a comparison saved with --output")
-    trace_args(c, many=True)
+    trace_args(c, many=True, default="the default suite: the bundled MSR slices, the apps: slices, the "
+               "full captures' first --capture-requests requests, four synthetic workloads")
     sim_args(c)
     c.set_defaults(func=cmd_compare)
 
@@ -124,7 +125,7 @@ def _add_sweep(sub):
     sw.add_argument("--trials", type=int, default=20, help="tune: trials (default 20)")
     sw.add_argument("--test", action="append", metavar="TRACE",
                     help="tune: a held-out workload (repeatable), simulated with the best and the default parameters")
-    trace_args(sw, many=True)
+    trace_args(sw, many=True, default="none: here or as traces in SPEC.toml")
     sim_args(sw)
     sw.set_defaults(func=cmd_sweep)
 

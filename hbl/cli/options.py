@@ -19,10 +19,11 @@ requests START..END of a capture, and workload:A+B for captures replayed togethe
 on its own address range."""
 
 
-def trace_args(p, many=False):
+def trace_args(p, many=False, default=None):
+    """--trace (with many: repeatable; default says what runs without one) and how to read it."""
     if many:
         p.add_argument("--trace", action="append", metavar="TRACE",
-                       help="trace to replay (repeatable; default: bundled MSR slices + synthetic suite)")
+                       help="trace to replay (repeatable%s)" % ("; default: " + default if default else ""))
     p.add_argument("--format", dest="fmt", metavar="FMT",
                    help="input format: msrc, blkparse, spc, alibaba, tencent, fio, csv, native, "
                         "packed (default: detected)")
