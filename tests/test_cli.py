@@ -177,6 +177,7 @@ def one_error_line(p):
     (["compare", "--plot", "/nonexistent/p.png"], "no such directory"),
     (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),
     (["bench", "--requests", "0"], "--requests"),
+    (["bench", "--trace", "x"], "unrecognized arguments: --trace x (see hbl bench --help)"),   # was hbl --help
     (["bench", "--agreement", "--policies", "lru"], "policy lru has no agents"),   # it ran the whole suite
     (["bench", "--agreement", "--policies", "harmonia-guard"], "no agents of its own"),
 ])

@@ -35,6 +35,7 @@ def build_parser():
     agents.add_parsers(sub)
     devices.add_parsers(sub)
     bench.add_parsers(sub)
+    p.commands = sub.choices      # command -> its parser: an unknown argument is its usage error
     return p
 
 
@@ -47,7 +48,7 @@ def main(argv=None):
         elif a.command == "vm" and a.vm_command == "run":
             a.cmd = list(a.cmd) + list(extra)
         else:
-            parser.error("unrecognized arguments: %s" % " ".join(extra))
+            parser.commands.get(a.command, parser).error("unrecognized arguments: %s" % " ".join(extra))
     if not a.command:
         parser.print_help()
         return 2
