@@ -155,6 +155,25 @@ def test_trace_default_said_as_each_command_runs_it():
     assert "trace to replay (repeatable; default: none" in sweep
 
 
+def test_every_command_and_option_explains_itself():
+    """--help of every command and action opens with what it does, and every argument says what it
+    is (hbl top, workloads list, vm test and a dozen --json printed none)."""
+    import argparse
+    from hbl.cli import build_parser
+    missing = []
+
+    def walk(parser, name):
+        missing.extend("%s: description" % name for _ in [0] if not parser.description)
+        for act in parser._actions:
+            if isinstance(act, argparse._SubParsersAction):
+                for n, child in act.choices.items():
+                    walk(child, name + " " + n)
+            elif act.help is None:
+                missing.append("%s %s" % (name, "/".join(act.option_strings) or act.dest))
+    walk(build_parser(), "hbl")
+    assert not missing, missing
+
+
 def one_error_line(p):
     """The stderr of a failed run: exactly one line in hbl's style, exit status 2."""
     lines = p.stderr.strip().splitlines()

@@ -22,8 +22,8 @@ def _add_trace_info(sub):
     t = sub.add_parser("trace-info", help="summarize a trace",
                        description="Requests, reads/writes, bytes, footprint, sequentiality, sizes, "
                        "inter-arrival times and reuse distances of a trace.", epilog=EPILOG_TRACES)
-    t.add_argument("trace")
-    t.add_argument("--json", action="store_true")
+    t.add_argument("trace", help="a trace file or name (below)")
+    t.add_argument("--json", action="store_true", help="print the figures as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress on stderr")
     t.add_argument("--page-size", type=page_size, help="page size for footprint and reuse (default 4096)")
     trace_args(t)
@@ -37,8 +37,8 @@ def _add_convert(sub):
                        "file name: .csv = msrc, .iolog/.fio = fio iolog v3, .hblz = packed (zstd-compressed "
                        "columns, checksummed, about 3 bytes a request), anything else = native "
                        "(memory-mapped, fastest to reload).", epilog=EPILOG_TRACES)
-    v.add_argument("input")
-    v.add_argument("output")
+    v.add_argument("input", help="a trace file or name (below)")
+    v.add_argument("output", help="the file to write (its name gives the format, as above)")
     v.add_argument("--to", choices=["native", "packed", "msrc", "fio"], help="output format")
     v.add_argument("--quantum-ns", type=whole(1, 1 << 40), metavar="NS",
                    help="packed format: keep times and latencies in multiples of NS (default 1, lossless)")
