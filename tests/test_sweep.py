@@ -154,6 +154,18 @@ def test_sweep_bad_input_is_one_line(tmp_path):
     assert p.returncode == 2 and "not a sweep directory" in p.stderr
 
 
+def test_report_takes_a_file_of_the_sweep_as_its_directory(tmp_path):
+    """hbl sweep report DIR/cells.jsonl said 'DIR/cells.jsonl: not a sweep directory (no cells.jsonl)';
+    hbl plot and hbl.results.load take the journal for its directory, and now report does."""
+    out = str(tmp_path / "runs")
+    hbl("sweep", "--trace", "bundled:hm_0", "--hss", "cost", "--policies", "fast-only,lru", "--out", out,
+        "--workers", "1", "--quiet")
+    by_dir = json.loads(hbl("sweep", "report", out, "--json").stdout)
+    for f in ("cells.jsonl", "results.csv"):
+        assert json.loads(hbl("sweep", "report", os.path.join(out, f), "--json").stdout) == by_dir
+    assert by_dir["cells"] == 2 and "lru" in by_dir["configs"]["cost"]["normalized"]["hm_0"]
+
+
 TRAIN = "synth:zipf:requests=7000,pages=4000"    # a training family (hbl/trace/split.py)
 
 
