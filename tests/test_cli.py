@@ -98,6 +98,7 @@ def test_synthetic_to_file(tmp_path):
     (["compare", "--policies", "lru,bogus"], "unknown policy 'bogus'"),
     (["devices", "--measure", "tests"], "tests: is a directory"),
     (["convert", "bundled:hm_0", "bundled:hm_1"], "bundled:hm_1: a trace name, not a file name"),
+    (["trace-info", "--columns", "time=0", "bundled:hm_0"], "takes no column mapping: --columns (and --delimiter"),
 ])
 def test_errors_are_one_line_not_tracebacks(args, message):
     p = run(*args, ok=False)
