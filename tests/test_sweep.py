@@ -152,6 +152,10 @@ def test_sweep_bad_input_is_one_line(tmp_path):
     assert p.returncode == 2 and "--param-grid" in p.stderr
     p = hbl("sweep", "report", str(tmp_path), check=False)
     assert p.returncode == 2 and "not a sweep directory" in p.stderr
+    for plugin in ("python", "python:x.py:P"):     # every cell failed on 'needs a plugin'; 'unknown policy'
+        p = hbl("sweep", "--trace", "bundled:hm_0", "--policies", "lru," + plugin, "--out", str(tmp_path / "o"),
+                check=False)
+        assert p.returncode == 2 and "runs in hbl simulate --policy python:FILE.py:CLASS only" in p.stderr
 
 
 def test_report_takes_a_file_of_the_sweep_as_its_directory(tmp_path):

@@ -54,8 +54,11 @@ class Grid:
         for what in ("traces", "hss", "policies", "seeds"):
             if not getattr(self, what):
                 raise HblError("sweep: no %s given" % what)
-        known = all_policy_names()
+        known = [n for n in all_policy_names() if n != "python"]
         for p in self.policies:
+            if p == "python" or p.startswith("python:"):    # else every cell fails on it
+                raise HblError("sweep: policy %s: a Python plugin runs in hbl simulate --policy "
+                               "python:FILE.py:CLASS only, not in a sweep's cells" % p)
             if p not in known:
                 raise HblError("sweep: unknown policy %r (have: %s)" % (p, ", ".join(known)))
         for name in self.param_grid:

@@ -228,7 +228,8 @@ def check_agent_policies(policies, what):
             raise HblError("%s: %s has no agents of its own (a composite: its harmonia starts from harmonia's; "
                            "policies with agents: %s)" % (what, p, ", ".join(with_agents)))
         if p not in all_policy_names():
-            raise HblError("%s: unknown policy %r (have: %s)" % (what, p, ", ".join(all_policy_names())))
+            raise HblError("%s: unknown policy %r (have: %s)"
+                           % (what, p, ", ".join(n for n in all_policy_names() if n != "python")))
         if p not in with_agents:
             raise HblError("%s: policy %s has no agents (policies with agents: %s)"
                            % (what, p, ", ".join(with_agents)))
