@@ -193,6 +193,7 @@ def one_error_line(p):
     (["simulate", "--policy", "nhit", "--param", "occupancy=-5"], "occupancy"),
     (["simulate", "--policy", "harmonia", "--param", "gamma=nan"], "finite"),
     (["simulate", "--timeline", "/nonexistent/t.json"], "no such directory"),
+    (["simulate", "--policy", "harmonia", "--agent", "tests"], "tests: is a directory, not an agent file"),
     (["compare", "--jobs", "0"], "--jobs"),
     (["compare", "--plot", "/nonexistent/p.png"], "no such directory"),
     (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),

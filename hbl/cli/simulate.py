@@ -51,7 +51,8 @@ def cmd_simulate(a):
     if a.agent == "none":
         a.agent = False
     elif a.agent and not os.path.isfile(a.agent):
-        raise HblError("%s: no such file" % a.agent)
+        raise HblError("%s: %s" % (a.agent, "is a directory, not an agent file (hbl compare --agents takes "
+                                   "a directory)" if os.path.isdir(a.agent) else "no such file"))
     from hbl import progress as prog
     if policy.startswith("python:"):
         from hbl.sim.plugin import check, load_policy
