@@ -15,7 +15,7 @@ EPILOG_UP = """examples:
   hbl up fast0 --dev /dev/nvme0n1 --dev /dev/sdb            create, start the controller (daemon)
   hbl up fast0                                                re-assemble after down, reboot or crash
   hbl up fast0 --dev /dev/nvme0n1 --dev /dev/sdb --policy smq --foreground
-  hbl up fast0 --dev ... --agent trained.hbl                  agents trained with hbl simulate --save-agent
+  hbl up fast0 --dev ... --agent trained.agent                agents trained with hbl simulate --save-agent
 
 State (metadata, log, saved agents) lives in /var/lib/hbl/NAME (--state-dir
 or HBL_STATE_DIR to change); the controller's lock and live status in
