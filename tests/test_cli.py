@@ -196,6 +196,7 @@ def one_error_line(p):
     (["simulate", "--policy", "harmonia", "--agent", "tests"], "tests: is a directory, not an agent file"),
     (["compare", "--jobs", "0"], "--jobs"),
     (["compare", "--plot", "/nonexistent/p.png"], "no such directory"),
+    (["compare", "--hss", ","], "hbl: error: no HSS given (--hss)"),     # was 'sweep: no hss given
     (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),
     (["bench", "--requests", "0"], "--requests"),
     (["bench", "--trace", "x"], "unrecognized arguments: --trace x (see hbl bench --help)"),   # was hbl --help
