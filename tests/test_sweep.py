@@ -118,7 +118,9 @@ def test_sweep_on_a_cluster_joined_by_address(tmp_path):
                 "--policies", "fast-only,lru", "--param-grid", "lru.no_such_parameter=1", "--seeds", "2"]
         p = hbl("sweep", *grid, "--out", out, "--address", address, "--json", check=False)
         assert p.returncode == 2, p.stderr
-        assert json.loads(p.stdout) == dict(cells=8, computed=8, skipped=0, failed=4, out=out)
+        summary = json.loads(p.stdout)
+        assert "unknown parameter 'no_such_parameter'" in summary.pop("first_error")
+        assert summary == dict(cells=8, computed=8, skipped=0, failed=4, out=out)
         records = journal(out)
         assert {r["status"] for r in records if r["policy"] == "fast-only"} == {"ok"}
         assert all("no_such_parameter" in r["error"] for r in records if r["policy"] == "lru")
@@ -168,6 +170,17 @@ def test_report_takes_a_file_of_the_sweep_as_its_directory(tmp_path):
     for f in ("cells.jsonl", "results.csv"):
         assert json.loads(hbl("sweep", "report", os.path.join(out, f), "--json").stdout) == by_dir
     assert by_dir["cells"] == 2 and "lru" in by_dir["configs"]["cost"]["normalized"]["hm_0"]
+
+
+
+def test_a_failed_cell_is_named_with_its_error(tmp_path):
+    """A sweep with failed cells said only '1 failed' (the error was in cells.jsonl)."""
+    out = str(tmp_path / "runs")
+    p = hbl("sweep", "--trace", "bundled:hm_0", "--hss", "cost", "--policies", "fast-only,smq",
+            "--param-grid", "smq.promote=-1,2", "--out", out, "--workers", "1", "--quiet", "--json", check=False)
+    assert p.returncode == 2 and json.loads(p.stdout)["failed"] == 1
+    assert json.loads(p.stdout)["first_error"].startswith("smq on bundled:hm_0 (cost, seed 1, promote=-1): HblError")
+    assert "1 cells failed" in p.stderr and "promote=-1" in p.stderr and "Traceback" not in p.stderr
 
 
 TRAIN = "synth:zipf:requests=7000,pages=4000"    # a training family (hbl/trace/split.py)

@@ -233,6 +233,9 @@ def cmd_sweep(a):
         print("%d cells: %d computed, %d skipped (already in %s), %d failed; results in %s" % (
             summary["cells"], summary["computed"], summary["skipped"], summary["out"], summary["failed"],
             os.path.join(summary["out"], sweep.CSV_TABLE)))
+    if summary["failed"]:
+        print("hbl: error: %d cells failed (in %s); the first: %s" % (
+            summary["failed"], os.path.join(summary["out"], sweep.JOURNAL), summary["first_error"]), file=sys.stderr)
     return 2 if summary["failed"] else 0
 
 

@@ -206,7 +206,8 @@ class Session:
 
 
 def run(grid, out_dir, workers=None, address=None, progress=True):
-    """Run the grid's missing cells; returns {'cells', 'computed', 'skipped', 'failed', 'out'}."""
+    """Run the grid's missing cells; returns {'cells', 'computed', 'skipped', 'failed', 'out'} and, when a
+    cell failed, 'first_error': the first failed cell and its error."""
     grid.check()
     options = dict(grid.options)
     with Session(out_dir, workers, address) as session:
@@ -220,6 +221,10 @@ def run(grid, out_dir, workers=None, address=None, progress=True):
             for rec in session.run(todo, traces, options):
                 summary["computed"] += 1
                 summary["failed"] += rec["status"] != "ok"
+                if rec["status"] != "ok" and "first_error" not in summary:   # what a user reads first
+                    summary["first_error"] = "%s on %s (%s, seed %s%s): %s" % (
+                        rec["policy"], rec["trace"], rec["hss"], rec["seed"],
+                        "".join(", %s=%g" % kv for kv in sorted(rec.get("params", {}).items())), rec.get("error"))
                 bar.update(note="%d failed" % summary["failed"] if summary["failed"] else None)
         except KeyboardInterrupt:
             bar.close()
