@@ -77,7 +77,7 @@ def add_parsers(sub):
                         "persist the mapping and remove /dev/mapper/NAME.  hbl up NAME brings it back.")
     dn.add_argument("name", help="device name: /dev/mapper/NAME")
     dn.add_argument("--timeout", type=float, default=300, help="seconds to wait for the controller (default 300)")
-    dn.add_argument("--json", action="store_true", help="print what was done as JSON")
+    dn.add_argument("--json", action="store_true", help="print the device's last status as JSON")
     _state_arg(dn)
     dn.set_defaults(func=cmd_down)
 
