@@ -19,7 +19,8 @@ def add_parsers(sub):
     vsub = vm.add_subparsers(dest="vm_command", metavar="ACTION", required=True)
     vb = vsub.add_parser("build", help="build the kernel, initramfs and root file system (cached)")
     vb.add_argument("--force", action="store_true", help="rebuild even if cached")
-    vb.add_argument("--json", action="store_true", help="print the images' folder, the seconds taken and whether cached as JSON")
+    vb.add_argument("--json", action="store_true",
+                    help="print the images' folder, the seconds taken and whether cached as JSON")
     vr = vsub.add_parser("run", help="run a command in a fresh guest: hbl vm run -- CMD ARG... "
                          "(one argument: a shell line); it runs in /root, writable")
     vr.add_argument("cmd", nargs=argparse.REMAINDER, help="the command to run in the guest, after --")
