@@ -196,6 +196,8 @@ def one_error_line(p):
     (["simulate", "--policy", "harmonia", "--agent", "tests"], "tests: is a directory, not an agent file"),
     (["compare", "--jobs", "0"], "--jobs"),
     (["compare", "--plot", "/nonexistent/p.png"], "no such directory"),
+    (["compare", "--plot", "p.xyz"], "--plot p.xyz: give a file ending in .png, .svg"),   # was a ValueError, after the run
+    (["sweep", "report", "/nonexistent", "--plot", "p.xyz"], "--plot p.xyz: give a file ending in .png"),
     (["compare", "--hss", ","], "hbl: error: no HSS given (--hss)"),     # was 'sweep: no hss given
     (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),
     (["bench", "--requests", "0"], "--requests"),

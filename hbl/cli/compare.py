@@ -2,8 +2,8 @@
 import os
 import sys
 
-from hbl.cli.options import (EPILOG_TRACES, check_output_dir, check_sim, reader_options, sim_args, sim_options,
-                             trace_args)
+from hbl.cli.options import (EPILOG_TRACES, check_chart_path, check_output_dir, check_sim, reader_options, sim_args,
+                             sim_options, trace_args)
 from hbl.cmdline import print_json, whole, write_json
 from hbl.errors import HblError
 
@@ -134,6 +134,7 @@ def cmd_compare(a):
     from hbl.experiments import compare as cmp, results
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
     check_output_dir(a.output, a.plot, a.out)
+    check_chart_path(a.plot)
     if a.out:
         fmt = os.path.splitext(a.out)[1].lstrip(".").lower()
         if fmt not in results.FORMATS:
@@ -186,6 +187,8 @@ def cmd_sweep(a):
         if len(a.target) != 2:
             raise HblError("usage: hbl sweep report DIR [--plot PNG] [--json]")
         from hbl.experiments import sweep_report
+        check_output_dir(a.plot)
+        check_chart_path(a.plot)
         return _show(a, sweep_report.report(a.target[1]), sweep_report.format_report, sweep_report.plot)
     if a.target[:1] == ["tune"]:
         from hbl.experiments import sweep_tune

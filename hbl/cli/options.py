@@ -149,3 +149,15 @@ def check_output_dir(*paths):
             raise HblError("%s: no such directory" % out_dir)
         if os.path.isdir(path):
             raise HblError("%s: is a directory" % path)
+
+
+#: What matplotlib's savefig writes by a file's extension (no extension: PNG, its default)
+CHART_EXTENSIONS = ("png", "svg", "svgz", "pdf", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+
+
+def check_chart_path(path, flag="--plot"):
+    """Before any work: a chart's file name says a format matplotlib writes (else its ValueError came
+    after the whole run)."""
+    ext = os.path.splitext(path or "")[1].lstrip(".").lower()
+    if ext and ext not in CHART_EXTENSIONS:
+        raise HblError("%s %s: give a file ending in %s" % (flag, path, ", ".join("." + e for e in CHART_EXTENSIONS)))
