@@ -133,6 +133,17 @@ def test_help_explains():
     assert "synth:" in run("simulate", "--help").stdout
 
 
+def test_an_output_is_never_the_input_or_another_output(tmp_path):
+    """hbl report R -o R wrote its page over the result R; compare --out F --output F kept one of the two."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("hss,workload,policy,trace\n")
+    line = one_error_line(run("report", str(runs), "-o", str(runs), ok=False))
+    assert "is also the input" in line and runs.read_text() == "hss,workload,policy,trace\n"
+    f = str(tmp_path / "o.json")
+    line = one_error_line(run("compare", "--trace", "/nonexistent.csv", "--out", f, "--output", f, ok=False))
+    assert "--out %s is also --output %s" % (f, f) in line
+
+
 def test_help_names_every_trace_kind_and_format():
     """The epilog of every trace-reading command lists the presets, the bundled slices and the
     formats the readers know (burst, log, workload:NAME@START-END and packed were missing)."""

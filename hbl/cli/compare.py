@@ -2,8 +2,8 @@
 import os
 import sys
 
-from hbl.cli.options import (EPILOG_TRACES, check_chart_path, check_output_dir, check_sim, reader_options, sim_args,
-                             sim_options, trace_args)
+from hbl.cli.options import (EPILOG_TRACES, check_chart_path, check_distinct, check_output_dir, check_sim,
+                             reader_options, sim_args, sim_options, trace_args)
 from hbl.cmdline import print_json, whole, write_json
 from hbl.errors import HblError
 
@@ -135,6 +135,7 @@ def cmd_compare(a):
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
     check_output_dir(a.output, a.plot, a.out)
     check_chart_path(a.plot)
+    check_distinct(("", a.from_json), ("--output", a.output), ("--out", a.out), ("--plot", a.plot))
     if a.out:
         fmt = os.path.splitext(a.out)[1].lstrip(".").lower()
         if fmt not in results.FORMATS:
@@ -257,6 +258,7 @@ def cmd_plot(a):
 
 def cmd_report(a):
     from hbl.experiments import report
+    check_distinct(("", a.result), ("-o", a.out))     # it wrote the page over the result
     out = report.write(a.result, a.out)
     if a.json:
         print_json(dict(result=a.result, report=out))

@@ -161,3 +161,16 @@ def check_chart_path(path, flag="--plot"):
     ext = os.path.splitext(path or "")[1].lstrip(".").lower()
     if ext and ext not in CHART_EXTENSIONS:
         raise HblError("%s %s: give a file ending in %s" % (flag, path, ", ".join("." + e for e in CHART_EXTENSIONS)))
+
+
+def check_distinct(*named):
+    """Before any work: (flag, path) pairs, none of them the same file as another (an input given
+    with its flag too): the later write would replace the earlier, or the input read."""
+    seen = {}
+    for flag, path in named:
+        if not path:
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise HblError("%s %s is also %s: give another file" % (flag, path, seen[key]))
+        seen[key] = "%s %s" % (flag, path) if flag else "the input"
