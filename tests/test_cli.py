@@ -142,6 +142,10 @@ def test_an_output_is_never_the_input_or_another_output(tmp_path):
     f = str(tmp_path / "o.json")
     line = one_error_line(run("compare", "--trace", "/nonexistent.csv", "--out", f, "--output", f, ok=False))
     assert "--out %s is also --output %s" % (f, f) in line
+    trace = tmp_path / "t.csv"
+    trace.write_text("128166372003061629,hm,0,Write,3331072,4096,1331\n")
+    line = one_error_line(run("simulate", "--trace", str(trace), "--timeline", str(trace), ok=False))
+    assert "is also the input" in line and trace.read_text().startswith("128166372003061629,hm")
 
 
 def test_help_names_every_trace_kind_and_format():
