@@ -217,6 +217,9 @@ def test_pretrain_refuses_a_policy_without_agents_before_any_work(tmp_path, poli
     with pytest.raises(HblError, match=message):
         pretrained.pretrain_all([policy], ["perf"], 1, tmp_path / "out", traces=["synth:src:requests=100000000"])
     assert not (tmp_path / "out").exists()
+    (tmp_path / "a-file").write_text("x")      # was FileExistsError
+    with pytest.raises(HblError, match="a file, not a directory"):
+        pretrained.pretrain_all(["sibyl"], ["perf"], 1, tmp_path / "a-file", traces=["synth:src:requests=1000"])
     assert pretrained.agent_policies() == ["sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only"]
 
 

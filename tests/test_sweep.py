@@ -154,6 +154,10 @@ def test_sweep_bad_input_is_one_line(tmp_path):
     assert p.returncode == 2 and "--param-grid" in p.stderr
     p = hbl("sweep", "report", str(tmp_path), check=False)
     assert p.returncode == 2 and "not a sweep directory" in p.stderr
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    p = hbl("sweep", "--trace", "bundled:hm_0", "--policies", "lru", "--out", str(a_file), check=False)
+    assert p.returncode == 2 and "a file, not a directory" in p.stderr and "Traceback" not in p.stderr
     for plugin in ("python", "python:x.py:P"):     # every cell failed on 'needs a plugin'; 'unknown policy'
         p = hbl("sweep", "--trace", "bundled:hm_0", "--policies", "lru," + plugin, "--out", str(tmp_path / "o"),
                 check=False)

@@ -152,6 +152,9 @@ class Session:
 
     def __init__(self, out_dir, workers=None, address=None):
         self.distributed = need_dask()
+        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+            raise HblError("--out %s: a file, not a directory (a sweep writes cells.jsonl and its tables there)"
+                           % out_dir)
         os.makedirs(out_dir, exist_ok=True)
         self.out_dir, self.workers, self.address = out_dir, workers, address
         self.records = read_journal(out_dir)

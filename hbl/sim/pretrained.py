@@ -244,6 +244,8 @@ def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, par
     traces = list(traces or training_traces())
     split.check_training(traces, "hbl pretrain --trace")
     check_not_validation(traces, "hbl pretrain --trace")
+    if out.exists() and not out.is_dir():
+        raise HblError("--out %s: a file, not a directory (one agent file per policy, HSS and seed goes there)" % out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / RECIPE, "w") as f:
         json.dump(dict(policies=list(policies), hss=list(hss_list), seeds=seeds, traces=traces, passes=passes,
