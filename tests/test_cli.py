@@ -380,3 +380,17 @@ def test_live_device_refuses_policies_without_the_live_capability(policy, tmp_pa
     r = run("up", "t1", "--dev", str(tmp_path / "a"), "--dev", str(tmp_path / "b"), "--policy", policy,
             "--state-dir", str(tmp_path), ok=False)
     assert "policy %r cannot drive a live device" % policy in one_error_line(r)
+
+
+@pytest.mark.parametrize("flag", ["--out", "--resume"])
+def test_vm_out_naming_a_file_is_refused_before_the_build(monkeypatch, tmp_path, capsys, flag):
+    """It was a FileExistsError traceback after the images were built and the guest booted."""
+    from hbl.cli import main
+    from hbl.vm import build
+    monkeypatch.setattr(build, "build", lambda **kw: pytest.fail("built the images"))
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    args = ["vm", "soak", "--resume", str(a_file)] if flag == "--resume" else ["vm", "run", "--out", str(a_file),
+                                                                                "--", "true"]
+    assert main(args) == 2
+    assert "a file, not a directory" in capsys.readouterr().err

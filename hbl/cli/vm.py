@@ -1,5 +1,6 @@
 """hbl vm: the QEMU testbed."""
 import argparse
+import os
 import shlex
 import sys
 
@@ -79,6 +80,9 @@ def vm_command_line(args):
 def cmd_vm(a):
     import time
     from hbl.vm import build as vmbuild, run as vmrun
+    for flag, path in (("--out", getattr(a, "out", None)), ("--resume", getattr(a, "resume", None))):
+        if path and os.path.exists(path) and not os.path.isdir(path):    # before a build and a boot
+            raise HblError("%s %s: a file, not a directory (the guest's /out comes back there)" % (flag, path))
     say = (lambda m: None) if getattr(a, "json", False) else (lambda m: print("hbl vm: " + m, file=sys.stderr))
     t0 = time.time()
     images = vmbuild.build(progress=say, force=getattr(a, "force", False))
