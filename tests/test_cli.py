@@ -209,6 +209,7 @@ def one_error_line(p):
     (["simulate", "--policy", "harmonia", "--param", "gamma=nan"], "finite"),
     (["simulate", "--timeline", "/nonexistent/t.json"], "no such directory"),
     (["simulate", "--policy", "harmonia", "--agent", "tests"], "tests: is a directory, not an agent file"),
+    (["compare", "--agents", "README.md"], "--agents README.md: a file, not a directory of agent files"),
     (["compare", "--jobs", "0"], "--jobs"),
     (["compare", "--plot", "/nonexistent/p.png"], "no such directory"),
     (["compare", "--plot", "p.xyz"], "--plot p.xyz: give a file ending in .png, .svg"),   # was a ValueError, after the run

@@ -149,7 +149,8 @@ def cmd_compare(a):
         check_sim(a, hss)
         if a.agents and (a.untrained or not os.path.isdir(a.agents)):
             raise HblError("--agents %s: %s" % (a.agents, "give it or --untrained, not both" if a.untrained
-                                                else "no such directory"))
+                                                else "a file, not a directory of agent files (hbl pretrain --out)"
+                                                if os.path.exists(a.agents) else "no such directory"))
         agents = dict(load_agents=a.agents) if a.agents else {}
         summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=reader_options(a), progress=not a.quiet,
