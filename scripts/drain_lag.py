@@ -29,6 +29,9 @@ def drains(policy, cfg, caps, data, flips=()):
     lib.hbl_sim_diag_drains(sim.sim, out, n)
     return np.array([out[i] for i in range(n)] + [0.0] * (len(data) // 1000 + 2 - n))
 
+if len(sys.argv) != 4 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip(), file=sys.stdout if sys.argv[1:2] in (["-h"], ["--help"]) else sys.stderr)
+    sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
 policy, hss, trace = sys.argv[1:4]
 cfg = load_hss(hss)
 data, fp = cc.load(trace)

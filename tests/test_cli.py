@@ -91,10 +91,14 @@ def test_synthetic_to_file(tmp_path):
     (["simulate", "--trace", "/nonexistent.csv"], "/nonexistent.csv: no such file"),
     (["simulate", "--policy", "nope"], "unknown policy 'nope'"),
     (["simulate", "--hss", "huge"], "unknown HSS 'huge'"),
+    (["simulate", "--hss", "huge"], "(fast device 10% of the footprint)"),   # once a literal 10%%
     (["simulate", "--fast-capacity", "lots"], "--fast-capacity 'lots'"),
     (["simulate", "--param", "promote"], "want NAME=NUMBER"),
     (["simulate", "--trace", "synth:zipf:alpha=x"], "not a finite number"),
     (["compare", "--policies", "lru,bogus"], "unknown policy 'bogus'"),
+    (["devices", "--measure", "tests"], "tests: is a directory"),
+    (["convert", "bundled:hm_0", "bundled:hm_1"], "bundled:hm_1: a trace name, not a file name"),
+    (["trace-info", "--columns", "time=0", "bundled:hm_0"], "takes no column mapping: --columns (and --delimiter"),
 ])
 def test_errors_are_one_line_not_tracebacks(args, message):
     p = run(*args, ok=False)
@@ -129,6 +133,63 @@ def test_help_explains():
     assert "synth:" in run("simulate", "--help").stdout
 
 
+def test_an_output_is_never_the_input_or_another_output(tmp_path):
+    """hbl report R -o R wrote its page over the result R; compare --out F --output F kept one of the two."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("hss,workload,policy,trace\n")
+    line = one_error_line(run("report", str(runs), "-o", str(runs), ok=False))
+    assert "is also the input" in line and runs.read_text() == "hss,workload,policy,trace\n"
+    f = str(tmp_path / "o.json")
+    line = one_error_line(run("compare", "--trace", "/nonexistent.csv", "--out", f, "--output", f, ok=False))
+    assert "--out %s is also --output %s" % (f, f) in line
+    trace = tmp_path / "t.csv"
+    trace.write_text("128166372003061629,hm,0,Write,3331072,4096,1331\n")
+    line = one_error_line(run("simulate", "--trace", str(trace), "--timeline", str(trace), ok=False))
+    assert "is also the input" in line and trace.read_text().startswith("128166372003061629,hm")
+
+
+def test_help_names_every_trace_kind_and_format():
+    """The epilog of every trace-reading command lists the presets, the bundled slices and the
+    formats the readers know (burst, log, workload:NAME@START-END and packed were missing)."""
+    from hbl.cli.options import EPILOG_TRACES
+    from hbl.trace import bundled_traces
+    from hbl.trace.files import READERS
+    from hbl.trace.synthetic import PRESETS
+    words = set(EPILOG_TRACES.replace(",", " ").replace("(", " ").replace(")", " ").split())
+    assert set(PRESETS) <= words and set(bundled_traces()) <= words and "workload:NAME@START-END" in words
+    out = " ".join(run("trace-info", "--help").stdout.split())
+    listed = out.split("input format: ")[1].split(" (default")[0].split(", ")
+    assert set(listed) == set(READERS)
+
+
+def test_trace_default_said_as_each_command_runs_it():
+    """compare's --trace default is the whole suite (its help said MSR slices + synthetic); sweep has
+    none (its help said the same, and it stops with 'no traces given')."""
+    compare = " ".join(run("compare", "--help").stdout.split())
+    assert "default: the default suite: the bundled MSR slices, the apps: slices" in compare
+    sweep = " ".join(run("sweep", "--help").stdout.split())
+    assert "trace to replay (repeatable; default: none" in sweep
+
+
+def test_every_command_and_option_explains_itself():
+    """--help of every command and action opens with what it does, and every argument says what it
+    is (hbl top, workloads list, vm test and a dozen --json printed none)."""
+    import argparse
+    from hbl.cli import build_parser
+    missing = []
+
+    def walk(parser, name):
+        missing.extend("%s: description" % name for _ in [0] if not parser.description)
+        for act in parser._actions:
+            if isinstance(act, argparse._SubParsersAction):
+                for n, child in act.choices.items():
+                    walk(child, name + " " + n)
+            elif act.help is None:
+                missing.append("%s %s" % (name, "/".join(act.option_strings) or act.dest))
+    walk(build_parser(), "hbl")
+    assert not missing, missing
+
+
 def one_error_line(p):
     """The stderr of a failed run: exactly one line in hbl's style, exit status 2."""
     lines = p.stderr.strip().splitlines()
@@ -147,10 +208,18 @@ def one_error_line(p):
     (["simulate", "--policy", "nhit", "--param", "occupancy=-5"], "occupancy"),
     (["simulate", "--policy", "harmonia", "--param", "gamma=nan"], "finite"),
     (["simulate", "--timeline", "/nonexistent/t.json"], "no such directory"),
+    (["simulate", "--policy", "harmonia", "--agent", "tests"], "tests: is a directory, not an agent file"),
+    (["compare", "--agents", "README.md"], "--agents README.md: a file, not a directory of agent files"),
     (["compare", "--jobs", "0"], "--jobs"),
     (["compare", "--plot", "/nonexistent/p.png"], "no such directory"),
+    (["compare", "--plot", "p.xyz"], "--plot p.xyz: give a file ending in .png, .svg"),   # was a ValueError, after the run
+    (["sweep", "report", "/nonexistent", "--plot", "p.xyz"], "--plot p.xyz: give a file ending in .png"),
+    (["compare", "--hss", ","], "hbl: error: no HSS given (--hss)"),     # was 'sweep: no hss given
     (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),
     (["bench", "--requests", "0"], "--requests"),
+    (["bench", "--trace", "x"], "unrecognized arguments: --trace x (see hbl bench --help)"),   # was hbl --help
+    (["bench", "--agreement", "--policies", "lru"], "policy lru has no agents"),   # it ran the whole suite
+    (["bench", "--agreement", "--policies", "harmonia-guard"], "no agents of its own"),
 ])
 def test_options_refused_before_any_work(args, message):
     """The trace is never read: the same run with a missing trace fails on the option, not on the file."""
@@ -312,3 +381,17 @@ def test_live_device_refuses_policies_without_the_live_capability(policy, tmp_pa
     r = run("up", "t1", "--dev", str(tmp_path / "a"), "--dev", str(tmp_path / "b"), "--policy", policy,
             "--state-dir", str(tmp_path), ok=False)
     assert "policy %r cannot drive a live device" % policy in one_error_line(r)
+
+
+@pytest.mark.parametrize("flag", ["--out", "--resume"])
+def test_vm_out_naming_a_file_is_refused_before_the_build(monkeypatch, tmp_path, capsys, flag):
+    """It was a FileExistsError traceback after the images were built and the guest booted."""
+    from hbl.cli import main
+    from hbl.vm import build
+    monkeypatch.setattr(build, "build", lambda **kw: pytest.fail("built the images"))
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    args = ["vm", "soak", "--resume", str(a_file)] if flag == "--resume" else ["vm", "run", "--out", str(a_file),
+                                                                                "--", "true"]
+    assert main(args) == 2
+    assert "a file, not a directory" in capsys.readouterr().err

@@ -150,3 +150,16 @@ def test_the_waits_split_adds_up_to_the_replays_waits():
         assert sum(k["bgio%d%s" % (d, rw)] for d in range(n) for rw in "rw") == st.background_ios
         if hss == "perf":   # src fills the slow device's queue there
             assert sum(k["drainio%d%s" % (d, rw)] for d in range(n) for rw in "rw") > 0
+
+
+@pytest.mark.parametrize("args, rc", [(["--help"], 0), ([], 2)])
+def test_drain_lag_without_its_arguments_prints_its_usage(args, rc):
+    """scripts/drain_lag.py --help (or no argument) was a ValueError traceback from unpacking sys.argv."""
+    import os
+    import subprocess
+    import sys
+    from helpers import ROOT
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "drain_lag.py")] + args,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == rc and "Traceback" not in p.stderr
+    assert "scripts/drain_lag.py hps perf" in p.stdout + p.stderr

@@ -209,6 +209,20 @@ def test_pretrain_refuses_without_out_and_names_bad_policies(tmp_path, capsys):
         pretrained.pretrain_all(["nope"], ["perf"], 1, tmp_path)
 
 
+@pytest.mark.parametrize("policy, message", [("lru", "policy lru has no agents"),
+                                             ("archivist", "policy archivist has no agents"),
+                                             ("harmonia-guard", "harmonia-guard has no agents of its own")])
+def test_pretrain_refuses_a_policy_without_agents_before_any_work(tmp_path, policy, message):
+    """It trained lru (or archivist) a whole pass, then failed on saving; harmonia-guard was 'unknown'."""
+    with pytest.raises(HblError, match=message):
+        pretrained.pretrain_all([policy], ["perf"], 1, tmp_path / "out", traces=["synth:src:requests=100000000"])
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "a-file").write_text("x")      # was FileExistsError
+    with pytest.raises(HblError, match="a file, not a directory"):
+        pretrained.pretrain_all(["sibyl"], ["perf"], 1, tmp_path / "a-file", traces=["synth:src:requests=1000"])
+    assert pretrained.agent_policies() == ["sibyl", "harmonia", "harmonia-placement-only", "harmonia-migration-only"]
+
+
 def test_simulate_agent_none_starts_untrained(capsys):
     assert main(["simulate", "--trace", "bundled:mds_0", "--hss", "perf", "--policy", "harmonia",
                  "--agent", "none", "--json"]) == 0

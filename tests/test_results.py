@@ -192,6 +192,9 @@ def test_bad_files_are_clear_errors(tmp_path, monkeypatch):
     (tmp_path / "x.json").write_text('{"a": 1}')
     with pytest.raises(HblError, match="neither hbl compare's --output nor a table of runs"):
         results.load(str(tmp_path / "x.json"))
+    (tmp_path / "t.json").write_text('[{"requests": 10000, "avg_latency_us": 5.0}]')   # a simulate --timeline
+    with pytest.raises(HblError, match="neither hbl compare's --output nor a table of runs"):
+        results.load(str(tmp_path / "t.json"))      # was KeyError: 'trace'
     from hbl import cli
     monkeypatch.setattr(results, "parquet_available", lambda: False)
     assert cli.main(["compare", "--out", str(tmp_path / "r.parquet"), "--trace", "bundled:mds_0"]) == 2

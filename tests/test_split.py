@@ -123,6 +123,15 @@ def test_training_on_an_evaluation_workload_is_refused(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_the_refusal_names_training_workloads_as_a_user_types_them():
+    """The error listed the split's families (app:redis-aof), which no trace name spells."""
+    with pytest.raises(HblError) as e:
+        split.check_training(["bundled:hm_0"], "hbl sweep tune --trace")
+    listed = str(e.value).split("the training workloads are ")[1].split(" (")[0].split(", ")
+    assert "workload:redis-aof" in listed and "synth:src" in listed
+    assert all(split.side(t) == "training" for t in listed)
+
+
 def test_a_part_of_a_capture_is_its_requests_in_order():
     import numpy as np
     from hbl.errors import TraceError

@@ -118,7 +118,9 @@ def test_sweep_on_a_cluster_joined_by_address(tmp_path):
                 "--policies", "fast-only,lru", "--param-grid", "lru.no_such_parameter=1", "--seeds", "2"]
         p = hbl("sweep", *grid, "--out", out, "--address", address, "--json", check=False)
         assert p.returncode == 2, p.stderr
-        assert json.loads(p.stdout) == dict(cells=8, computed=8, skipped=0, failed=4, out=out)
+        summary = json.loads(p.stdout)
+        assert "unknown parameter 'no_such_parameter'" in summary.pop("first_error")
+        assert summary == dict(cells=8, computed=8, skipped=0, failed=4, out=out)
         records = journal(out)
         assert {r["status"] for r in records if r["policy"] == "fast-only"} == {"ok"}
         assert all("no_such_parameter" in r["error"] for r in records if r["policy"] == "lru")
@@ -152,6 +154,37 @@ def test_sweep_bad_input_is_one_line(tmp_path):
     assert p.returncode == 2 and "--param-grid" in p.stderr
     p = hbl("sweep", "report", str(tmp_path), check=False)
     assert p.returncode == 2 and "not a sweep directory" in p.stderr
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    p = hbl("sweep", "--trace", "bundled:hm_0", "--policies", "lru", "--out", str(a_file), check=False)
+    assert p.returncode == 2 and "a file, not a directory" in p.stderr and "Traceback" not in p.stderr
+    for plugin in ("python", "python:x.py:P"):     # every cell failed on 'needs a plugin'; 'unknown policy'
+        p = hbl("sweep", "--trace", "bundled:hm_0", "--policies", "lru," + plugin, "--out", str(tmp_path / "o"),
+                check=False)
+        assert p.returncode == 2 and "runs in hbl simulate --policy python:FILE.py:CLASS only" in p.stderr
+
+
+def test_report_takes_a_file_of_the_sweep_as_its_directory(tmp_path):
+    """hbl sweep report DIR/cells.jsonl said 'DIR/cells.jsonl: not a sweep directory (no cells.jsonl)';
+    hbl plot and hbl.results.load take the journal for its directory, and now report does."""
+    out = str(tmp_path / "runs")
+    hbl("sweep", "--trace", "bundled:hm_0", "--hss", "cost", "--policies", "fast-only,lru", "--out", out,
+        "--workers", "1", "--quiet")
+    by_dir = json.loads(hbl("sweep", "report", out, "--json").stdout)
+    for f in ("cells.jsonl", "results.csv"):
+        assert json.loads(hbl("sweep", "report", os.path.join(out, f), "--json").stdout) == by_dir
+    assert by_dir["cells"] == 2 and "lru" in by_dir["configs"]["cost"]["normalized"]["hm_0"]
+
+
+
+def test_a_failed_cell_is_named_with_its_error(tmp_path):
+    """A sweep with failed cells said only '1 failed' (the error was in cells.jsonl)."""
+    out = str(tmp_path / "runs")
+    p = hbl("sweep", "--trace", "bundled:hm_0", "--hss", "cost", "--policies", "fast-only,smq",
+            "--param-grid", "smq.promote=-1,2", "--out", out, "--workers", "1", "--quiet", "--json", check=False)
+    assert p.returncode == 2 and json.loads(p.stdout)["failed"] == 1
+    assert json.loads(p.stdout)["first_error"].startswith("smq on bundled:hm_0 (cost, seed 1, promote=-1): HblError")
+    assert "1 cells failed" in p.stderr and "promote=-1" in p.stderr and "Traceback" not in p.stderr
 
 
 TRAIN = "synth:zipf:requests=7000,pages=4000"    # a training family (hbl/trace/split.py)
@@ -182,6 +215,15 @@ def test_tune_searches_on_training_workloads_only(tmp_path):
     p = hbl("sweep", "tune", "--trace", "bundled:hm_0", "--policies", "sibyl", "--space", "lr=1e-4:1e-1:log",
             "--out", out, check=False)
     assert p.returncode == 2 and "bundled:hm_0 is an evaluation workload" in p.stderr
+
+
+def test_tune_refuses_a_parameter_the_policy_does_not_take(tmp_path):
+    """Every trial of it once ran, and failed, before the error."""
+    pytest.importorskip("optuna", reason="hbl sweep tune needs the tune extra: pip install -e '.[tune]'")
+    p = hbl("sweep", "tune", "--trace", TRAIN, "--policies", "smq", "--space", "nope=1:2", "--trials", "2",
+            "--out", str(tmp_path / "tune"), check=False)
+    assert p.returncode == 2 and "--space nope: policy smq takes no parameter 'nope'" in p.stderr
+    assert "trial" not in p.stdout and not (tmp_path / "tune").exists()
 
 
 def test_embedded_cluster_listens_on_loopback_only():

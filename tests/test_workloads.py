@@ -109,6 +109,22 @@ def test_app_slices_load(name):
         assert f.readline().count(",") == 6
 
 
+def test_slice_only_from_a_capture_of_this_machine(tmp_path, monkeypatch):
+    """hbl workloads slice NAME once cut the shipped, packed workload:NAME when NAME was not captured
+    here, and overwrote the shipped apps:NAME with its rounded times and latencies."""
+    monkeypatch.setattr(workloads, "CACHE_DIR", tmp_path / "cache")
+    with pytest.raises(HblError, match="no capture of pg-analytics on this machine"):
+        workloads.make_slice("pg-analytics", out_dir=tmp_path)
+    assert not list(tmp_path.glob("*.csv.gz"))
+    (tmp_path / "cache").mkdir()
+    data, _ = load("apps:pg-analytics")
+    from hbl.trace.files import writer
+    with writer(str(workloads.trace_path("pg-analytics")), "native") as w:
+        w.write(data[:300])
+    r = workloads.make_slice("pg-analytics", requests=100, out_dir=tmp_path)
+    assert r["requests"] == 100 and (tmp_path / "pg-analytics.csv.gz").exists()
+
+
 LMDB = workloads.get("lmdb-kv")
 
 

@@ -35,7 +35,21 @@ def build_parser():
     agents.add_parsers(sub)
     devices.add_parsers(sub)
     bench.add_parsers(sub)
+    p.commands = sub.choices      # command -> its parser: an unknown argument is its usage error
+    _describe(p)
     return p
+
+
+def _describe(parser):
+    """A (sub)command added with a help line but no description shows that line atop its own --help
+    (else `hbl top --help` says nothing of what top does)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for line in action._choices_actions:
+                child = action.choices[line.dest]
+                if child.description is None and line.help:
+                    child.description = line.help[0].upper() + line.help[1:] + "."
+                _describe(child)
 
 
 def main(argv=None):
@@ -47,7 +61,7 @@ def main(argv=None):
         elif a.command == "vm" and a.vm_command == "run":
             a.cmd = list(a.cmd) + list(extra)
         else:
-            parser.error("unrecognized arguments: %s" % " ".join(extra))
+            parser.commands.get(a.command, parser).error("unrecognized arguments: %s" % " ".join(extra))
     if not a.command:
         parser.print_help()
         return 2

@@ -11,7 +11,7 @@ def add_parsers(sub):
 def _add_policies(sub):
     """hbl policies."""
     po = sub.add_parser("policies", help="list policies")
-    po.add_argument("--json", action="store_true")
+    po.add_argument("--json", action="store_true", help="print the policies, their parameters and capabilities as JSON")
     po.set_defaults(func=cmd_policies)
 
 
@@ -41,7 +41,7 @@ def _add_pretrain(sub):
                          "synth:log and the redis-aof and file-server captures' later parts), apps (regimes "
                          "and the later parts of lmdb-kv, rrd-metrics and kyoto-hash)")
     pt.add_argument("--list", action="store_true", help="list the shipped pretrained agents instead")
-    pt.add_argument("--json", action="store_true")
+    pt.add_argument("--json", action="store_true", help="print the agents trained (or listed) as JSON")
     pt.add_argument("--quiet", action="store_true", help="no progress on stderr")
     pt.add_argument("--trace", action="append", metavar="TRACE",
                     help="training trace (repeatable; default: the training suite): a training workload of "

@@ -9,7 +9,7 @@ def add_parsers(sub):
     b.add_argument("--requests", type=whole(1, 1 << 32), default=1_000_000, help="trace length (default 1000000)")
     b.add_argument("--policies", help="comma-separated policies (default: all)")
     b.add_argument("--repeat", type=whole(1, 1000), default=3, help="runs per policy, best kept (default 3)")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="print the figures as JSON")
     b.add_argument("--agreement", action="store_true",
                    help="instead: how often the int16 inference network's greedy action is the FP32 network's, "
                         "over real runs of the learned policies (--policies, default harmonia,sibyl) on the "

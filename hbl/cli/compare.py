@@ -2,8 +2,8 @@
 import os
 import sys
 
-from hbl.cli.options import (EPILOG_TRACES, check_output_dir, check_sim, reader_options, sim_args, sim_options,
-                             trace_args)
+from hbl.cli.options import (EPILOG_TRACES, check_chart_path, check_distinct, check_output_dir, check_sim,
+                             reader_options, sim_args, sim_options, trace_args)
 from hbl.cmdline import print_json, whole, write_json
 from hbl.errors import HblError
 
@@ -57,7 +57,8 @@ def _add_compare(sub):
                         "pretraining seed N's DIR/POLICY-HSS-sN.agent")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--from-json", metavar="FILE", help="re-print (and re-plot) a comparison saved with --output")
-    trace_args(c, many=True)
+    trace_args(c, many=True, default="the default suite: the bundled MSR slices, the apps: slices, the "
+               "full captures' first --capture-requests requests, four synthetic workloads")
     sim_args(c)
     c.set_defaults(func=cmd_compare)
 
@@ -124,7 +125,7 @@ def _add_sweep(sub):
     sw.add_argument("--trials", type=int, default=20, help="tune: trials (default 20)")
     sw.add_argument("--test", action="append", metavar="TRACE",
                     help="tune: a held-out workload (repeatable), simulated with the best and the default parameters")
-    trace_args(sw, many=True)
+    trace_args(sw, many=True, default="none: here or as traces in SPEC.toml")
     sim_args(sw)
     sw.set_defaults(func=cmd_sweep)
 
@@ -133,6 +134,8 @@ def cmd_compare(a):
     from hbl.experiments import compare as cmp, results
     hss = [h.strip() for h in a.hss.split(",") if h.strip()]
     check_output_dir(a.output, a.plot, a.out)
+    check_chart_path(a.plot)
+    check_distinct(("", a.from_json), ("--output", a.output), ("--out", a.out), ("--plot", a.plot))
     if a.out:
         fmt = os.path.splitext(a.out)[1].lstrip(".").lower()
         if fmt not in results.FORMATS:
@@ -146,7 +149,8 @@ def cmd_compare(a):
         check_sim(a, hss)
         if a.agents and (a.untrained or not os.path.isdir(a.agents)):
             raise HblError("--agents %s: %s" % (a.agents, "give it or --untrained, not both" if a.untrained
-                                                else "no such directory"))
+                                                else "a file, not a directory of agent files (hbl pretrain --out)"
+                                                if os.path.exists(a.agents) else "no such directory"))
         agents = dict(load_agents=a.agents) if a.agents else {}
         summary = cmp.compare(traces=a.trace, hss_list=hss, policies=a.policies, jobs=a.jobs, fmt=a.fmt,
                           lenient=a.lenient, reader_options=reader_options(a), progress=not a.quiet,
@@ -185,6 +189,8 @@ def cmd_sweep(a):
         if len(a.target) != 2:
             raise HblError("usage: hbl sweep report DIR [--plot PNG] [--json]")
         from hbl.experiments import sweep_report
+        check_output_dir(a.plot)
+        check_chart_path(a.plot)
         return _show(a, sweep_report.report(a.target[1]), sweep_report.format_report, sweep_report.plot)
     if a.target[:1] == ["tune"]:
         from hbl.experiments import sweep_tune
@@ -232,6 +238,9 @@ def cmd_sweep(a):
         print("%d cells: %d computed, %d skipped (already in %s), %d failed; results in %s" % (
             summary["cells"], summary["computed"], summary["skipped"], summary["out"], summary["failed"],
             os.path.join(summary["out"], sweep.CSV_TABLE)))
+    if summary["failed"]:
+        print("hbl: error: %d cells failed (in %s); the first: %s" % (
+            summary["failed"], os.path.join(summary["out"], sweep.JOURNAL), summary["first_error"]), file=sys.stderr)
     return 2 if summary["failed"] else 0
 
 
@@ -250,6 +259,7 @@ def cmd_plot(a):
 
 def cmd_report(a):
     from hbl.experiments import report
+    check_distinct(("", a.result), ("-o", a.out))     # it wrote the page over the result
     out = report.write(a.result, a.out)
     if a.json:
         print_json(dict(result=a.result, report=out))

@@ -14,7 +14,8 @@ def add_parsers(sub):
                        "latency, random 4 KiB IOPS at depth 32, sequential bandwidth. Reads only unless --write, "
                        "which overwrites the device's data and is refused on a device that is mounted, held or "
                        "carries a signature (--force overrides the signature check only).")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--json", action="store_true",
+                   help="print the profiles and HSS presets (or the measured profile) as JSON")
     d.add_argument("--measure", metavar="DEVICE", help="block device (or file of 64 MiB or more) to measure")
     d.add_argument("--seconds", type=float, default=5.0, help="per fio job (default 5; 4 jobs, 7 with --write)")
     d.add_argument("--write", action="store_true", help="also measure writes: DESTROYS the device's data")

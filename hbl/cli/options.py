@@ -12,19 +12,21 @@ from hbl.errors import HblError, show
 EPILOG_TRACES = """trace names: a file (format auto-detected, or --format), bundled:NAME for a
 bundled MSR Cambridge slice (hm_0, hm_1, mds_0, proj_0, rsrch_1, rsrch_2, wdev_1),
 synth:PRESET[:key=value,...] for a seeded synthetic workload
-(presets: uniform, zipf, sequential, mixed, phases, hm, prxy, src, web, usr, proj),
+(presets: uniform, zipf, sequential, mixed, phases, burst, log, hm, prxy, src, web, usr, proj),
 workload:NAME for a real application's whole capture (shipped with hbl, or your own from
-hbl workloads capture), apps:NAME for its first 20,000 requests, and workload:A+B for
-captures replayed together, each tenant on its own address range."""
+hbl workloads capture), apps:NAME for its first 20,000 requests, workload:NAME@START-END for
+requests START..END of a capture, and workload:A+B for captures replayed together, each tenant
+on its own address range."""
 
 
-def trace_args(p, many=False):
+def trace_args(p, many=False, default=None):
+    """--trace (with many: repeatable; default says what runs without one) and how to read it."""
     if many:
         p.add_argument("--trace", action="append", metavar="TRACE",
-                       help="trace to replay (repeatable; default: bundled MSR slices + synthetic suite)")
+                       help="trace to replay (repeatable%s)" % ("; default: " + default if default else ""))
     p.add_argument("--format", dest="fmt", metavar="FMT",
-                   help="input format: msrc, blkparse, spc, alibaba, tencent, fio, csv, native "
-                        "(default: detected)")
+                   help="input format: msrc, blkparse, spc, alibaba, tencent, fio, csv, native, "
+                        "packed (default: detected)")
     p.add_argument("--lenient", action="store_true", help="skip malformed lines (counted) instead of failing")
     p.add_argument("--columns", help="csv format: column mapping, e.g. time=0,offset=1,length=2,op=3")
     p.add_argument("--delimiter", help="csv format: field separator (default ,)")
@@ -147,3 +149,28 @@ def check_output_dir(*paths):
             raise HblError("%s: no such directory" % out_dir)
         if os.path.isdir(path):
             raise HblError("%s: is a directory" % path)
+
+
+#: What matplotlib's savefig writes by a file's extension (no extension: PNG, its default)
+CHART_EXTENSIONS = ("png", "svg", "svgz", "pdf", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+
+
+def check_chart_path(path, flag="--plot"):
+    """Before any work: a chart's file name says a format matplotlib writes (else its ValueError came
+    after the whole run)."""
+    ext = os.path.splitext(path or "")[1].lstrip(".").lower()
+    if ext and ext not in CHART_EXTENSIONS:
+        raise HblError("%s %s: give a file ending in %s" % (flag, path, ", ".join("." + e for e in CHART_EXTENSIONS)))
+
+
+def check_distinct(*named):
+    """Before any work: (flag, path) pairs, none of them the same file as another (an input given
+    with its flag too): the later write would replace the earlier, or the input read."""
+    seen = {}
+    for flag, path in named:
+        if not path:
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise HblError("%s %s is also %s: give another file" % (flag, path, seen[key]))
+        seen[key] = "%s %s" % (flag, path) if flag else "the input"

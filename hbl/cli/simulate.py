@@ -2,8 +2,8 @@
 import os
 import sys
 
-from hbl.cli.options import (EPILOG_TRACES, check_output_dir, check_sim, reader_options, sim_args, sim_options,
-                             trace_args)
+from hbl.cli.options import (EPILOG_TRACES, check_distinct, check_output_dir, check_sim, reader_options, sim_args,
+                             sim_options, trace_args)
 from hbl.cmdline import print_json, write_json
 from hbl.errors import HblError
 
@@ -48,10 +48,12 @@ def cmd_simulate(a):
         Simulator(hss, policy, [1024] * (len(hss.devices) - 1) + [None], params=a.param, seed=a.seed,
                   **sim_options(a))
     check_output_dir(a.timeline, a.save_agent)
+    check_distinct(("", a.trace), ("--timeline", a.timeline), ("--save-agent", a.save_agent))
     if a.agent == "none":
         a.agent = False
     elif a.agent and not os.path.isfile(a.agent):
-        raise HblError("%s: no such file" % a.agent)
+        raise HblError("%s: %s" % (a.agent, "is a directory, not an agent file (hbl compare --agents takes "
+                                   "a directory)" if os.path.isdir(a.agent) else "no such file"))
     from hbl import progress as prog
     if policy.startswith("python:"):
         from hbl.sim.plugin import check, load_policy

@@ -7,6 +7,9 @@ from hbl.cli.options import EPILOG_TRACES, check_output_dir, reader_options, tra
 from hbl.cmdline import page_size, parse_duration, print_json, whole
 from hbl.errors import HblError
 
+#: The names open_trace reads as something else than a file (hbl/trace/__init__.py)
+TRACE_SCHEMES = ("bundled:", "synth:", "workload:", "apps:")
+
 
 def add_parsers(sub):
     _add_trace_info(sub)
@@ -19,8 +22,8 @@ def _add_trace_info(sub):
     t = sub.add_parser("trace-info", help="summarize a trace",
                        description="Requests, reads/writes, bytes, footprint, sequentiality, sizes, "
                        "inter-arrival times and reuse distances of a trace.", epilog=EPILOG_TRACES)
-    t.add_argument("trace")
-    t.add_argument("--json", action="store_true")
+    t.add_argument("trace", help="a trace file or name (below)")
+    t.add_argument("--json", action="store_true", help="print the figures as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress on stderr")
     t.add_argument("--page-size", type=page_size, help="page size for footprint and reuse (default 4096)")
     trace_args(t)
@@ -34,8 +37,8 @@ def _add_convert(sub):
                        "file name: .csv = msrc, .iolog/.fio = fio iolog v3, .hblz = packed (zstd-compressed "
                        "columns, checksummed, about 3 bytes a request), anything else = native "
                        "(memory-mapped, fastest to reload).", epilog=EPILOG_TRACES)
-    v.add_argument("input")
-    v.add_argument("output")
+    v.add_argument("input", help="a trace file or name (below)")
+    v.add_argument("output", help="the file to write (its name gives the format, as above)")
     v.add_argument("--to", choices=["native", "packed", "msrc", "fio"], help="output format")
     v.add_argument("--quantum-ns", type=whole(1, 1 << 40), metavar="NS",
                    help="packed format: keep times and latencies in multiples of NS (default 1, lossless)")
@@ -71,6 +74,14 @@ def _add_trace(sub):
     tr.set_defaults(func=cmd_trace)
 
 
+def check_not_a_trace_name(out):
+    """A trace written to bundled:X (synth:, workload:, apps:) could not be read back: the name is the other trace."""
+    if out.startswith(TRACE_SCHEMES):
+        raise HblError("%s: a trace name, not a file name: the file written would be read back as the named "
+                       "trace; give a path, e.g. ./%s.hbltrace"
+                       % (out, out.split(":", 1)[1].split(":")[0].split("@")[0].replace("+", "-")))
+
+
 def cmd_trace_info(a):
     from hbl.trace.info import format_info, trace_info
     from hbl.trace import open_trace
@@ -89,6 +100,7 @@ def cmd_convert(a):
     from hbl import trace as tracemod
     reader = tracemod.open_trace(a.input, fmt=a.fmt, lenient=a.lenient, **reader_options(a))
     to = a.to or tracemod.format_for_path(a.output)
+    check_not_a_trace_name(a.output)
     if os.path.abspath(a.output) == os.path.abspath(tracemod.resolve(a.input)):
         raise HblError("%s: refusing to overwrite the input" % a.output)
     check_output_dir(a.output)
@@ -129,6 +141,7 @@ def cmd_trace(a):
     to = a.to or tracemod.format_for_path(a.out)
     if a.out.endswith(".gz"):
         raise HblError("%s: a capture is not compressed while it runs; convert it afterwards" % a.out)
+    check_not_a_trace_name(a.out)
     check_output_dir(a.out)
     cap = Capture(a.dev, backend=a.backend, fast=a.fast)
     names = ", ".join("%s (%s)" % (p, "logical, bio" if m == MODE_BIO else "device, with latency")

@@ -1,5 +1,6 @@
 """hbl vm: the QEMU testbed."""
 import argparse
+import os
 import shlex
 import sys
 
@@ -19,12 +20,13 @@ def add_parsers(sub):
     vsub = vm.add_subparsers(dest="vm_command", metavar="ACTION", required=True)
     vb = vsub.add_parser("build", help="build the kernel, initramfs and root file system (cached)")
     vb.add_argument("--force", action="store_true", help="rebuild even if cached")
-    vb.add_argument("--json", action="store_true")
+    vb.add_argument("--json", action="store_true",
+                    help="print the images' folder, the seconds taken and whether cached as JSON")
     vr = vsub.add_parser("run", help="run a command in a fresh guest: hbl vm run -- CMD ARG... "
                          "(one argument: a shell line); it runs in /root, writable")
-    vr.add_argument("cmd", nargs=argparse.REMAINDER)
+    vr.add_argument("cmd", nargs=argparse.REMAINDER, help="the command to run in the guest, after --")
     vt = vsub.add_parser("test", help="run the guest test suite (device-mapper mechanics)")
-    vt.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    vt.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest in the guest, e.g. -k live")
     vsub.add_parser("shell", help="an interactive shell in the guest (poweroff -f to leave)")
     vbe = vsub.add_parser("bench", help="table-reload stalls and emulated device latency, inside the guest; "
                           "--live: hbl's live device against dm-cache")
@@ -63,7 +65,7 @@ def add_parsers(sub):
         vp.add_argument("--extra", type=whole(0, 2), default=0,
                         help="SATA-SSD-like virtio disks to add (/dev/vdb, /dev/vdc; default 0)")
         vp.add_argument("--out", help="keep the guest's /out here (default: a new temporary folder)")
-        vp.add_argument("--quiet", action="store_true")
+        vp.add_argument("--quiet", action="store_true", help="no closing status line (soak: no progress) on stderr")
     vm.set_defaults(func=cmd_vm)
 
 
@@ -78,6 +80,9 @@ def vm_command_line(args):
 def cmd_vm(a):
     import time
     from hbl.vm import build as vmbuild, run as vmrun
+    for flag, path in (("--out", getattr(a, "out", None)), ("--resume", getattr(a, "resume", None))):
+        if path and os.path.exists(path) and not os.path.isdir(path):    # before a build and a boot
+            raise HblError("%s %s: a file, not a directory (the guest's /out comes back there)" % (flag, path))
     say = (lambda m: None) if getattr(a, "json", False) else (lambda m: print("hbl vm: " + m, file=sys.stderr))
     t0 = time.time()
     images = vmbuild.build(progress=say, force=getattr(a, "force", False))

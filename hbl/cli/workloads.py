@@ -14,9 +14,10 @@ def add_parsers(sub):
                         "I/O into ~/.cache/hbl/workloads/NAME.hbltrace, used as the trace workload:NAME (where there is "
                         "none, workload:NAME is the capture shipped with hbl, hbl/data/traces/workloads/NAME.hblz).")
     wsub = wl.add_subparsers(dest="workloads_command", metavar="ACTION", required=True)
-    wsub.add_parser("list", help="the recipes and whether each is captured").add_argument("--json", action="store_true")
+    wsub.add_parser("list", help="the recipes and whether each is captured").add_argument(
+        "--json", action="store_true", help="print the recipes as JSON")
     ws = wsub.add_parser("summary", help="trace-info figures of every cached capture (results/workloads/workloads.*)")
-    ws.add_argument("--json", action="store_true")
+    ws.add_argument("--json", action="store_true", help="print the figures as JSON")
     wsub.add_parser("slice", help="write the first 20,000 requests of a cached capture to hbl/data/traces/apps/"
                     ).add_argument("name", help="a recipe captured here (hbl workloads list)")
     wsub.add_parser("pack", help="write a cached capture, packed, to hbl/data/traces/workloads/ (what "

@@ -114,7 +114,7 @@ HSS_CONFIGS = {
     "tri": (["H", "M", "L"], [0.1, 0.3, None]),
     "quad": (["H", "N", "M", "L"], [0.1, 0.2, 0.3, None]),
 }
-HSS_HELP = "perf = H+M, cost = H+L, tri = H+M+L, quad = H+N+M+L (fast device 10%% of the footprint)"
+HSS_HELP = "perf = H+M, cost = H+L, tri = H+M+L, quad = H+N+M+L (fast device 10% of the footprint)"
 
 
 def parse_capacity(text, where="capacity"):

@@ -52,8 +52,11 @@ def _rotational(path):
 
 
 def _size_bytes(path):
-    with open(path, "rb") as f:
-        return f.seek(0, os.SEEK_END)
+    try:
+        with open(path, "rb") as f:
+            return f.seek(0, os.SEEK_END)
+    except OSError as exc:
+        raise HblError("%s: cannot read it: %s" % (path, exc.strerror or exc)) from None
 
 
 def measure(path, seconds=5.0, write=False, force=False, name=None, progress=None):
@@ -61,10 +64,12 @@ def measure(path, seconds=5.0, write=False, force=False, name=None, progress=Non
     overwrite its data (refused when the device is mounted, held, or carries a signature,
     unless force; a mounted or held device is always refused)."""
     say = progress or (lambda msg: None)
-    if not shutil.which("fio"):
-        raise HblError("fio is not installed (scripts/bootstrap.sh installs it: apt-get install fio)")
     if not os.path.exists(path):
         raise HblError("%s: no such device or file" % path)
+    if os.path.isdir(path):
+        raise HblError("%s: is a directory; give a block device or a file of 64 MiB or more" % path)
+    if not shutil.which("fio"):
+        raise HblError("fio is not installed (scripts/bootstrap.sh installs it: apt-get install fio)")
     is_block = stat.S_ISBLK(os.stat(path).st_mode)
     if write and is_block:
         from hbl.live.safety import check_device

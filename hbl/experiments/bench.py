@@ -164,6 +164,7 @@ def agreement(policies=AGREEMENT_POLICIES, hss=("perf", "cost"), traces=None, sy
     synthetic suite)."""
     import multiprocessing
     from hbl.experiments.compare import default_traces
+    pretrained.check_agent_policies(policies, "hbl bench --agreement --policies")
     traces = traces or default_traces(synthetic_requests)
     work = [(p, h, t, seed) for p in policies for h in hss for t in traces]
     with multiprocessing.get_context("fork").Pool(jobs or os.cpu_count()) as pool:

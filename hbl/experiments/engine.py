@@ -51,11 +51,14 @@ class Grid:
     reader_options: dict = dataclasses.field(default_factory=dict)
 
     def check(self):
-        for what in ("traces", "hss", "policies", "seeds"):
-            if not getattr(self, what):
-                raise HblError("sweep: no %s given" % what)
-        known = all_policy_names()
+        for what, flag in (("traces", "--trace"), ("HSS", "--hss"), ("policies", "--policies"), ("seeds", "--seeds")):
+            if not getattr(self, what.lower()):     # compare's grid too: no "sweep:" here
+                raise HblError("no %s given (%s)" % (what, flag))
+        known = [n for n in all_policy_names() if n != "python"]
         for p in self.policies:
+            if p == "python" or p.startswith("python:"):    # else every cell fails on it
+                raise HblError("sweep: policy %s: a Python plugin runs in hbl simulate --policy "
+                               "python:FILE.py:CLASS only, not in a sweep's cells" % p)
             if p not in known:
                 raise HblError("sweep: unknown policy %r (have: %s)" % (p, ", ".join(known)))
         for name in self.param_grid:

@@ -198,7 +198,8 @@ def read(path):
                 data = json.load(f)
             if isinstance(data, dict) and "results" in data:
                 return from_compare(data)
-            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data) \
+                    or not all({"trace", "hss", "policy"} <= set(r) for r in data):
                 raise HblError("%s: neither hbl compare's --output nor a table of runs (--out)" % path)
             return enrich(data)
         pd = _pandas()

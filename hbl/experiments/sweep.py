@@ -152,6 +152,9 @@ class Session:
 
     def __init__(self, out_dir, workers=None, address=None):
         self.distributed = need_dask()
+        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+            raise HblError("--out %s: a file, not a directory (a sweep writes cells.jsonl and its tables there)"
+                           % out_dir)
         os.makedirs(out_dir, exist_ok=True)
         self.out_dir, self.workers, self.address = out_dir, workers, address
         self.records = read_journal(out_dir)
@@ -206,7 +209,8 @@ class Session:
 
 
 def run(grid, out_dir, workers=None, address=None, progress=True):
-    """Run the grid's missing cells; returns {'cells', 'computed', 'skipped', 'failed', 'out'}."""
+    """Run the grid's missing cells; returns {'cells', 'computed', 'skipped', 'failed', 'out'} and, when a
+    cell failed, 'first_error': the first failed cell and its error."""
     grid.check()
     options = dict(grid.options)
     with Session(out_dir, workers, address) as session:
@@ -220,6 +224,10 @@ def run(grid, out_dir, workers=None, address=None, progress=True):
             for rec in session.run(todo, traces, options):
                 summary["computed"] += 1
                 summary["failed"] += rec["status"] != "ok"
+                if rec["status"] != "ok" and "first_error" not in summary:   # what a user reads first
+                    summary["first_error"] = "%s on %s (%s, seed %s%s): %s" % (
+                        rec["policy"], rec["trace"], rec["hss"], rec["seed"],
+                        "".join(", %s=%g" % kv for kv in sorted(rec.get("params", {}).items())), rec.get("error"))
                 bar.update(note="%d failed" % summary["failed"] if summary["failed"] else None)
         except KeyboardInterrupt:
             bar.close()

@@ -11,7 +11,10 @@ from hbl.experiments.tables import BASELINE
 
 def report(out_dir):
     """{'configs': {config: hbl.experiments.tables.summarize's dict for it}, 'failed', 'cells'} from DIR; a
-    config is an HSS (with its simulator options when several option sets share DIR)."""
+    config is an HSS (with its simulator options when several option sets share DIR); a file of DIR
+    (its cells.jsonl, results.csv, ...) stands for DIR, as hbl plot and hbl.results.load take it."""
+    if os.path.isfile(out_dir) and os.path.exists(os.path.join(os.path.dirname(out_dir), results.JOURNAL)):
+        out_dir = os.path.dirname(out_dir) or "."
     if not os.path.exists(os.path.join(out_dir, results.JOURNAL)):
         raise HblError("%s: not a sweep directory (no %s)" % (out_dir, results.JOURNAL))
     rows = results.from_journal(results.read_journal(out_dir))

@@ -14,7 +14,7 @@ import os
 
 from hbl.experiments.tables import BASELINE
 from hbl.errors import HblError
-from hbl.sim.registry import params_for
+from hbl.sim.registry import params_for, params_of
 from hbl.trace.split import check_training
 from hbl.experiments.engine import Grid, cell_key, prepare
 from hbl.experiments.sweep import Session
@@ -47,7 +47,12 @@ def _suggest(trial, space):
     return out
 
 
-def _check(train, test, space, trials):
+def _check(train, test, space, trials, policy=None):
+    takes = params_of(policy) if policy else {}
+    for name, _, _, _ in space:
+        if takes and name not in takes:    # else every trial fails on it
+            raise HblError("--space %s: policy %s takes no parameter %r (it takes: %s)"
+                           % (name, policy, name, ", ".join(takes)))
     overlap = sorted(set(train) & set(test))
     if overlap:
         raise HblError("the test workloads must not be training workloads: %s" % ", ".join(overlap))
@@ -129,7 +134,7 @@ def tune(train, policy, space, trials, out_dir, hss=("cost",), seeds=(1,), test=
     except ImportError:
         raise HblError("hbl sweep tune needs Optuna: pip install 'hbl[tune]' "
                        "(scripts/bootstrap.sh installs it)") from None
-    _check(train, test, space, trials)
+    _check(train, test, space, trials, policy)
     options = dict(options or {})
     grid = Grid(traces=list(train) + list(test), hss=list(hss), policies=[BASELINE, policy], seeds=list(seeds),
                 options=options)

@@ -15,7 +15,7 @@ EPILOG_UP = """examples:
   hbl up fast0 --dev /dev/nvme0n1 --dev /dev/sdb            create, start the controller (daemon)
   hbl up fast0                                                re-assemble after down, reboot or crash
   hbl up fast0 --dev /dev/nvme0n1 --dev /dev/sdb --policy smq --foreground
-  hbl up fast0 --dev ... --agent trained.hbl                  agents trained with hbl simulate --save-agent
+  hbl up fast0 --dev ... --agent trained.agent                agents trained with hbl simulate --save-agent
 
 State (metadata, log, saved agents) lives in /var/lib/hbl/NAME (--state-dir
 or HBL_STATE_DIR to change); the controller's lock and live status in
@@ -75,9 +75,9 @@ def add_parsers(sub):
     dn = sub.add_parser("down", help="stop the controller and remove the device; data and metadata are kept",
                         description="Finish or roll back the migration in progress, save the agents, flush, "
                         "persist the mapping and remove /dev/mapper/NAME.  hbl up NAME brings it back.")
-    dn.add_argument("name")
+    dn.add_argument("name", help="device name: /dev/mapper/NAME")
     dn.add_argument("--timeout", type=float, default=300, help="seconds to wait for the controller (default 300)")
-    dn.add_argument("--json", action="store_true")
+    dn.add_argument("--json", action="store_true", help="print the device's last status as JSON")
     _state_arg(dn)
     dn.set_defaults(func=cmd_down)
 
@@ -88,13 +88,13 @@ def add_parsers(sub):
                         "time moving extents are held, agent state, lost eBPF records.  The controller "
                         "writes its status every 5 s, and at once when asked: this asks it (and waits up to "
                         "2 s), so the figures are current.")
-    st.add_argument("name")
-    st.add_argument("--json", action="store_true")
+    st.add_argument("name", help="device name: /dev/mapper/NAME")
+    st.add_argument("--json", action="store_true", help="print the status as JSON")
     _state_arg(st)
     st.set_defaults(func=cmd_status)
 
     tp = sub.add_parser("top", help="live view of the hottest extents and the latest decisions")
-    tp.add_argument("name")
+    tp.add_argument("name", help="device name: /dev/mapper/NAME")
     tp.add_argument("--interval", type=positive(3600), default=1.0, help="refresh period in seconds (default 1)")
     tp.add_argument("--once", action="store_true", help="print one frame and exit")
     tp.add_argument("--json", action="store_true", help="print one frame as JSON and exit")

@@ -210,19 +210,42 @@ def _train(job):
     return dict(policy=policy, hss=hss, seed=seed, file=str(path), train_latency_us=lat)
 
 
+def agent_policies():
+    """The C policies that have agents (networks to train, save and load), asked of a simulator of each
+    learning policy: archivist and rnn-hss learn without any."""
+    from hbl.devices import load_hss
+    from hbl.sim.registry import policy_names
+    from hbl.sim.simulator import Simulator
+    return [p for p in policy_names("learns") if Simulator(load_hss("cost"), p, [64, None]).agents()]
+
+
+def check_agent_policies(policies, what):
+    """HblError, before any work, for a policy in `policies` that has no agents of its own."""
+    from hbl.sim.registry import COMPOSITES, all_policy_names
+    with_agents = agent_policies()
+    for p in policies:
+        if p in COMPOSITES:
+            raise HblError("%s: %s has no agents of its own (a composite: its harmonia starts from harmonia's; "
+                           "policies with agents: %s)" % (what, p, ", ".join(with_agents)))
+        if p not in all_policy_names():
+            raise HblError("%s: unknown policy %r (have: %s)"
+                           % (what, p, ", ".join(n for n in all_policy_names() if n != "python")))
+        if p not in with_agents:
+            raise HblError("%s: policy %s has no agents (policies with agents: %s)"
+                           % (what, p, ", ".join(with_agents)))
+
+
 def pretrain_all(policies, hss_list, seeds, out, traces=None, passes=PASSES, params=None, jobs=None,
                  progress=True):
     """pretrain() for every policy x HSS x seed 1..seeds, in parallel; one file each in `out`."""
     from hbl.pool import run_all
-    from hbl.sim.registry import policy_names
-    known = policy_names()
-    for p in policies:
-        if p not in known:
-            raise HblError("unknown policy %r (have: %s)" % (p, ", ".join(known)))
+    check_agent_policies(policies, "hbl pretrain --policies")
     out = Path(out)
     traces = list(traces or training_traces())
     split.check_training(traces, "hbl pretrain --trace")
     check_not_validation(traces, "hbl pretrain --trace")
+    if out.exists() and not out.is_dir():
+        raise HblError("--out %s: a file, not a directory (one agent file per policy, HSS and seed goes there)" % out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / RECIPE, "w") as f:
         json.dump(dict(policies=list(policies), hss=list(hss_list), seeds=seeds, traces=traces, passes=passes,

@@ -122,6 +122,9 @@ class Reader:
         self.configure(**options)
 
     def configure(self, **options):
+        if "columns" in options:      # the CLI fills in the other csv options beside a mapping
+            raise TraceError(self.path, "format %s takes no column mapping: --columns (and --delimiter, "
+                             "--time-unit, --offset-unit, --header) go with --format csv" % self.name)
         if options:
             raise TraceError(self.path, "format %s takes no options (got %s)"
                              % (self.name, ", ".join(sorted(options))))

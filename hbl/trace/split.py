@@ -76,4 +76,6 @@ def check_training(traces, what):
     bad = [t for t in traces if side(t) == "evaluation"]
     if bad:
         raise HblError("%s: %s is an evaluation workload (hbl/trace/split.py), not for training or tuning; "
-                       "the training workloads are %s" % (what, bad[0], ", ".join(TRAINING)))
+                       "the training workloads are %s (a synth: family with any keys, an application as "
+                       "workload:NAME or apps:NAME)"
+                       % (what, bad[0], ", ".join(t.replace("app:", "workload:", 1) for t in TRAINING)))

@@ -208,11 +208,18 @@ SLICE_REQUESTS = 20_000
 def make_slice(name, requests=SLICE_REQUESTS, out_dir=APPS_DIR):
     """The first `requests` requests of the cached capture as gzipped MSR Cambridge CSV (apps:NAME).
 
-    Flushes and discards have no MSRC spelling and are left out (counted in the result)."""
+    Flushes and discards have no MSRC spelling and are left out (counted in the result). Only from a
+    capture of this machine: the shipped workload:NAME has its times and latencies rounded
+    (PACK_QUANTA), and a slice of it would overwrite the shipped apps:NAME, cut from the capture itself."""
     import gzip
     from hbl import record
     from hbl.trace.files import open_file, writer
-    src = resolve("workload:" + name)
+    resolve("workload:" + name)     # an unknown recipe: its own error
+    src = trace_path(name)
+    if not src.exists():
+        raise HblError("no capture of %s on this machine (%s): sudo hbl workloads capture %s (the shipped "
+                       "workload:%s has its times and latencies rounded; apps:%s, where shipped, was cut from "
+                       "the capture itself)" % (name, src, name, name, name))
     parts, n = [], 0
     for chunk in open_file(src):
         parts.append(chunk[:requests - n])
