@@ -236,6 +236,12 @@ def test_bad_parameters_are_refused_with_a_clear_error(params, match):
         simulate("synth:log:requests=500,seed=2", hss="perf", policy="harmonia-guard", params=params)
 
 
+def test_a_member_that_cannot_run_is_named_as_the_guards():
+    # a fast device of 2 pages: wtinylfu needs 3; the user named the guard, not the member
+    with pytest.raises(HblError, match=r"^harmonia-guard cannot run its member wtinylfu here: .*at least 3 pages"):
+        simulate("synth:zipf:requests=200,pages=16", hss="perf", policy="harmonia-guard")
+
+
 def test_a_live_device_refuses_it():
     from hbl.live.decider import Decider
     data, fp = _data("synth:log:requests=500,seed=2")

@@ -217,10 +217,14 @@ class Guard:
         return self.member(m)
 
     def member(self, m):
-        """A new simulator of member m."""
-        if self.agents.get(m):
-            return Simulator.with_agents(self.hss, m, self.capacities, self.agents[m], seed=self.seed, **self.options)
-        return Simulator(self.hss, m, self.capacities, seed=self.seed, **self.options)
+        """A new simulator of member m (an error it gives names the guard: the user named no member)."""
+        try:
+            if self.agents.get(m):
+                return Simulator.with_agents(self.hss, m, self.capacities, self.agents[m], seed=self.seed,
+                                             **self.options)
+            return Simulator(self.hss, m, self.capacities, seed=self.seed, **self.options)
+        except HblError as e:
+            raise HblError("%s cannot run its member %s here: %s" % (NAME, m, e)) from None
 
     # ---- feeding ----
 
