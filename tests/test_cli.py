@@ -39,6 +39,16 @@ def test_simulate_human_output_and_timeline(tmp_path):
     assert isinstance(tl, list)
 
 
+def test_an_empty_timeline_is_said_on_stderr(tmp_path):
+    """A trace shorter than one timeline row (10,000 requests) gives an empty timeline: said, not silent."""
+    r = run("simulate", "--trace", "bundled:hm_0", "--policy", "lru", "--quiet", "--timeline", str(tmp_path / "t.json"))
+    assert json.loads((tmp_path / "t.json").read_text()) == []
+    assert "holds no rows: a row is written every 10000 requests, and the trace has 7016" in r.stderr
+    r = run("simulate", "--trace", "synth:zipf:requests=20000", "--policy", "lru", "--quiet",
+            "--timeline", str(tmp_path / "u.json"))
+    assert len(json.loads((tmp_path / "u.json").read_text())) == 2 and "no rows" not in r.stderr
+
+
 def test_compare_json_and_table(tmp_path):
     args = ["compare", "--trace", "bundled:mds_0", "--trace", "synth:zipf:requests=20000,pages=5000",
             "--hss", "perf,cost", "--policies", "lru,smq,oracle", "--quiet"]
