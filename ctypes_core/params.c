@@ -51,12 +51,19 @@ int hbl_params_check(const struct hbl_params *p, const struct hbl_param_doc *kno
             if (!strcmp(k->name, p->keys[i])) { ok = 1; break; }
         if (!ok) {
             char list[256] = "";
-            for (const struct hbl_param_doc *k = known; k && k->name; k++) {
+            size_t need = 0;
+            int count = 0;
+            for (const struct hbl_param_doc *k = known; k && k->name; k++, count++) {
+                need += strlen(k->name) + (count ? 2 : 0);
                 strncat(list, list[0] ? ", " : "", sizeof(list) - strlen(list) - 1);
                 strncat(list, k->name, sizeof(list) - strlen(list) - 1);
             }
-            snprintf(err, errlen, "unknown parameter '%s' (this policy takes: %s)",
-                     p->keys[i], list[0] ? list : "none");
+            if (need >= sizeof(list))   /* a list that does not fit is not cut in a name: it is pointed to */
+                snprintf(err, errlen, "unknown parameter '%s' (this policy takes %d parameters: "
+                         "`hbl policies` lists them with their meaning)", p->keys[i], count);
+            else
+                snprintf(err, errlen, "unknown parameter '%s' (this policy takes: %s)",
+                         p->keys[i], list[0] ? list : "none");
             return -1;
         }
         /* Policies cast many parameters to int: a value past int32 or not finite would be

@@ -128,6 +128,9 @@ def test_bad_policy_and_params():
         simulate("bundled:mds_0", policy="nope")
     with pytest.raises(HblError, match="unknown parameter 'promte'.*promote"):
         simulate("bundled:mds_0", policy="smq", params=["promte=3"])
+    # a list too long for the message is pointed to, never cut inside a name ("m_hidden1, m_)")
+    with pytest.raises(HblError, match=r"unknown parameter 'lrr' \(this policy takes \d+ parameters: `hbl policies`"):
+        simulate("bundled:mds_0", policy="harmonia", params=["lrr=3"])
     r1 = simulate("bundled:hm_0", policy="nhit", params=["hits=1"])
     r3 = simulate("bundled:hm_0", policy="nhit", params=["hits=8"])
     assert r1["promotions"] > r3["promotions"]
