@@ -139,3 +139,11 @@ def test_fold_cuts_after_hyphens_and_at_spaces():
 def test_labels_are_unique_in_order():
     assert tables.labels(["synth:zipf:requests=10", "synth:zipf:requests=20", "bundled:hm_0"]) == {
         "synth:zipf:requests=10": "zipf*", "synth:zipf:requests=20": "zipf*'", "bundled:hm_0": "hm_0"}
+
+
+def test_the_summary_counts_its_workloads_in_words():
+    one = {p: {"a": xs["a"]} for p, xs in LAT.items()}
+    (c,) = tables.summarize(runs(one))
+    assert "h, 1 workload: geomean" in tables.format_summary(c, "h")[0]
+    (c,) = tables.summarize(runs())
+    assert "h, 3 workloads: geomean" in tables.format_summary(c, "h")[0]

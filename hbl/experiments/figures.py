@@ -172,7 +172,7 @@ def geomean(configs, titles, style):
             ax.grid(axis="x", which="major", color="0.88", linewidth=0.5)
             ax.set_axisbelow(True)
             ax.tick_params(axis="y", length=0)
-            ax.set_title("%s, %d workloads%s" % (title, len(c["workloads"]),
+            ax.set_title("%s, %d workload%s%s" % (title, len(c["workloads"]), "" if len(c["workloads"]) == 1 else "s",
                                                  "; best non-learning: %s" % c["best"] if c["best"] else ""),
                          loc="left", fontsize=FONT_PT)
         axes[-1, 0].set_xlabel("geomean of average latency / Fast-Only (log; lower is better)")

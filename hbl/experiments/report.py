@@ -119,7 +119,8 @@ def page(result):
     if result.kind == "runs":
         summaries = result.summaries()
         for h, c, t in summaries:
-            body.append("<section><h2>%s: %d workloads</h2>" % (esc(t), len(c["workloads"])))
+            body.append("<section><h2>%s: %d workload%s</h2>" % (esc(t), len(c["workloads"]),
+                                                                  "" if len(c["workloads"]) == 1 else "s"))
             body.append("<h3>Geomean of average latency / Fast-Only (lower is better)</h3>" + summary_table(c))
             body.append("<h3>Average latency / Fast-Only per workload</h3>" + workload_table(c))
             name = "latency-" + plot.slug(h)

@@ -207,8 +207,9 @@ def format_summary(c, title):
     head, cells = summary_cells(c)
     widths = [max(len(x[i]) for x in cells + [head]) + 2 for i in range(len(head))]
     widths[0] = min(widths[0], WIDTH - sum(widths[1:]))
-    lines = wrap("%s, %d workloads: geomean of average latency / Fast-Only (lower is better)" % (
-        title, len(c["workloads"])))
+    n = len(c["workloads"])
+    lines = wrap("%s, %d workload%s: geomean of average latency / Fast-Only (lower is better)" % (
+        title, n, "" if n == 1 else "s"))
     for x in [head] + cells:
         name = x[0] if len(x[0]) < widths[0] else x[0][:widths[0] - 3] + ".."
         lines.append((name.ljust(widths[0]) + "".join(s.rjust(w) for s, w in zip(x[1:], widths[1:]))).rstrip())
