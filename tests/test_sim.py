@@ -131,6 +131,10 @@ def test_bad_policy_and_params():
     # a list too long for the message is pointed to, never cut inside a name ("m_hidden1, m_)")
     with pytest.raises(HblError, match=r"unknown parameter 'lrr' \(this policy takes \d+ parameters: `hbl policies`"):
         simulate("bundled:mds_0", policy="harmonia", params=["lrr=3"])
+    with pytest.raises(HblError, match=r"policy parameter hits given twice \(1 and 8\): give it once"):
+        simulate("bundled:mds_0", policy="nhit", params=["hits=1", "hits=8"])    # the last one silently won
+    with pytest.raises(HblError, match="'hits=1_0': want NAME=NUMBER"):
+        simulate("bundled:mds_0", policy="nhit", params=["hits=1_0"])            # float() takes it; options do not
     r1 = simulate("bundled:hm_0", policy="nhit", params=["hits=1"])
     r3 = simulate("bundled:hm_0", policy="nhit", params=["hits=8"])
     assert r1["promotions"] > r3["promotions"]

@@ -99,15 +99,22 @@ def param_items(items):
                 if not eq or not key.strip():
                     raise HblError("policy parameter %r: want NAME=NUMBER" % part)
                 pairs.append((key, value, part))
-    out = []
+    out, seen = [], {}
     for key, value, part in pairs:
         scope, _, name = key.strip().rpartition(".")
         try:
+            if isinstance(value, str) and "_" in value:     # float() takes 1_0; the options do not
+                raise ValueError(value)
             value = float(value)
         except (TypeError, ValueError):
             raise HblError("policy parameter %r: want NAME=NUMBER" % part) from None
         if not name:
             raise HblError("policy parameter %r: want NAME=NUMBER" % part)
+        ident = (scope or None, name)
+        if ident in seen and seen[ident] != value:  # the last one silently won
+            raise HblError("policy parameter %s given twice (%g and %g): give it once"
+                           % (key.strip(), seen[ident], value))
+        seen[ident] = value
         out.append((scope or None, name, value))
     return out
 
