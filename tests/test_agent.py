@@ -359,3 +359,13 @@ def test_memory_and_inference_figures():
     assert 0 < f["placement_decision_ns"] and 0 < f["placement_inference_ns"]
     assert 0 < f["placement_inference_fp32_ns"] and 0 < f["placement_linear_fp32_ns"]
     assert expected <= 206 * 1024
+
+
+def test_agreement_names_a_migration_only_policy_s_one_agent_migration():
+    """bench --agreement's rows name each agent by its role; harmonia-migration-only's only agent is its
+    migration agent (it was labelled "placement": the roles were read from a fixed tuple by position)."""
+    from hbl.experiments import bench
+    rows = bench.agreement_run(("harmonia-migration-only", "perf", "bundled:hm_0", 1))
+    assert [r["agent"] for r in rows] == ["migration"]
+    assert [r["agent"] for r in bench.agreement_run(("harmonia", "perf", "bundled:hm_0", 1))] == \
+        ["placement", "migration"]

@@ -136,10 +136,11 @@ def format_bench(b):
 
 
 AGREEMENT_POLICIES = ("harmonia", "sibyl")
-AGENT_ROLES = ("placement", "migration")
+AGENT_ROLES = ("placement", "migration")    # the agents' order (ctypes_core/policies/harmonia.c agents())
+ROLES_OF = {"harmonia-migration-only": ("migration",)}
 
 
-def _agreement_run(job):
+def agreement_run(job):
     """One simulation with every greedy decision also taken by the FP32 network."""
     from hbl.sim import pretrained
     from hbl.trace import open_trace
@@ -152,7 +153,7 @@ def _agreement_run(job):
                                 before_load=lambda s: [a.set_shadow(True) for a in s.agents()])
     for chunk in open_trace(trace):
         sim.feed(chunk)
-    return [dict(policy=policy, hss=hss, trace=trace, agent=AGENT_ROLES[i], compared=c, agreed=g,
+    return [dict(policy=policy, hss=hss, trace=trace, agent=ROLES_OF.get(policy, AGENT_ROLES)[i], compared=c, agreed=g,
                  pretrained=bool(shipped)) for i, (c, g) in enumerate(a.agreement() for a in sim.agents())]
 
 
@@ -168,7 +169,7 @@ def agreement(policies=AGREEMENT_POLICIES, hss=("perf", "cost"), traces=None, sy
     traces = traces or default_traces(synthetic_requests)
     work = [(p, h, t, seed) for p in policies for h in hss for t in traces]
     with multiprocessing.get_context("fork").Pool(jobs or os.cpu_count()) as pool:
-        runs = [r for rs in pool.imap(_agreement_run, work) for r in rs]
+        runs = [r for rs in pool.imap(agreement_run, work) for r in rs]
     return {"seed": seed, "synthetic_requests": synthetic_requests, "runs": runs}
 
 
