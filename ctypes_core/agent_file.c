@@ -49,11 +49,11 @@ static void layers(const struct shape *s, char *out, size_t n)
 static void shape_diff(const struct shape *f, const struct shape *m, char *out, size_t n)
 {
     char a[48], b[48];
-    if (f->nfeatures != m->nfeatures || memcmp(f->nbins, m->nbins, 16))
+    if (f->nactions != m->nactions)   /* first: another HSS's devices also bin the device feature otherwise */
+        snprintf(out, n, "%d actions (devices) in the file, %d here", f->nactions, m->nactions);
+    else if (f->nfeatures != m->nfeatures || memcmp(f->nbins, m->nbins, 16))
         snprintf(out, n, "%d state features in the file, %d here%s", f->nfeatures, m->nfeatures,
                  f->nfeatures == m->nfeatures ? " (binned differently)" : "");
-    else if (f->nactions != m->nactions)
-        snprintf(out, n, "%d actions (devices) in the file, %d here", f->nactions, m->nactions);
     else if (f->nhidden != m->nhidden || memcmp(f->hidden, m->hidden, sizeof(f->hidden))) {
         layers(f, a, sizeof(a)); layers(m, b, sizeof(b));
         snprintf(out, n, "hidden layers %s in the file, %s here", a, b);
