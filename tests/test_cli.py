@@ -106,6 +106,7 @@ def test_synthetic_to_file(tmp_path):
     (["simulate", "--param", "promote"], "want NAME=NUMBER"),
     (["simulate", "--trace", "synth:zipf:alpha=x"], "not a finite number"),
     (["compare", "--policies", "lru,bogus"], "unknown policy 'bogus'"),
+    (["compare", "--policies", "lru,python:p.py:C"], "a Python plugin runs in hbl simulate --policy python:FILE"),
     (["devices", "--measure", "tests"], "tests: is a directory"),
     (["convert", "bundled:hm_0", "bundled:hm_1"], "bundled:hm_1: a trace name, not a file name"),
     (["trace-info", "--columns", "time=0", "bundled:hm_0"], "takes no column mapping: --columns (and --delimiter"),

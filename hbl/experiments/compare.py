@@ -49,6 +49,9 @@ def expand_policies(text):
     out = []
     for p in text.split(","):
         p = p.strip()
+        if p == "python" or p.startswith("python:"):
+            raise HblError("policy %s: a Python plugin runs in hbl simulate --policy python:FILE.py:CLASS only, "
+                           "not in a comparison" % p)
         if p not in names:
             raise HblError("unknown policy %r (have: %s)" % (p, ", ".join(names)))
         out.append(p)
