@@ -35,12 +35,13 @@ def fresh_copy(p, alone, cfg, caps, hss, seed, data, upto, window):
     return policy.fresh_copy(gs.member(p, cfg, caps, hss, seed), alone, policy.windows_of([data], window, upto))
 
 
-def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=False, decide=rule_h):
+def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=False, decide=rule_h, guard_cls=None):
     """Rule H on one trace: a dict as guard_study.guard's, with the live path's window trail.
     decide(cum=, trail=, active=, portfolio=, margin=) -> the member to switch to or None, after each full
     window but the last (cum: each member's cumulative alone mean, ns; trail: each member's window means
     so far, us); rule_h by default, another switching signal for a study (one with a bind(guard) method
-    is given the policy.Guard before the first window, to read its members and switch records)."""
+    is given the policy.Guard before the first window, to read its members and switch records).
+    guard_cls: the guard's class (policy.Guard by default; a study's subclass, called as policy.Guard)."""
     portfolio = tuple(portfolio or gs.PORTFOLIO)
     window = window or gs.WINDOW
     margin = gs.MARGIN if margin is None else margin
@@ -52,8 +53,8 @@ def hybrid(data, fp, hss, seed, portfolio=None, window=None, margin=None, check=
             agents[p] = shipped(p, hss, seed)
             if not agents[p]:
                 raise HblError("no shipped agents for %s on %s" % (p, hss))
-    g = policy.Guard(cfg, caps, params=dict(window=window, margin=margin), seed=seed, agents=agents,
-                     decide=decide, portfolio=portfolio, check_windows=check)
+    g = (guard_cls or policy.Guard)(cfg, caps, params=dict(window=window, margin=margin), seed=seed,
+                                    agents=agents, decide=decide, portfolio=portfolio, check_windows=check)
     if hasattr(decide, "bind"):         # a signal that reads the guard itself (scripts/guard_signal2.py)
         decide.bind(g)
     g.feed(data)
