@@ -144,6 +144,16 @@ def test_help_explains():
     assert "synth:" in run("simulate", "--help").stdout
 
 
+def test_the_command_line_loads_no_simulator_until_a_command_needs_it():
+    """Every hbl command (hbl --version, status, down, vm ...) parses its arguments without the C core
+    and numpy: a module-level import of hbl.sim in one command's module made each one 0.5 s slower."""
+    import subprocess
+    import sys
+    code = "import sys, hbl.cli; print(sorted(m for m in ('hbl.core', 'hbl.sim', 'numpy') if m in sys.modules))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
+
+
 def test_an_output_is_never_the_input_or_another_output(tmp_path):
     """hbl report R -o R wrote its page over the result R; compare --out F --output F kept one of the two."""
     runs = tmp_path / "runs.csv"
