@@ -169,6 +169,19 @@ def test_an_output_is_never_the_input_or_another_output(tmp_path):
     assert "is also the input" in line and trace.read_text().startswith("128166372003061629,hm")
 
 
+def test_a_chart_may_be_any_format_matplotlib_writes():
+    """--plot f.pgf (LaTeX), f.raw, f.rgba, f.gif: matplotlib writes them, the check's fixed list refused them."""
+    from hbl.cli.options import check_chart_path
+    from hbl.errors import HblError
+    backend_bases = pytest.importorskip("matplotlib.backend_bases")
+    for ext in backend_bases.FigureCanvasBase.get_supported_filetypes():
+        check_chart_path("p." + ext)
+        check_chart_path("p." + ext.upper())
+    check_chart_path("p")       # no extension: PNG
+    with pytest.raises(HblError, match=r"--plot p.xyz: give a file ending in .png, .svg, .*\.pgf"):
+        check_chart_path("p.xyz")
+
+
 def test_help_names_every_trace_kind_and_format():
     """The epilog of every trace-reading command lists the presets, the bundled slices and the
     formats the readers know (burst, log, workload:NAME@START-END and packed were missing)."""
