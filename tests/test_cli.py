@@ -144,6 +144,16 @@ def test_help_explains():
     assert "synth:" in run("simulate", "--help").stdout
 
 
+def test_the_command_line_loads_no_simulator_until_a_command_needs_it():
+    """Every hbl command (hbl --version, status, down, vm ...) parses its arguments without the C core
+    and numpy: a module-level import of hbl.sim in one command's module made each one 0.5 s slower."""
+    import subprocess
+    import sys
+    code = "import sys, hbl.cli; print(sorted(m for m in ('hbl.core', 'hbl.sim', 'numpy') if m in sys.modules))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
+
+
 def test_an_output_is_never_the_input_or_another_output(tmp_path):
     """hbl report R -o R wrote its page over the result R; compare --out F --output F kept one of the two."""
     runs = tmp_path / "runs.csv"
@@ -157,6 +167,19 @@ def test_an_output_is_never_the_input_or_another_output(tmp_path):
     trace.write_text("128166372003061629,hm,0,Write,3331072,4096,1331\n")
     line = one_error_line(run("simulate", "--trace", str(trace), "--timeline", str(trace), ok=False))
     assert "is also the input" in line and trace.read_text().startswith("128166372003061629,hm")
+
+
+def test_a_chart_may_be_any_format_matplotlib_writes():
+    """--plot f.pgf (LaTeX), f.raw, f.rgba, f.gif: matplotlib writes them, the check's fixed list refused them."""
+    from hbl.cli.options import check_chart_path
+    from hbl.errors import HblError
+    backend_bases = pytest.importorskip("matplotlib.backend_bases")
+    for ext in backend_bases.FigureCanvasBase.get_supported_filetypes():
+        check_chart_path("p." + ext)
+        check_chart_path("p." + ext.upper())
+    check_chart_path("p")       # no extension: PNG
+    with pytest.raises(HblError, match=r"--plot p.xyz: give a file ending in .png, .svg, .*\.pgf"):
+        check_chart_path("p.xyz")
 
 
 def test_help_names_every_trace_kind_and_format():

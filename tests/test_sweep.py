@@ -226,6 +226,22 @@ def test_tune_refuses_a_parameter_the_policy_does_not_take(tmp_path):
     assert "trial" not in p.stdout and not (tmp_path / "tune").exists()
 
 
+def test_tune_checks_a_space_named_as_param_takes_it_and_for_policies_without_parameters():
+    """--space smq.promote=1:8 (POLICY.NAME, as --param and --param-grid take it) runs as promote: the
+    up-front check refused it; and a space for lru (which takes no parameter) passed it, every trial failing."""
+    from hbl.errors import HblError
+    from hbl.experiments import sweep_tune
+    space = lambda *names: [(n, 1.0, 8.0, "float") for n in names]
+    sweep_tune._check([TRAIN], [], space("promote", "smq.promote"), 2, "smq")
+    with pytest.raises(HblError, match=r"--space lru.promote: a parameter of policy lru, not of smq"):
+        sweep_tune._check([TRAIN], [], space("lru.promote"), 2, "smq")
+    with pytest.raises(HblError, match=r"--space smq.nope: policy smq takes no parameter 'nope' \(it takes: "):
+        sweep_tune._check([TRAIN], [], space("smq.nope"), 2, "smq")
+    with pytest.raises(HblError, match=r"--space promote: policy lru takes no parameter 'promote' \(it takes: none\)"):
+        sweep_tune._check([TRAIN], [], space("promote"), 2, "lru")
+    sweep_tune._check([TRAIN], [], space("promote"), 2, "no-such-policy")     # the grid names it
+
+
 def test_embedded_cluster_listens_on_loopback_only():
     """The scheduler, the nannies, the workers and any HTTP endpoint: nothing but 127.0.0.1."""
     import distributed

@@ -155,12 +155,24 @@ def check_output_dir(*paths):
 CHART_EXTENSIONS = ("png", "svg", "svgz", "pdf", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
 
 
+def chart_extensions():
+    """The extensions the installed matplotlib writes (pgf, raw, rgba, gif, ... besides CHART_EXTENSIONS,
+    by version), the common ones first; CHART_EXTENSIONS without matplotlib."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        return CHART_EXTENSIONS
+    writes = set(FigureCanvasBase.get_supported_filetypes())
+    return tuple(e for e in CHART_EXTENSIONS if e in writes) + tuple(sorted(writes - set(CHART_EXTENSIONS)))
+
+
 def check_chart_path(path, flag="--plot"):
     """Before any work: a chart's file name says a format matplotlib writes (else its ValueError came
     after the whole run)."""
     ext = os.path.splitext(path or "")[1].lstrip(".").lower()
-    if ext and ext not in CHART_EXTENSIONS:
-        raise HblError("%s %s: give a file ending in %s" % (flag, path, ", ".join("." + e for e in CHART_EXTENSIONS)))
+    if ext and ext not in CHART_EXTENSIONS and ext not in chart_extensions():
+        raise HblError("%s %s: give a file ending in %s"
+                       % (flag, path, ", ".join("." + e for e in chart_extensions())))
 
 
 def check_distinct(*named):

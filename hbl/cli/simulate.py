@@ -6,7 +6,6 @@ from hbl.cli.options import (EPILOG_TRACES, check_distinct, check_output_dir, ch
                              sim_options, trace_args)
 from hbl.cmdline import print_json, write_json
 from hbl.errors import HblError
-from hbl.sim.model import DEFAULTS
 
 
 def add_parsers(sub):
@@ -76,6 +75,7 @@ def cmd_simulate(a):
     if a.timeline:
         write_json(a.timeline, r["timeline"])
         if not r["timeline"] and r["requests"]:
+            from hbl.sim.model import DEFAULTS     # here: hbl.sim loads the C core and numpy
             every = int(sim_options(a).get("timeline_every", DEFAULTS["timeline_every"]))
             print("hbl: warning: %s holds no rows: a row is written every %d requests, and the trace has %d"
                   % (a.timeline, every, r["requests"]), file=sys.stderr)

@@ -14,7 +14,7 @@ import os
 
 from hbl.experiments.tables import BASELINE
 from hbl.errors import HblError
-from hbl.sim.registry import params_for, params_of
+from hbl.sim.registry import all_policy_names, params_for, params_of
 from hbl.trace.split import check_training
 from hbl.experiments.engine import Grid, cell_key, prepare
 from hbl.experiments.sweep import Session
@@ -48,11 +48,15 @@ def _suggest(trial, space):
 
 
 def _check(train, test, space, trials, policy=None):
-    takes = params_of(policy) if policy else {}
+    known = policy in all_policy_names()        # (an unknown one: the grid's own error)
+    takes = params_of(policy) if known else {}
     for name, _, _, _ in space:
-        if takes and name not in takes:    # else every trial fails on it
+        scope, _, bare = name.rpartition(".")   # POLICY.NAME, as --param takes it, runs as NAME
+        if known and scope and scope != policy:
+            raise HblError("--space %s: a parameter of policy %s, not of %s, the policy tuned" % (name, scope, policy))
+        if known and bare not in takes:    # else every trial fails on it
             raise HblError("--space %s: policy %s takes no parameter %r (it takes: %s)"
-                           % (name, policy, name, ", ".join(takes)))
+                           % (name, policy, bare, ", ".join(takes) or "none"))
     overlap = sorted(set(train) & set(test))
     if overlap:
         raise HblError("the test workloads must not be training workloads: %s" % ", ".join(overlap))
