@@ -180,7 +180,7 @@ def check_distinct(*named):
     with its flag too): the later write would replace the earlier, or the input read."""
     seen = {}
     for flag, path in named:
-        if not path:
+        if not path or path == os.devnull:      # writes to discard: any number may go there
             continue
         key = os.path.realpath(path)
         if key in seen:
