@@ -78,6 +78,9 @@ def test_a_param_reaches_the_policies_that_take_it_and_a_scoped_one_only_its_pol
     want = {"fast-only": {}, "lru": {}, "smq": {"promote": 8.0}}
     assert params(["promote=8"]) == want
     assert params(["smq.promote=8"]) == want
+    # the scoped one is the more specific and wins over NAME whatever their order (the last one won)
+    assert params(["smq.promote=8", "promote=4"]) == want == params(["promote=4", "smq.promote=8"])
+    assert params(["smq.promote=8", "promote=4"], ("smq", "nhit"))["smq"] == {"promote": 8.0}
     with pytest.raises(HblError, match="policy lru is not in this run"):
         params(["lru.promote=3"], ("fast-only", "smq"))
     with pytest.raises(HblError, match="no policy in this run takes it"):
@@ -87,5 +90,6 @@ def test_a_param_reaches_the_policies_that_take_it_and_a_scoped_one_only_its_pol
 def test_simulate_refuses_a_param_scoped_to_another_policy():
     from hbl.sim.registry import parse_params
     assert parse_params(["smq.promote=8"], "smq") == {"promote": 8.0}
+    assert parse_params(["smq.promote=8", "promote=4"], "smq") == {"promote": 8.0}
     with pytest.raises(HblError, match="for policy smq, not lru"):
         parse_params(["smq.promote=8"], "lru")

@@ -56,7 +56,8 @@ def sim_args(p):
                         "or a size (512M, 2G); default 10%% as in Sibyl's evaluation")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="policy parameter (repeatable), e.g. --param promote=8 (see `hbl policies`); with "
-                        "several policies NAME goes to each that takes it, POLICY.NAME to POLICY only")
+                        "several policies NAME goes to each that takes it, POLICY.NAME to POLICY only (and wins "
+                        "over NAME there); a name given twice is refused")
     p.add_argument("--seed", type=whole(0, U32), default=1, help="random seed (default 1)")
     p.add_argument("--queue-depth", type=whole(1, 1 << 16),
                    help="closed-loop replay (the default, as the papers replay): a request is issued when "

@@ -122,12 +122,12 @@ def param_items(items):
 def parse_params(items, policy=None):
     """['smq.promote=8', 'promote=8'] -> {'promote': 8.0}; also accepts a dict. With `policy`, a
     parameter scoped to another policy (lru.NAME for smq) is an error, not silently dropped."""
-    out = {}
+    out, scoped = {}, {}
     for scope, name, value in param_items(items):
         if policy is not None and scope is not None and scope != policy:
             raise HblError("policy parameter %s.%s is for policy %s, not %s" % (scope, name, scope, policy))
-        out[name] = value
-    return out
+        (scoped if scope is not None else out)[name] = value
+    return dict(out, **scoped)      # POLICY.NAME, the more specific, wins over NAME in any order
 
 
 def params_for(items, policy):
@@ -135,8 +135,9 @@ def params_for(items, policy):
     entries for this policy, and unscoped NAME entries when this policy takes NAME (a policy
     that does not, such as fast-only, runs without them)."""
     takes = set(params_of(policy))
-    return {name: value for scope, name, value in param_items(items)
-            if scope == policy or (scope is None and name in takes)}
+    items = param_items(items)
+    unscoped = {name: value for scope, name, value in items if scope is None and name in takes}
+    return dict(unscoped, **{name: value for scope, name, value in items if scope == policy})   # the scoped wins
 
 
 def check_params_for(items, names):
