@@ -6,6 +6,8 @@ Diagnostics only, deciding nothing; harmonia, online seed 1, agents DIR/harmonia
                                                       hit ratio and sync evictions of the shipped agents and DIR's
   scripts/reuse_diag.py bins DIR [--trace-seed 2]     per trace (and the training traces): the % of the placement
                                                       agent's remembered states in each reuse bin, every 10,000 requests
+      [--train TRACE ...] [--hss perf,cost]           bins: these training traces instead of the shipped recipes' 7
+                                                      (results/pretrain/reuse8.txt), only these HSS
   scripts/reuse_diag.py forced DIR [--trace-seed 2]   per regime trace: the share of the last 50,000 requests' remembered
                                                       write states whose greedy action is the fastest device, with the
                                                       reuse bin as seen and forced to each bin 0-7
@@ -21,6 +23,7 @@ from hbl.sim.simulator import Simulator
 
 TRAINING = ["synth:%s:requests=300000" % f for f in ("src", "usr", "mixed", "phases", "zipf", "burst", "log")]
 REUSE = 8   # the reuse bin's index in a 9-feature state (HBL_F_REUSE)
+HSS = ["perf", "cost"]
 
 
 def sampling(every=10_000):
@@ -51,10 +54,10 @@ def behave(named, directory):
             print("%-4s %-32s | %s" % (hss, label[:32], " | ".join(row)), flush=True)
 
 
-def bins(named, directory):
+def bins(named, directory, training=TRAINING):
     seen = sampling()
-    for hss in ("perf", "cost"):
-        for label, t in named + [("train " + t, t) for t in TRAINING]:
+    for hss in HSS:
+        for label, t in named + [("train " + t, t) for t in training]:
             seen.clear()
             r = simulate(t, hss=hss, policy="harmonia", seed=1,
                          load_agents=str(pretrained.selected_file("harmonia", hss, directory)))
@@ -89,10 +92,17 @@ def main():
     ap.add_argument("what", choices=("behave", "bins", "forced"))
     ap.add_argument("directory", help="hbl pretrain --select's output (harmonia-perf.agent, harmonia-cost.agent)")
     ap.add_argument("--trace-seed", type=int, default=2)
+    ap.add_argument("--train", action="append", default=[], metavar="TRACE",
+                    help="bins: show these training traces instead of the shipped recipes' 7 (repeatable)")
+    ap.add_argument("--hss", default="perf,cost", help="bins: the HSS to show (perf,cost)")
     a = ap.parse_args()
+    HSS[:] = a.hss.split(",")
     with tempfile.TemporaryDirectory(prefix="hbl-reuse-") as work:
         named = pretrained.validation_set("regimes", 200_000, a.trace_seed, work)
-        {"behave": behave, "bins": bins, "forced": forced}[a.what](named, a.directory)
+        if a.what == "bins":
+            bins(named, a.directory, a.train or TRAINING)
+        else:
+            {"behave": behave, "forced": forced}[a.what](named, a.directory)
     return 0
 
 
