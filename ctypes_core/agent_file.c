@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "agent_internal.h"
 
 /* ---- saved agents ----
@@ -86,6 +87,14 @@ int32_t hbl_agents_save(const char *path, const char *policy, struct hbl_agent *
                         int32_t n, char *err, int32_t errlen)
 {
     char tmp[4096];
+    struct stat st;
+    /* written whole and renamed into place: a rename onto a device, a FIFO or a socket replaces the node
+     * (as root, /dev/null became a regular file) */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (a device, a FIFO or a socket): an agent file is written "
+                 "whole and renamed into place, which would replace it", path);
+        return -1;
+    }
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     struct wbuf w = { fopen(tmp, "wb"), 0xcbf29ce484222325ULL, 0 };
     if (!w.f) { snprintf(err, errlen, "%s: cannot write", tmp); return -1; }

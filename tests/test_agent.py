@@ -369,3 +369,18 @@ def test_agreement_names_a_migration_only_policy_s_one_agent_migration():
     assert [r["agent"] for r in rows] == ["migration"]
     assert [r["agent"] for r in bench.agreement_run(("harmonia", "perf", "bundled:hm_0", 1))] == \
         ["placement", "migration"]
+
+
+def test_agents_are_not_saved_over_a_node_that_is_not_a_regular_file(tmp_path):
+    """Saving writes a file whole and renames it into place: onto /dev/null (as root) that replaced the device
+    node with a regular file. The agent core refuses, whoever calls it (a socket stands in for the device)."""
+    import os
+    import socket
+    import stat
+    node = tmp_path / "node"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(node))
+        sim = Simulator(load_hss("perf"), "sibyl", [100, None])
+        with pytest.raises(HblError, match="node: not a regular file"):
+            sim.save_agents(node)
+        assert stat.S_ISSOCK(os.stat(node).st_mode) and not (tmp_path / "node.tmp").exists()

@@ -260,6 +260,7 @@ def cmd_plot(a):
 def cmd_report(a):
     from hbl.experiments import report
     check_distinct(("", a.result), ("-o", a.out))     # it wrote the page over the result
+    check_output_dir(a.out)                            # written whole and renamed into place
     out = report.write(a.result, a.out)
     if a.json:
         print_json(dict(result=a.result, report=out))

@@ -141,7 +141,9 @@ def _check_profiles(name, hss):
 
 
 def check_output_dir(*paths):
-    """Before any work: every file the command will write can be created."""
+    """Before any work: every file the command will write can be created, and none is a device, a FIFO or a
+    socket (outputs are written whole and renamed into place: a rename onto /dev/null or /dev/sdX replaces
+    the device node with a file)."""
     for path in paths:
         if path is None:
             continue
@@ -150,6 +152,10 @@ def check_output_dir(*paths):
             raise HblError("%s: no such directory" % out_dir)
         if os.path.isdir(path):
             raise HblError("%s: is a directory" % path)
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise HblError("%s: not a regular file (a device, a FIFO or a socket): hbl writes a file whole and "
+                           "renames it into place, which would replace it; leave the option out to write nothing"
+                           % path)
 
 
 #: What matplotlib's savefig writes by a file's extension (no extension: PNG, its default)
@@ -181,7 +187,7 @@ def check_distinct(*named):
     with its flag too): the later write would replace the earlier, or the input read."""
     seen = {}
     for flag, path in named:
-        if not path or path == os.devnull:      # writes to discard: any number may go there
+        if not path:
             continue
         key = os.path.realpath(path)
         if key in seen:
