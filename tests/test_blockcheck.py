@@ -40,3 +40,68 @@ def test_verify_catches_a_lost_acknowledged_write(tmp_path):
     rc, v = _run("verify", dev, log, "--blocks", 1024)
     assert rc == 1 and v["bad"] == 1, v
     assert "block %d: version %d, acknowledged %d" % (b, last[b] - 1, last[b]) in v["errors"][0]
+
+
+def test_compacting_verify_keeps_every_last_version_and_the_count(tmp_path):
+    """verify --compact (the long soak): the log becomes one line per block, each block's last
+    acknowledged version, after a clean verify only; what a later verify catches and the soak's
+    count of acknowledged writes (Writer.acknowledged, read on incrementally) are unchanged."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(BLOCKCHECK)))
+    try:
+        from soak_writer import Writer
+    finally:
+        sys.path.pop(0)
+    dev, log = tmp_path / "dev", tmp_path / "ck.log"
+    with open(dev, "wb") as f:
+        f.truncate(512 * 4096)
+    w = Writer(str(dev), str(log), 512)
+    total = 0
+    for seed in (1, 2):
+        rc, run = _run("run", dev, log, "--blocks", 512, "--seconds", 0.5, "--threads", 2, "--seed", seed)
+        assert rc == 0 and run["writes"] > 0, run
+        total += run["writes"]
+        assert w.acknowledged() == total
+    last = {}
+    for line in open(log):
+        b, s = map(int, line.split())
+        last[b] = max(last.get(b, -1), s)
+    assert total > len(last), "some block written twice, or compaction has nothing to drop"
+    # a lost write is not compacted away: the verify fails and the log stays whole
+    b = next(b for b, s in last.items() if s > 1)
+    with open(dev, "r+b") as f:
+        f.seek(b * 4096)
+        good = f.read(4096)
+        f.seek(b * 4096)
+        f.write(bytes(4096))
+    rc, v = _run("verify", dev, log, "--blocks", 512, "--compact")
+    assert rc == 1 and v["bad"] == 1 and "compacted_from" not in v, v
+    assert sum(1 for _ in open(log)) == total
+    with open(dev, "r+b") as f:
+        f.seek(b * 4096)
+        f.write(good)
+    rc, v = _run("verify", dev, log, "--blocks", 512, "--compact")
+    assert rc == 0 and v["compacted_from"] == total and v["checked"] == len(last), v
+    lines = open(log).read().splitlines()
+    assert lines[0] == "#before=%d" % (total - len(last))
+    assert {int(x.split()[0]): int(x.split()[1]) for x in lines[1:]} == last
+    assert w.acknowledged() == total                    # the log was replaced: counted again from its start
+    rc, run = _run("run", dev, log, "--blocks", 512, "--seconds", 0.5, "--threads", 2, "--seed", 3)
+    assert rc == 0 and run["bad_reads"] == 0, run       # a writer after a compaction reads what it names
+    assert w.acknowledged() == total + run["writes"]
+    rc, v = _run("verify", dev, log, "--blocks", 512)
+    assert rc == 0 and v["bad"] == 0, v
+    # and a block set back to an older version after a compaction is still caught
+    b, s = next((b, s) for b, s in sorted(last.items()) if s > 1 and b % 2 == 0)
+    now = {}
+    for x in open(log).read().splitlines()[1:]:
+        bb, ss = map(int, x.split())
+        now[bb] = max(now.get(bb, -1), ss)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("blockcheck", BLOCKCHECK)
+    bc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc)
+    with open(dev, "r+b") as f:
+        f.seek(b * 4096)
+        f.write(bc.content(b, now[b] - 1))
+    rc, v = _run("verify", dev, log, "--blocks", 512, "--compact")
+    assert rc == 1 and v["bad"] == 1, v

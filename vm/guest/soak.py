@@ -148,7 +148,7 @@ class Soak:
 
     def verify(self):
         """Every acknowledged write read back; one that does not is a lost write (counted)."""
-        v = self.writer.verify()
+        v = self.writer.verify(compact=True)
         if v["bad"]:
             self.st["lost"] += v["bad"]
             raise Bad("%d acknowledged writes of %d did not read back: %s" % (v["bad"], v["checked"], v["errors"][:3]))

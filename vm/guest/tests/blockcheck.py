@@ -2,7 +2,7 @@
 each block self-describing, every acknowledged write logged.
 
     blockcheck.py run DEVICE LOG --blocks N --offset BYTES --seconds S [--seed K] [--threads T]
-    blockcheck.py verify DEVICE LOG --blocks N --offset BYTES
+    blockcheck.py verify DEVICE LOG --blocks N --offset BYTES [--compact]
 
 A block holds (magic, block number, sequence number, CRC32 of the rest) and
 filler derived from them.  `run` writes with O_DIRECT and appends "block seq"
@@ -18,6 +18,13 @@ whichever comes first (a test that waits for events gives a long --seconds as
 its deadline and ends the run when it has them), and reports either way.
 With --tolerate-errors (the soak, which makes members fail under the device), an
 I/O error is counted and the run goes on; a write that erred is not logged.
+
+With --compact (the soak, whose log would grow by every write of a thousand
+faults), a verify that found every write rewrites LOG as one line per block,
+its last acknowledged version, after a first line "#before=N": N acknowledged
+writes are summed up by those lines beyond their own count.  The new log
+replaces the old by a rename, so a power cut leaves one or the other; both
+name the same last versions, which is all a verify reads.
 """
 import argparse
 import json
@@ -72,13 +79,16 @@ class Dev:
         return self.buf
 
 
+BEFORE = "#before="            # a compacted log's first line: acknowledged writes its lines stand for
+
+
 def load_log(path):
     acked = {}
     try:
         with open(path) as f:
             for line in f:
                 parts = line.split()
-                if len(parts) == 2:         # a torn last line is ignored
+                if len(parts) == 2 and not line.startswith("#"):    # a torn last line is ignored
                     b, s = int(parts[0]), int(parts[1])
                     acked[b] = max(acked.get(b, -1), s)
     except FileNotFoundError:
@@ -196,8 +206,43 @@ def cmd_verify(a):
             if got is None or got < acked[b]:
                 bad.append("block %d: %s" % (b, why or "version %d, acknowledged %d" % (got, acked[b])))
     os.close(fd)
-    print(json.dumps({"checked": len(acked), "bad": len(bad), "errors": bad[:10]}))
+    report = {"checked": len(acked), "bad": len(bad), "errors": bad[:10]}
+    if a.compact and not bad:
+        report["compacted_from"] = compact(a.log, acked)
+    print(json.dumps(report))
     return 1 if bad else 0
+
+
+def logged(path):
+    """(acknowledged writes a log stands for, its lines of writes): N of its "#before=N" line
+    plus its lines of writes (a torn last line counted: it was a write, cut short)."""
+    before = lines = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line.startswith(BEFORE.encode()):
+                before = int(line[len(BEFORE):])
+            else:
+                lines += 1
+    return before + lines, lines
+
+
+def compact(path, acked):
+    """Rewrites the log at path as its last versions (acked, from load_log), whole or not at all;
+    the lines of writes the old one had."""
+    total, lines = logged(path)
+    tmp = path + ".compact"
+    with open(tmp, "w") as f:
+        f.write("%s%d\n" % (BEFORE, total - len(acked)))
+        f.writelines("%d %d\n" % (b, acked[b]) for b in sorted(acked))
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, path)
+    d = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(d)
+    finally:
+        os.close(d)
+    return lines
 
 
 def main(argv=None):
@@ -211,6 +256,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--write-fraction", type=float, default=0.5)
     p.add_argument("--threads", type=int, default=1, help="writers at once (run)")
+    p.add_argument("--compact", action="store_true",
+                   help="verify: when every write read back, rewrite LOG as each block's last acknowledged "
+                        "version (a long soak's log stays the size of its blocks)")
     p.add_argument("--tolerate-errors", action="store_true",
                    help="run: an I/O error is counted (io_errors) and the run goes on (a member fault "
                         "injected under the device); a write that erred is not acknowledged")
