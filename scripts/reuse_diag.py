@@ -8,6 +8,8 @@ Diagnostics only, deciding nothing; harmonia, online seed 1, agents DIR/harmonia
                                                       agent's remembered states in each reuse bin, every 10,000 requests
       [--train TRACE ...] [--hss perf,cost]           bins: these training traces instead of the shipped recipes' 7
                                                       (results/pretrain/reuse8.txt), only these HSS
+      [--train-only]                                  bins: the training traces alone, not the regimes set (to pick
+                                                      training traces without seeing the validation traces' bins)
   scripts/reuse_diag.py forced DIR [--trace-seed 2]   per regime trace: the share of the last 50,000 requests' remembered
                                                       write states whose greedy action is the fastest device, with the
                                                       reuse bin as seen and forced to each bin 0-7
@@ -95,10 +97,13 @@ def main():
     ap.add_argument("--train", action="append", default=[], metavar="TRACE",
                     help="bins: show these training traces instead of the shipped recipes' 7 (repeatable)")
     ap.add_argument("--hss", default="perf,cost", help="bins: the HSS to show (perf,cost)")
+    ap.add_argument("--train-only", action="store_true",
+                    help="bins: the training traces alone, without the regimes validation traces")
     a = ap.parse_args()
     HSS[:] = a.hss.split(",")
     with tempfile.TemporaryDirectory(prefix="hbl-reuse-") as work:
-        named = pretrained.validation_set("regimes", 200_000, a.trace_seed, work)
+        only = a.what == "bins" and a.train_only
+        named = [] if only else pretrained.validation_set("regimes", 200_000, a.trace_seed, work)
         if a.what == "bins":
             bins(named, a.directory, a.train or TRAINING)
         else:
