@@ -51,7 +51,10 @@ def add_parsers(sub):
     vs.add_argument("--resume", metavar="OUT", help="go on with the soak in OUT (its --out) after its hbl process "
                     "ended: the guest brings the device up, checks every acknowledged write and runs the "
                     "interrupted fault again; the summary counts every fault of the soak")
-    vs.add_argument("--json", action="store_true", help="print the summary as JSON")
+    vs.add_argument("--report", metavar="OUT", help="print the figures so far of the soak in OUT (its --out) "
+                    "and exit, while it runs, paused or ended: per kind the faults, seconds a fault, I/O errors, "
+                    "faults at a protocol step and blocks verified; no guest boots")
+    vs.add_argument("--json", action="store_true", help="print the summary (with --report: the figures) as JSON")
     vs.add_argument("--timeout", type=whole(1, 1 << 20), default=86400,
                     help="seconds a boot may run before QEMU is killed (default 86400: a boot lasts until the "
                          "next power cut, all of the soak without one)")
@@ -80,6 +83,8 @@ def vm_command_line(args):
 def cmd_vm(a):
     import time
     from hbl.vm import build as vmbuild, run as vmrun
+    if getattr(a, "report", None):
+        return soak_report(a)
     for flag, path in (("--out", getattr(a, "out", None)), ("--resume", getattr(a, "resume", None))):
         if path and os.path.exists(path) and not os.path.isdir(path):    # before a build and a boot
             raise HblError("%s %s: a file, not a directory (the guest's /out comes back there)" % (flag, path))
@@ -115,6 +120,22 @@ def cmd_vm(a):
         print("hbl vm: exit status %d, booted in %.1f s, %.1f s in all; results in %s" % (
             r.rc, r.boot_seconds, r.seconds, r.out_dir), file=sys.stderr)
     return r.rc
+
+
+def soak_report(a):
+    """hbl vm soak --report OUT: the figures so far, read from OUT; nothing else may be given."""
+    from hbl.vm import soak_report as report
+    given = [o for o, v in (("--faults", a.faults), ("--seed", a.seed), ("--kinds", a.kinds), ("--out", a.out),
+                            ("--resume", a.resume), ("--fast-mb", a.fast_mb != SOAK_FAST_MB),
+                            ("--slow-mb", a.slow_mb != SOAK_SLOW_MB), ("--extra", a.extra)) if v]
+    if given:
+        raise HblError("--report reads a soak's figures and runs nothing: %s cannot go with it" % ", ".join(given))
+    f = report.figures(*report.load(a.report))
+    if a.json:
+        print_json(f)
+    else:
+        print(report.text(f))
+    return 1 if f["failure"] else 0
 
 
 def soak(a, images, disks):
