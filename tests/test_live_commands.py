@@ -185,3 +185,38 @@ def test_the_controller_takes_its_options_and_the_metadata_for_the_rest(tmp_path
     assert c.options.interval == Options.interval
     c = Controller(p, Options(policy="smq", copy_rate=16 * MIB), log=lambda msg: None)
     assert c.policy == "smq" and c.options.copy_rate == 16 * MIB and c.options.max_batch == Options.max_batch
+
+
+def test_up_of_damaged_metadata_is_one_line_from_the_controller(tmp_path):
+    """The parent of a daemon no longer loads the metadata itself (it would load NumPy for it,
+    seconds under TCG on every hbl up): the controller it starts does, and its one-line error
+    comes back as the parent's, once prefixed."""
+    if os.geteuid() != 0:
+        pytest.skip("hbl up checks for root first")
+    os.makedirs(tmp_path / "t")
+    with open(tmp_path / "t" / "meta", "wb") as f:
+        f.write(b"not metadata at all" * 200)
+    r = hbl("up", "t", state=str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "the controller of t did not start: " in r.stderr and "not hbl metadata" in r.stderr, r.stderr
+    assert r.stderr.count("hbl: error:") == 1, r.stderr
+
+
+def test_up_parent_loads_neither_numpy_nor_the_core(tmp_path):
+    """`hbl up NAME` (a daemon) imports only what starting the controller needs, up to the moment
+    it starts it: the controller loads NumPy and the C core itself (under TCG they cost seconds
+    a start, paid twice before)."""
+    if os.geteuid() != 0:
+        pytest.skip("hbl up checks for root first")
+    os.makedirs(tmp_path / "t")
+    (tmp_path / "t" / "meta").write_bytes(b"x")
+    code = ("import sys, subprocess\n"
+            "def spawn(*a, **k):\n"
+            "    print('numpy' in sys.modules, 'hbl._core' in sys.modules, flush=True)\n"
+            "    raise SystemExit(0)\n"
+            "subprocess.Popen = spawn\n"
+            "from hbl.cli import main\n"
+            "main(['up', 't', '--state-dir', %r])\n" % str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, HBL_RUN_DIR=str(tmp_path / "run")))
+    assert r.returncode == 0 and r.stdout.split() == ["False", "False"], r.stdout + r.stderr

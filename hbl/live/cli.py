@@ -114,12 +114,14 @@ def _paths(a):
     return Paths(a.name, a.state_dir)
 
 
-def _load_meta(paths, name):
-    from hbl.live.meta import Meta
+def _load_meta(paths, name, whole=True):
+    """The device's metadata; with whole=False only whether there is any (the controller loads it)."""
     if not os.path.exists(paths.meta):
         raise HblError("no live device %s (no metadata at %s); create one with hbl up %s --dev FAST --dev SLOW"
                        % (name, paths.meta, name))
-    return Meta.load(paths.meta)
+    if whole:
+        from hbl.live.meta import Meta
+        return Meta.load(paths.meta)
 
 
 def create(a, paths):
@@ -157,10 +159,11 @@ def create(a, paths):
 
 
 def cmd_up(a):
-    from hbl.live.controller import Controller
+    # (imports where they are needed: the parent of a daemon, which only starts the controller and
+    # waits for its status, loads neither NumPy nor the C core, seconds under TCG)
     from hbl.live.paths import controller_pid
-    from hbl.sim.registry import parse_params
-    from hbl.live import layout
+    if a.copy_limit or a.copy_rate:
+        from hbl.live import layout
     copy_limit = layout.parse_size(a.copy_limit) if a.copy_limit else None     # before anything is written
     if copy_limit is not None and copy_limit < 1 << 20:
         raise HblError("--copy-limit %s: at least 1M a second (one extent copy is up to 1 MiB)" % a.copy_limit)
@@ -181,12 +184,15 @@ def cmd_up(a):
     else:
         if a.force or a.spares is not None:
             raise HblError("--force and --spares go with --dev (creating a device)")
-        _load_meta(paths, a.name)
+        _load_meta(paths, a.name, whole=a.foreground)
     pid = controller_pid(paths)
     if pid:
         raise HblError("%s is already up (controller pid %d)" % (a.name, pid))
+    if a.param:
+        from hbl.sim.registry import parse_params
     params = parse_params(a.param) if a.param else None
     if a.foreground:
+        from hbl.live.controller import Controller
         c = Controller(paths, Options(policy=a.policy, params=params, agent=a.agent, interval=a.interval,
                                       max_batch=a.max_batch, frontier=a.frontier, copy_limit=copy_limit,
                                       copy_fixed=copy_rate, copy_depth=a.copy_depth,
@@ -220,7 +226,8 @@ def cmd_up(a):
                 f.seek(start)
                 tail = f.read().decode(errors="replace").strip().splitlines()
             msg = next((l for l in reversed(tail) if "error" in l.lower()), tail[-1] if tail else "no output")
-            raise HblError("the controller of %s did not start: %s (log: %s)" % (a.name, msg.strip(), paths.log))
+            msg = re.sub(r"^hbl: error: ", "", msg.strip())       # the controller's own one-line error
+            raise HblError("the controller of %s did not start: %s (log: %s)" % (a.name, msg, paths.log))
         st = _read_status(paths)
         if st and st.get("pid") == child.pid:
             if a.json:
