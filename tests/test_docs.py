@@ -1,6 +1,7 @@
 """The documentation against the tree: every relative link in README.md, docs/*.md and the results'
 READMEs leads to a file (and heading) that exists, every `hbl` command they name exists in the
-parsers, and docs/cli.md is what scripts/gen_cli_docs.py writes."""
+parsers and takes every option shown with it, every script they name exists, and docs/cli.md is
+what scripts/gen_cli_docs.py writes."""
 import functools
 import glob
 import os
@@ -128,6 +129,60 @@ def test_every_hbl_command_named_exists(page):
     assert not bad, bad
 
 
+# an option a command line names: up to the end of the line or span, a comment, a shell operator,
+# `--` (what follows `hbl vm run --` is the guest's command) or a run of spaces (a help epilog's
+# example, then what it does)
+OPTION = re.compile(r"(?<![\w-])--[a-z][\w-]*")
+END = re.compile(r"\s#|\s\s|[;|&)]|\s--(?:\s|$)")
+
+
+def options_named(snippet):
+    """(command words, option) for every `--option` a command of the snippet names."""
+    for m in COMMAND.finditer(snippet):
+        rest = END.split(snippet[m.end():].split("\n")[0])[0]
+        for opt in OPTION.findall(rest):
+            yield tuple(m.group(1).split()), opt
+
+
+@functools.lru_cache(maxsize=None)
+def command_options():
+    """command words -> the option strings its parser takes."""
+    gen = gen_cli_docs()
+    # argparse has no public way to list a parser's options (gen_cli_docs.commands reads _actions too)
+    return {words[1:]: {s for a in p._actions for s in a.option_strings} for words, p in gen.commands(gen.parser())}
+
+
+def unknown_options(text):
+    """`hbl WORDS --option` in the text's code where WORDS's parser has no such option."""
+    table = command_options()
+    bad = []
+    for snippet in code(text):
+        for words, opt in options_named(snippet):
+            cmd = max((words[:n] for n in range(1, len(words) + 1) if words[:n] in table), key=len, default=None)
+            if cmd is not None and opt not in table[cmd]:
+                bad.append("hbl %s %s" % (" ".join(cmd), opt))
+    return bad
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, ROOT))
+def test_every_option_named_exists(page):
+    """An option shown with a command is one its parser takes (a renamed option leaves none behind)."""
+    bad = unknown_options(read(page))
+    assert not bad, bad
+
+
+SCRIPT = re.compile(r"(?<![\w-])scripts/([\w.-]*\w)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, ROOT))
+def test_every_script_named_exists(page):
+    """A `scripts/NAME` a page names (NAME in capitals is a placeholder) is a file there, and so,
+    by test_every_script_is_in_the_scripts_index, has its row."""
+    bad = sorted({n for n in SCRIPT.findall(read(page))
+                  if not n.split(".")[0].isupper() and not os.path.exists(os.path.join(ROOT, "scripts", n))})
+    assert not bad, bad
+
+
 def test_the_checks_catch_what_they_are_for(tmp_path):
     # the extraction itself: a link in code is not a link, a command in prose is not a command
     page = ("See [a](a.md#x) and `[b](b.md)`, `sudo hbl workloads nope`.\n```sh\nhbl simulate --trace t\n"
@@ -136,6 +191,11 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     found = [tuple(m.group(1).split()) for s in code(page) for m in COMMAND.finditer(s)]
     assert found == [("simulate",), ("vm", "nope"), ("workloads", "nope")]
     assert ("vm", "nope") not in known_commands() and ("vm", "test") in known_commands()
+    # an option that no longer exists is caught; a comment, a pipe or the guest's command is not an option
+    assert unknown_options("`hbl simulate --trace t --no-such-option`") == ["hbl simulate --no-such-option"]
+    assert unknown_options("```sh\nhbl simulate --trace t   # --not-this\nhbl vm run -- ls --all | grep --x\n```") == []
+    assert unknown_options("`sudo hbl vm test --help -k live`") == []
+    assert SCRIPT.findall("run scripts/simcheck.py, ./scripts/test and ../scripts/nope.py.") == ["simcheck.py", "test", "nope.py"]
     assert slug("The protocol of a batch") == "the-protocol-of-a-batch"
     assert slug("Live capture with eBPF (`hbl trace`)") == "live-capture-with-ebpf-hbl-trace"
 
