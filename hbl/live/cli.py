@@ -42,7 +42,7 @@ def add_parsers(sub):
     up.add_argument("--policy", help="placement/migration policy (default harmonia; hbl policies lists them)")
     up.add_argument("--param", action="append", metavar="K=V",
                     help="policy parameter (repeatable); the placement agents of sibyl and harmonia default to "
-                         "reward=1, train_every=25, sync_every=250 here (see ctypes_core/rl.c)")
+                         "reward=1, train_every=25, sync_every=250 here (see ctypes_core/rl.h)")
     up.add_argument("--agent", help="load the policy's agents from this file (hbl simulate --save-agent)")
     up.add_argument("--force", action="store_true", help="write devices that carry a signature")
     up.add_argument("--foreground", action="store_true", help="run the controller here, not as a daemon")
