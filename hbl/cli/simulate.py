@@ -76,7 +76,7 @@ def cmd_simulate(a):
         write_json(a.timeline, r["timeline"])
         if not r["timeline"] and r["requests"]:
             from hbl.sim.model import DEFAULTS     # here: hbl.sim loads the C core and numpy
-            every = int(sim_options(a).get("timeline_every", DEFAULTS["timeline_every"]))
+            every = int(DEFAULTS["timeline_every"])     # no option sets it
             print("hbl: warning: %s holds no rows: a row is written every %d requests, and the trace has %d"
                   % (a.timeline, every, r["requests"]), file=sys.stderr)
         if not a.json:
