@@ -30,8 +30,11 @@ def bundled_traces():
 
 
 def resolve(name):
-    """A path for bundled:NAME, workload:NAME or apps:NAME, otherwise the name unchanged (a mix,
-    workload:A+B, is no one file)."""
+    """A path for bundled:NAME, workload:NAME or apps:NAME, the capture's for a part of it
+    (workload:NAME@START-END), otherwise the name unchanged (a mix, workload:A+B, is no one file)."""
+    p = part.parse(name)
+    if p:
+        return resolve(p[0])
     if is_mix(name):
         return name
     if name.startswith(("workload:", "apps:")):
