@@ -1,5 +1,6 @@
 """The file behind a trace name (hbl.trace.resolve): a part of a capture (workload:NAME@START-END)
-reads its capture's, and the commands that take a name take a part."""
+reads its capture's, and the commands that take a name take a part; hbl simulate compares its outputs
+with the files its trace reads, not with the trace's name."""
 import numpy as np
 import pytest
 
@@ -41,4 +42,20 @@ def test_convert_refuses_to_write_a_part_over_its_capture(capture, capsys):
     before = capture.read_bytes()
     assert main(["convert", "workload:sqlite@10-50", str(capture)]) == 2
     assert "refusing to overwrite the input" in capsys.readouterr().err
+    assert capture.read_bytes() == before
+
+
+def test_input_files_leaves_the_files_module_its_name():
+    """A function named files in hbl.trace hid the module hbl.trace.files (workloads capture imports it)."""
+    from hbl.trace import files, input_files
+    assert callable(files.writer) and callable(input_files)
+
+
+@pytest.mark.parametrize("trace", ["workload:sqlite", "workload:sqlite@10-50", "workload:sqlite+sqlite"])
+def test_simulate_refuses_an_output_over_the_file_its_trace_name_reads(capture, capsys, trace):
+    """The check compared the name (workload:sqlite) with the output's path: the timeline replaced the capture."""
+    before = capture.read_bytes()
+    spelled = str(capture.parent / ".." / capture.parent.name / capture.name)
+    assert main(["simulate", "--trace", trace, "--policy", "lru", "--timeline", spelled, "--quiet"]) == 2
+    assert "--timeline %s is also the input" % spelled in capsys.readouterr().err
     assert capture.read_bytes() == before
