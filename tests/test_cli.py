@@ -269,6 +269,8 @@ def one_error_line(p):
     (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),
     (["bench", "--requests", "0"], "--requests"),
     (["bench", "--trace", "x"], "unrecognized arguments: --trace x (see hbl bench --help)"),   # was hbl --help
+    (["vm", "build", "--x"], "unrecognized arguments: --x (see hbl vm build --help)"),   # was hbl vm --help
+    (["workloads", "list", "--x"], "unrecognized arguments: --x (see hbl workloads list --help)"),
     (["bench", "--agreement", "--policies", "lru"], "policy lru has no agents"),   # it ran the whole suite
     (["bench", "--agreement", "--policies", "harmonia-guard"], "no agents of its own"),
 ])
