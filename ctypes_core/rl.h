@@ -156,10 +156,13 @@ void hbl_features_see(struct hbl_features *f, const struct hbl_sim *s, uint32_t 
     X(octave_count, 4, 4, "ours", "bins per doubling of the access count (63 bins reach 2^15.75 accesses)") \
     X(octave_migration, 3, 3, "ours", "bins per doubling of the requests since the page's last migration")
 
-/* Rows as entries of a policy's accepted parameters (struct hbl_policy_ops.params). */
-#define HBL_PLACEMENT_PARAM_DOC(name, field, place, live, mig, psrc, msrc, doc) {#name, doc " [" psrc "]"},
+/* Rows as entries of a policy's accepted parameters (struct hbl_policy_ops.params); an agent parameter
+ * is whole when its field of struct hbl_agent_config is an integer (a type that makes 0.5 zero). */
+#define HBL_AGENT_WHOLE(field) ((__typeof__(((struct hbl_agent_config *)0)->field))0.5 == 0)
+#define HBL_PLACEMENT_PARAM_DOC(name, field, place, live, mig, psrc, msrc, doc) \
+    {#name, doc " [" psrc "]", HBL_AGENT_WHOLE(field)},
 #define HBL_MIGRATION_PARAM_DOC(name, field, place, live, mig, psrc, msrc, doc) \
-    {"m_" #name, "migration agent: " doc " [" msrc "]"},
+    {"m_" #name, "migration agent: " doc " [" msrc "]", HBL_AGENT_WHOLE(field)},
 #define HBL_SETTING_DOC(name, dflt, live, src, doc) {#name, doc " [" src "]"},
 
 /* Agent hyper-parameters from HBL_AGENT_PARAMS: the migration agent's, or the placement
