@@ -70,7 +70,8 @@ ffibuilder.set_source(
     '#include "hbl_api.h"\n',
     sources=sources(),
     include_dirs=[str(HERE.relative_to(HERE.parent))],
-    extra_compile_args=["-O3", *arch_flags(), "-ffast-math", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+    extra_compile_args=["-O3", *arch_flags(), "-ffast-math", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
+                        "-Wno-missing-field-initializers"],
     libraries=["m", "pthread"],
 )
 

@@ -92,7 +92,9 @@ double hbl_hist_percentile(const struct hbl_hist *h, double q);
 /* Named parameter lookup with a default. */
 double hbl_param(const struct hbl_params *p, const char *key, double dflt);
 /* One parameter a policy accepts (--param NAME=VALUE) and what it means, in one line. */
-struct hbl_param_doc { const char *name, *doc; };
+/* whole: 1 when the policy keeps the parameter in an integer, so that a fraction would be cut without a
+ * word: hbl_params_check refuses one.  A row without it (0) takes any finite number. */
+struct hbl_param_doc { const char *name, *doc; int whole; };
 /* 0 when every key of p is named in `known` (ended by a NULL name), else -1 and a message. */
 int hbl_params_check(const struct hbl_params *p, const struct hbl_param_doc *known, char *err, int errlen);
 /* While names is not NULL, hbl_param() stores the default of names[j].name in values[j], known[j] = 1. */

@@ -46,10 +46,10 @@ int hbl_params_check(const struct hbl_params *p, const struct hbl_param_doc *kno
 {
     if (!p) return 0;
     for (int i = 0; i < p->n && i < 32; i++) {
-        int ok = 0;
+        const struct hbl_param_doc *found = NULL;
         for (const struct hbl_param_doc *k = known; k && k->name; k++)
-            if (!strcmp(k->name, p->keys[i])) { ok = 1; break; }
-        if (!ok) {
+            if (!strcmp(k->name, p->keys[i])) { found = k; break; }
+        if (!found) {
             char list[256] = "";
             size_t need = 0;
             int count = 0;
@@ -72,6 +72,10 @@ int hbl_params_check(const struct hbl_params *p, const struct hbl_param_doc *kno
         memcpy(&bits, &p->values[i], sizeof(bits));
         if ((bits >> 52 & 0x7ff) == 0x7ff || p->values[i] > PARAM_MAX || p->values[i] < -PARAM_MAX) {
             snprintf(err, errlen, "parameter '%s' must be a finite number within +-%d", p->keys[i], PARAM_MAX);
+            return -1;
+        }
+        if (found->whole && p->values[i] != (double)(int64_t)p->values[i]) {   /* within +-2^31: exact */
+            snprintf(err, errlen, "parameter '%s' must be a whole number (got %g)", p->keys[i], p->values[i]);
             return -1;
         }
     }

@@ -10,9 +10,9 @@
 #include "rl.h"
 
 /* The settings' defaults, by S_<name>. */
-#define SETTING_ID(name, dflt, live, src, doc) S_##name,
+#define SETTING_ID(name, dflt, live, whole, src, doc) S_##name,
 enum { HBL_PLACEMENT_SETTINGS(SETTING_ID) HBL_MIGRATION_SETTINGS(SETTING_ID) HBL_FEATURE_SETTINGS(SETTING_ID) };
-#define SETTING_ROW(name, dflt, live, src, doc) {#name, dflt, live},
+#define SETTING_ROW(name, dflt, live, whole, src, doc) {#name, dflt, live},
 static const struct setting { const char *name; double dflt, live; } settings[] = {
     HBL_PLACEMENT_SETTINGS(SETTING_ROW) HBL_MIGRATION_SETTINGS(SETTING_ROW) HBL_FEATURE_SETTINGS(SETTING_ROW)};
 

@@ -110,57 +110,61 @@ void hbl_features_see(struct hbl_features *f, const struct hbl_sim *s, uint32_t 
 
 /*
  * The settings of the learning policies around their agents: X(name, default,
- * default in live mode, source, meaning).  t_ref is one page read on the
- * fastest device (hbl_reference_latency).  Policies may change a default where
- * they say why (policies/harmonia.c); `hbl policies` shows each policy's own.
+ * default in live mode, whole (1: kept in an integer; struct hbl_param_doc), source,
+ * meaning).  t_ref is one page read on the fastest device (hbl_reference_latency).
+ * Policies may change a default where they say why (policies/harmonia.c); `hbl
+ * policies` shows each policy's own.
  */
 #define HBL_PLACEMENT_SETTINGS(X) \
-    X(penalty, 0.1, 0.1, "ours (Sibyl's form)", \
+    X(penalty, 0.1, 0.1, 0, "ours (Sibyl's form)", \
       "placement reward t_ref / latency (floored at 0) less this per eviction the placement forced") \
-    X(device_time, 0, 0, "ours, after Baleen (FAST'24)", \
+    X(device_time, 0, 0, 0, "ours, after Baleen (FAST'24)", \
       "1: a placement is also charged the next device's write time for each eviction it forced") \
-    X(place_reads, 1, 1, "Sibyl", "1: the placement agent decides reads too (moving the page); 0: writes only") \
+    X(place_reads, 1, 1, 1, "Sibyl", "1: the placement agent decides reads too (moving the page); 0: writes only") \
     /* reward=1 did worse in the simulator (perf, 4 long workloads: 1.97-2.23 x Fast-Only against 1.88) */ \
-    X(reward, 0, 1, "ours", "0: a placement is rewarded with its own request's latency; " \
+    X(reward, 0, 1, 1, "ours", "0: a placement is rewarded with its own request's latency; " \
       "1: with its page's next access's, 0 if none within window; 2: hindsight, every action credited " \
       "with the device time it saved over horizon against the slowest device (writes) or staying (hindsight.h)") \
-    X(window, 4096, 4096, "ours", "reward=1: decisions waiting for their page's next access") \
-    X(horizon, 0, 0, "ours", "reward=2: requests after a decision over which it is credited; 0: the fastest " \
+    X(window, 4096, 4096, 1, "ours", "reward=1: decisions waiting for their page's next access") \
+    X(horizon, 0, 0, 1, "ours", "reward=2: requests after a decision over which it is credited; 0: the fastest " \
       "device's characteristic time (the age of its least recently used page), at most 32768") \
-    X(demo_follow, 0, 0, "ours, after DQfD's pretraining on demonstrations", "1: place as the oracle's " \
+    X(demo_follow, 0, 0, 0, "ours, after DQfD's pretraining on demonstrations", "1: place as the oracle's " \
       "label says where the trace's future gives one (a warm start: the agent learns from the oracle's " \
       "decisions; reward=0 only)")
 
 /* Both m_reward forms taught the agent to move very little on our workloads (README). */
 #define HBL_MIGRATION_SETTINGS(X) \
-    X(m_candidates, 64, 64, "Harmonia / ours", \
+    X(m_candidates, 64, 64, 1, "Harmonia / ours", \
       "pages scored per round: hot ones below the fastest device, cold ones above (a round every migrate_every)") \
-    X(m_moves, 10, 10, "Harmonia / ours", "moves at most per round") \
-    X(m_reward_n, 50, 50, "Harmonia", "m_reward=0: a round's reward is n t_ref / the sum of its next n latencies") \
-    X(m_pingpong, 100, 100, "ours", \
+    X(m_moves, 10, 10, 1, "Harmonia / ours", "moves at most per round") \
+    X(m_reward_n, 50, 50, 1, "Harmonia", "m_reward=0: a round's reward is n t_ref / the sum of its next n latencies") \
+    X(m_pingpong, 100, 100, 0, "ours", \
       "a move is charged this / (1 + requests since the page's last move): no ping-pong") \
-    X(m_reward, 0, 0, "ours", "0: the round's reward (the paper's); 1: each page's own accesses until the " \
+    X(m_reward, 0, 0, 1, "ours", "0: the round's reward (the paper's); 1: each page's own accesses until the " \
       "next round, t_ref / their mean latency (an experiment); 2: hindsight, each candidate credited per " \
       "action with the device time its accesses over m_horizon saved against staying (hindsight.h)") \
-    X(m_move_cost, 0.05, 0.05, "ours", "m_reward=1: charged per move") \
-    X(m_horizon, 0, 0, "ours", "m_reward=2: requests after a decision over which it is credited; 0: the " \
+    X(m_move_cost, 0.05, 0.05, 0, "ours", "m_reward=1: charged per move") \
+    X(m_horizon, 0, 0, 1, "ours", "m_reward=2: requests after a decision over which it is credited; 0: the " \
       "fastest device's characteristic time (the age of its least recently used page), at most 32768") \
-    X(m_demo_follow, 0, 0, "ours, after DQfD's pretraining on demonstrations", "1: move as the oracle's " \
+    X(m_demo_follow, 0, 0, 0, "ours, after DQfD's pretraining on demonstrations", "1: move as the oracle's " \
       "label says (m_reward=0 only)") \
-    X(m_fill, 0, 0, "ours", "1: free space is free: while the fastest device has free pages, a hot candidate " \
+    X(m_fill, 0, 0, 0, "ours", "1: free space is free: while the fastest device has free pages, a hot candidate " \
       "below it is promoted into them and a cold one is not demoted from a device with free pages, " \
       "whatever the agent's values (learned from as its own moves)")
 
 #define HBL_FEATURE_SETTINGS(X) \
-    X(octave_interval, 3, 3, "ours", "bins per doubling of the access interval (63 bins reach 2^21 requests)") \
-    X(octave_count, 4, 4, "ours", "bins per doubling of the access count (63 bins reach 2^15.75 accesses)") \
-    X(octave_migration, 3, 3, "ours", "bins per doubling of the requests since the page's last migration")
+    X(octave_interval, 3, 3, 0, "ours", "bins per doubling of the access interval (63 bins reach 2^21 requests)") \
+    X(octave_count, 4, 4, 0, "ours", "bins per doubling of the access count (63 bins reach 2^15.75 accesses)") \
+    X(octave_migration, 3, 3, 0, "ours", "bins per doubling of the requests since the page's last migration")
 
-/* Rows as entries of a policy's accepted parameters (struct hbl_policy_ops.params). */
-#define HBL_PLACEMENT_PARAM_DOC(name, field, place, live, mig, psrc, msrc, doc) {#name, doc " [" psrc "]"},
+/* Rows as entries of a policy's accepted parameters (struct hbl_policy_ops.params); an agent parameter
+ * is whole when its field of struct hbl_agent_config is an integer (a type that makes 0.5 zero). */
+#define HBL_AGENT_WHOLE(field) ((__typeof__(((struct hbl_agent_config *)0)->field))0.5 == 0)
+#define HBL_PLACEMENT_PARAM_DOC(name, field, place, live, mig, psrc, msrc, doc) \
+    {#name, doc " [" psrc "]", HBL_AGENT_WHOLE(field)},
 #define HBL_MIGRATION_PARAM_DOC(name, field, place, live, mig, psrc, msrc, doc) \
-    {"m_" #name, "migration agent: " doc " [" msrc "]"},
-#define HBL_SETTING_DOC(name, dflt, live, src, doc) {#name, doc " [" src "]"},
+    {"m_" #name, "migration agent: " doc " [" msrc "]", HBL_AGENT_WHOLE(field)},
+#define HBL_SETTING_DOC(name, dflt, live, whole, src, doc) {#name, doc " [" src "]", whole},
 
 /* Agent hyper-parameters from HBL_AGENT_PARAMS: the migration agent's, or the placement
  * agent's in the simulator or in live mode, overridden by params named prefix + name. */

@@ -21,14 +21,12 @@ a signal that reads the guard itself (bind(guard): its members' simulators and i
 One JSON line per (trace, HSS, seed), guard_study's, with "signal" (and "warm_after", "price_at") added;
 --report prints guard_signal.py's report (against rule H's rows) and this round's diagnostics.
 """
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_hybrid as gh  # noqa: E402
 import guard_report as gr  # noqa: E402
-import guard_signal as gsig  # noqa: E402
 import guard_study as gs  # noqa: E402
 
 
@@ -127,34 +125,22 @@ def diagnostics(rows, out=sys.stdout):
         p(line)
 
 
+def run_cell(signal, data, fp, h, s, portfolio):
+    decide = SIGNALS[signal]()
+    res = gh.hybrid(data, fp, h, s, portfolio, decide=decide)
+    res["signal"] = signal
+    if isinstance(decide, Signal):
+        if decide.hold or decide.by_requests:
+            res["warm_after"] = decide.warm_after
+        if decide.priced:
+            res["price_at"] = decide.price_at
+    return res
+
+
 @gs.study_main("guard_signal2")
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 epilog="Rule and figures: results/diagnosis/guard-signal2.txt")
-    gs.add_grid_args(ap, "guard_signal.py's report per signal against rule H (rows without a signal) and this "
-                     "round's diagnostics instead of running")
-    ap.add_argument("--signal", choices=sorted(SIGNALS), default="H", help="the switching decision (default H)")
-    a = gs.parse_run_or_report(ap, argv)
-    if a.report:
-        if gsig.main(["--report"] + list(a.report)):
-            return 2
-        print("\n######## warm-up and handover price per signal and HSS")
-        diagnostics(gs.read_rows(a.report))
-        return 0
-    seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(gs.PORTFOLIO))
-
-    def run(trace, data, fp, h, s):
-        decide = SIGNALS[a.signal]()
-        res = gh.hybrid(data, fp, h, s, portfolio, decide=decide)
-        res["signal"] = a.signal
-        if isinstance(decide, Signal):
-            if decide.hold or decide.by_requests:
-                res["warm_after"] = decide.warm_after
-            if decide.priced:
-                res["price_at"] = decide.price_at
-        return res
-    gs.write_cells(a.out, a.trace, hss_list, seeds, run, a.allow_evaluation)
-    return 0
+    return gs.signal_main(argv, __doc__, "results/diagnosis/guard-signal2.txt", SIGNALS, run_cell,
+                          "warm-up and handover price per signal and HSS", diagnostics)
 
 
 if __name__ == "__main__":

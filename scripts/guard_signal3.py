@@ -19,7 +19,6 @@ diagnostics (blocked switches, the estimate against the price paid); --report RO
 guard against an `hbl compare` JSON's best non-learning policy on the same traces (the default suite's short
 slices, a report only).
 """
-import argparse
 import math
 import os
 import sys
@@ -29,7 +28,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_hybrid as gh  # noqa: E402
 import guard_report as gr  # noqa: E402
-import guard_signal as gsig  # noqa: E402
 import guard_study as gs  # noqa: E402
 
 PAGE = 4096
@@ -249,36 +247,21 @@ def against_suite(rows, suite, out=sys.stdout):
                 sum(c["requests"] > c["window"] for c in cell.values())))
 
 
+def run_cell(signal, data, fp, h, s, portfolio):
+    decide = SIGNALS[signal]()
+    res = gh.hybrid(data, fp, h, s, portfolio, decide=decide)
+    res["signal"] = signal
+    if isinstance(decide, Priced):
+        res["events"] = decide.events
+    return res
+
+
 @gs.study_main("guard_signal3")
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 epilog="Rule and figures: results/diagnosis/guard-signal3.txt")
-    gs.add_grid_args(ap, "guard_signal.py's report per signal against rule H (rows without a signal) and this "
-                     "round's diagnostics instead of running")
-    ap.add_argument("--signal", choices=sorted(SIGNALS), default="H", help="the switching decision (default H)")
-    ap.add_argument("--suite", metavar="JSON", help="with --report: the rows against an `hbl compare` JSON's best "
-                    "non-learning policy on the same traces instead (results/quality/guard-suite.json)")
-    a = gs.parse_run_or_report(ap, argv)
-    if a.report and a.suite:
-        against_suite(gs.read_rows(a.report), a.suite)
-        return 0
-    if a.report:
-        if gsig.main(["--report"] + list(a.report)):
-            return 2
-        print("\n######## blocked switches and the handover price: estimated against paid")
-        diagnostics(gs.read_rows(a.report))
-        return 0
-    seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(gs.PORTFOLIO))
-
-    def run(trace, data, fp, h, s):
-        decide = SIGNALS[a.signal]()
-        res = gh.hybrid(data, fp, h, s, portfolio, decide=decide)
-        res["signal"] = a.signal
-        if isinstance(decide, Priced):
-            res["events"] = decide.events
-        return res
-    gs.write_cells(a.out, a.trace, hss_list, seeds, run, a.allow_evaluation)
-    return 0
+    return gs.signal_main(argv, __doc__, "results/diagnosis/guard-signal3.txt", SIGNALS, run_cell,
+                          "blocked switches and the handover price: estimated against paid", diagnostics,
+                          suite=("with --report: the rows against an `hbl compare` JSON's best non-learning policy "
+                                 "on the same traces instead (results/quality/guard-suite.json)", against_suite))
 
 
 if __name__ == "__main__":

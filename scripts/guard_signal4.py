@@ -18,14 +18,12 @@ One JSON line per (trace, HSS, seed), guard_study's, with "signal" and (C, C0) "
 window's figures and outcome; --report prints guard_signal.py's report (against rule H's rows) and this
 round's diagnostics (rule H's switches confirmed or declined, and whether they had paid).
 """
-import argparse
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_hybrid as gh  # noqa: E402
-import guard_signal as gsig  # noqa: E402
 import guard_signal3 as gs3  # noqa: E402
 import guard_study as gs  # noqa: E402
 from hbl.sim import guard as policy  # noqa: E402
@@ -194,27 +192,10 @@ def diagnostics(rows, out=sys.stdout):
 
 @gs.study_main("guard_signal4")
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 epilog="Rule and figures: results/diagnosis/guard-signal4.txt")
-    gs.add_grid_args(ap, "guard_signal.py's report per signal against rule H (rows without a signal) and this "
-                     "round's diagnostics instead of running")
-    ap.add_argument("--signal", choices=sorted(SIGNALS), default="H", help="the switching decision (default H)")
-    ap.add_argument("--suite", metavar="JSON", help="with --report: the rows against an `hbl compare` JSON's best "
-                    "non-learning policy on the same traces instead (as guard_signal3.py --suite)")
-    a = gs.parse_run_or_report(ap, argv)
-    if a.report and a.suite:
-        gs3.against_suite(gs.read_rows(a.report), a.suite)
-        return 0
-    if a.report:
-        if gsig.main(["--report"] + list(a.report)):
-            return 2
-        print("\n######## probes: rule H's switches confirmed or declined")
-        diagnostics(gs.read_rows(a.report))
-        return 0
-    seeds, hss_list, portfolio = gs.grid(a.seeds, a.hss, ",".join(gs.PORTFOLIO))
-    run = lambda trace, data, fp, h, s: run_cell(a.signal, data, fp, h, s, portfolio)  # noqa: E731
-    gs.write_cells(a.out, a.trace, hss_list, seeds, run, a.allow_evaluation)
-    return 0
+    return gs.signal_main(argv, __doc__, "results/diagnosis/guard-signal4.txt", SIGNALS, run_cell,
+                          "probes: rule H's switches confirmed or declined", diagnostics,
+                          suite=("with --report: the rows against an `hbl compare` JSON's best non-learning policy "
+                                 "on the same traces instead (as guard_signal3.py --suite)", gs3.against_suite))
 
 
 if __name__ == "__main__":

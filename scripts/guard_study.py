@@ -339,6 +339,37 @@ def write_cells(out_path, traces, hss_list, seeds, fn, allow_evaluation=False):
         write_row(out, trace, fn(trace, data, fp, h, s), t0)
 
 
+def signal_main(argv, doc, results, signals, run_cell, heading, diagnostics, suite=None):
+    """The main of a round of signals (guard_signal2.py, 3, 4): run signals[--signal] over the grid, each cell
+    run_cell(signal, data, footprint, hss, seed, portfolio) -> a result; or report: guard_signal.py's per signal
+    against rule H, then diagnostics(rows) under `heading`.  suite: (help, against_suite(rows, path)) for
+    --suite JSON, a report against an `hbl compare` JSON's best non-learning policy instead."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0], epilog="Rule and figures: " + results)
+    add_grid_args(ap, "guard_signal.py's report per signal against rule H (rows without a signal) and this "
+                  "round's diagnostics instead of running")
+    ap.add_argument("--signal", choices=sorted(signals), default="H", help="the switching decision (default H)")
+    if suite:
+        ap.add_argument("--suite", metavar="JSON", help=suite[0])
+    a = parse_run_or_report(ap, argv)
+    if a.report and suite and a.suite:
+        suite[1](read_rows(a.report), a.suite)
+        return 0
+    if a.report:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import guard_signal     # the report per signal against rule H (it imports this file)
+        if guard_signal.main(["--report"] + list(a.report)):
+            return 2
+        print("\n######## " + heading)
+        diagnostics(read_rows(a.report))
+        return 0
+    seeds, hss_list, portfolio = grid(a.seeds, a.hss, ",".join(PORTFOLIO))
+
+    def run(trace, data, fp, h, s):
+        return run_cell(a.signal, data, fp, h, s, portfolio)
+    write_cells(a.out, a.trace, hss_list, seeds, run, a.allow_evaluation)
+    return 0
+
+
 @study_main("guard_study")
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],

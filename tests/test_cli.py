@@ -258,6 +258,7 @@ def one_error_line(p):
     (["simulate", "--policy", "python"], "needs a plugin"),
     (["simulate", "--policy", "nhit", "--param", "occupancy=-5"], "occupancy"),
     (["simulate", "--policy", "harmonia", "--param", "gamma=nan"], "finite"),
+    (["simulate", "--policy", "sibyl", "--param", "batch=2.5"], "parameter 'batch' must be a whole number (got 2.5)"),
     (["simulate", "--timeline", "/nonexistent/t.json"], "no such directory"),
     (["simulate", "--policy", "harmonia", "--agent", "tests"], "tests: is a directory, not an agent file"),
     (["compare", "--agents", "README.md"], "--agents README.md: a file, not a directory of agent files"),
@@ -269,6 +270,8 @@ def one_error_line(p):
     (["trace-info", "bundled:hm_0", "--page-size", "0"], "--page-size"),
     (["bench", "--requests", "0"], "--requests"),
     (["bench", "--trace", "x"], "unrecognized arguments: --trace x (see hbl bench --help)"),   # was hbl --help
+    (["vm", "build", "--x"], "unrecognized arguments: --x (see hbl vm build --help)"),   # was hbl vm --help
+    (["workloads", "list", "--x"], "unrecognized arguments: --x (see hbl workloads list --help)"),
     (["bench", "--agreement", "--policies", "lru"], "policy lru has no agents"),   # it ran the whole suite
     (["bench", "--agreement", "--policies", "harmonia-guard"], "no agents of its own"),
 ])

@@ -140,6 +140,23 @@ def test_bad_policy_and_params():
     assert r1["promotions"] > r3["promotions"]
 
 
+@pytest.mark.parametrize("policy, name", [("sibyl", "batch"), ("harmonia", "m_batch"), ("harmonia", "hidden1"),
+                                           ("archivist", "hidden"), ("rnn-hss", "batch"), ("sibyl", "reward"),
+                                           ("harmonia", "m_moves"), ("harmonia", "m_horizon")])
+def test_a_fraction_of_a_whole_parameter_is_refused(policy, name):
+    """The policy keeps it in an integer: 2.5 was cut to 2 without a word."""
+    hss = load_hss("perf")
+    build = lambda value: Simulator(hss, policy, [1024, None], params=["%s=%s" % (name, value)], seed=1)  # noqa: E731
+    with pytest.raises(HblError, match=r"parameter '%s' must be a whole number \(got 2.5\)" % name):
+        build(2.5)
+    build(1.0)          # a whole number written as a float is one
+
+
+def test_a_real_parameter_still_takes_a_fraction():
+    Simulator(load_hss("perf"), "sibyl", [1024, None], params=["lr=0.0005", "gamma=0.85"], seed=1)
+    Simulator(load_hss("perf"), "smq", [1024, None], params=["promote=2.5"], seed=1)     # a threshold, kept a double
+
+
 def test_footprint():
     d, _ = load("bundled:hm_0")
     pages = set()

@@ -43,9 +43,9 @@ static const struct hbl_param_doc params[] = {
     {"window", "an access is hot when its page is accessed again within this many requests"},
     {"threshold", "predicted probability of hot above which data goes to the fastest device"},
     {"lr", "learning rate (Adam)"},
-    {"batch", "minibatch size"},
-    {"train_every", "requests between two training steps"},
-    {"hidden", "units of the hidden layer (swish)"},
+    {"batch", "minibatch size", 1},
+    {"train_every", "requests between two training steps", 1},
+    {"hidden", "units of the hidden layer (swish)", 1},
     HBL_FEATURE_SETTINGS(HBL_SETTING_DOC) {NULL, NULL}};
 static const int FEATS[NF] = {HBL_F_TYPE, HBL_F_SIZE, HBL_F_INTERVAL, HBL_F_COUNT};
 

@@ -41,7 +41,7 @@ struct state {
 static const struct hbl_param_doc params[] = {
     {"lr", "learning rate (Adam)"},
     {"threshold", "predicted probability of an access next epoch above which a page is hot"},
-    {"batch", "pages trained on per epoch"},
+    {"batch", "pages trained on per epoch", 1},
     {NULL, NULL}};
 
 static void destroy(void *v)

@@ -35,7 +35,6 @@ def build_parser():
     agents.add_parsers(sub)
     devices.add_parsers(sub)
     bench.add_parsers(sub)
-    p.commands = sub.choices      # command -> its parser: an unknown argument is its usage error
     _describe(p)
     return p
 
@@ -52,6 +51,17 @@ def _describe(parser):
                 _describe(child)
 
 
+def _innermost(parser, a):
+    """The parser of the innermost (sub)command `a` names (hbl vm build's, not hbl vm's): an unknown
+    argument is its usage error, its --help the one to see."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            child = action.choices.get(getattr(a, action.dest, None))
+            if child is not None:
+                return _innermost(child, a)
+    return parser
+
+
 def main(argv=None):
     parser = build_parser()
     a, extra = parser.parse_known_args(argv)
@@ -61,7 +71,7 @@ def main(argv=None):
         elif a.command == "vm" and a.vm_command == "run":
             a.cmd = list(a.cmd) + list(extra)
         else:
-            parser.commands.get(a.command, parser).error("unrecognized arguments: %s" % " ".join(extra))
+            _innermost(parser, a).error("unrecognized arguments: %s" % " ".join(extra))
     if not a.command:
         parser.print_help()
         return 2

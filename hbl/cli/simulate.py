@@ -48,7 +48,9 @@ def cmd_simulate(a):
         Simulator(hss, policy, [1024] * (len(hss.devices) - 1) + [None], params=a.param, seed=a.seed,
                   **sim_options(a))
     check_output_dir(a.timeline, a.save_agent)
-    check_distinct(("", a.trace), ("--timeline", a.timeline), ("--save-agent", a.save_agent))
+    from hbl.trace import input_files   # the files read, not the trace's name (workload:X: a file in a cache)
+    check_distinct(*[("", f) for f in input_files(a.trace)], ("--timeline", a.timeline),
+                   ("--save-agent", a.save_agent))
     if a.agent == "none":
         a.agent = False
     elif a.agent and not os.path.isfile(a.agent):
@@ -76,7 +78,7 @@ def cmd_simulate(a):
         write_json(a.timeline, r["timeline"])
         if not r["timeline"] and r["requests"]:
             from hbl.sim.model import DEFAULTS     # here: hbl.sim loads the C core and numpy
-            every = int(sim_options(a).get("timeline_every", DEFAULTS["timeline_every"]))
+            every = int(DEFAULTS["timeline_every"])     # no option sets it
             print("hbl: warning: %s holds no rows: a row is written every %d requests, and the trace has %d"
                   % (a.timeline, every, r["requests"]), file=sys.stderr)
         if not a.json:

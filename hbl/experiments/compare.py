@@ -14,7 +14,7 @@ from hbl.devices import load_hss
 from hbl.experiments.engine import Grid
 from hbl.errors import HblError
 from hbl.sim.model import replay_label, replay_mode
-from hbl.sim.registry import COMPOSITES, all_policy_names, policy_names
+from hbl.sim.registry import COMPOSITES, all_policy_names, policy_names, refuse_plugin
 from hbl.sim.agent_files import in_directory
 from hbl.experiments.tables import BASELINE, FUTURE, LEARNING, REFERENCES, geomean, num, short
 from hbl.trace.synthetic import DEFAULT_SUITE
@@ -49,9 +49,7 @@ def expand_policies(text):
     out = []
     for p in text.split(","):
         p = p.strip()
-        if p == "python" or p.startswith("python:"):
-            raise HblError("policy %s: a Python plugin runs in hbl simulate --policy python:FILE.py:CLASS only, "
-                           "not in a comparison" % p)
+        refuse_plugin(p, "a comparison")
         if p not in names:
             raise HblError("unknown policy %r (have: %s)" % (p, ", ".join(names)))
         out.append(p)

@@ -30,7 +30,7 @@ from hbl.errors import HblError
 from hbl.pool import each
 from hbl.progress import Progress
 from hbl.sim import footprint_pages, simulate
-from hbl.sim.registry import COMPOSITES, all_policy_names, check_params_for, params_for
+from hbl.sim.registry import COMPOSITES, all_policy_names, check_params_for, params_for, refuse_plugin
 
 
 @dataclasses.dataclass
@@ -56,9 +56,7 @@ class Grid:
                 raise HblError("no %s given (%s)" % (what, flag))
         known = [n for n in all_policy_names() if n != "python"]
         for p in self.policies:
-            if p == "python" or p.startswith("python:"):    # else every cell fails on it
-                raise HblError("sweep: policy %s: a Python plugin runs in hbl simulate --policy "
-                               "python:FILE.py:CLASS only, not in a sweep's cells" % p)
+            refuse_plugin(p, "a sweep's cells", "sweep: ")     # else every cell fails on it
             if p not in known:
                 raise HblError("sweep: unknown policy %r (have: %s)" % (p, ", ".join(known)))
         for name in self.param_grid:

@@ -50,6 +50,14 @@ def refuse_live(policy):
                        "(hbl simulate --policy %s, hbl compare --policies ...,%s)" % (policy, policy, policy))
 
 
+def refuse_plugin(policy, where, context=""):
+    """A clear HblError for a Python plugin (python:FILE.py:CLASS) named in a run of several cells (it
+    runs in hbl simulate only); `where` ends the message ("a comparison"), `context` starts it ("sweep: ")."""
+    if policy == "python" or policy.startswith("python:"):
+        raise HblError("%spolicy %s: a Python plugin runs in hbl simulate --policy python:FILE.py:CLASS only, "
+                       "not in %s" % (context, policy, where))
+
+
 def all_policy_names(capability=None):
     """policy_names(capability) and the composite policies (COMPOSITES) with that capability."""
     return policy_names(capability) + [n for n, c in COMPOSITES.items()

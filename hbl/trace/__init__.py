@@ -19,7 +19,7 @@ from hbl.errors import TraceError
 # the files under the names: hbl.trace offers them too
 from hbl.trace.files import BINARY_READERS, READERS, detect, format_for_path, open_file, writer  # noqa: F401
 from hbl.trace import part
-from hbl.trace.mix import MixReader, is_mix
+from hbl.trace.mix import MixReader, is_mix, tenants
 
 BUNDLED_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "traces" / "msr"
 
@@ -30,8 +30,11 @@ def bundled_traces():
 
 
 def resolve(name):
-    """A path for bundled:NAME, workload:NAME or apps:NAME, otherwise the name unchanged (a mix,
-    workload:A+B, is no one file)."""
+    """A path for bundled:NAME, workload:NAME or apps:NAME, the capture's for a part of it
+    (workload:NAME@START-END), otherwise the name unchanged (a mix, workload:A+B, is no one file)."""
+    p = part.parse(name)
+    if p:
+        return resolve(p[0])
     if is_mix(name):
         return name
     if name.startswith(("workload:", "apps:")):
@@ -44,6 +47,13 @@ def resolve(name):
             raise TraceError(name, "no bundled trace %r (have: %s)" % (stem, ", ".join(bundled_traces())))
         return str(path)
     return name
+
+
+def input_files(name):
+    """The files trace `name` reads, each once: resolve(name)'s, each tenant's for a mix, none for synth:SPEC."""
+    if name.startswith("synth:"):
+        return []
+    return list(dict.fromkeys(resolve(t) for t in (tenants(name) if is_mix(name) else [name])))
 
 
 def open_trace(name, fmt=None, lenient=False, chunk=1 << 16, **options):
