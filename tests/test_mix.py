@@ -83,6 +83,15 @@ def test_a_mix_converts_to_a_file(captures, tmp_path):
     assert (a == b).all() and len(a) == 340
 
 
+def test_a_mix_is_not_converted_over_a_tenants_file(captures, tmp_path, capsys):
+    from hbl.cli import main
+    tenant_file = tmp_path / "rocksdb.hbltrace"
+    before = tenant_file.read_bytes()
+    assert main(["convert", "workload:sqlite+rocksdb", str(tenant_file)]) == 2
+    assert "refusing to overwrite the input" in capsys.readouterr().err
+    assert tenant_file.read_bytes() == before
+
+
 def test_compare_reports_full_captures_apart(captures):
     from hbl.experiments.compare import compare, format_text
     s = compare(traces=["bundled:mds_0", "synth:zipf:requests=2000,pages=500", "workload:sqlite",

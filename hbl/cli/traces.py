@@ -101,8 +101,8 @@ def cmd_convert(a):
     reader = tracemod.open_trace(a.input, fmt=a.fmt, lenient=a.lenient, **reader_options(a))
     to = a.to or tracemod.format_for_path(a.output)
     check_not_a_trace_name(a.output)
-    if os.path.abspath(a.output) == os.path.abspath(tracemod.resolve(a.input)):
-        raise HblError("%s: refusing to overwrite the input" % a.output)
+    if any(os.path.realpath(a.output) == os.path.realpath(f) for f in tracemod.input_files(a.input)):
+        raise HblError("%s: refusing to overwrite the input" % a.output)     # a mix's tenants and a part's capture too
     check_output_dir(a.output)
     opts = {"filename": a.fio_file} if to == "fio" and a.fio_file else {}
     if a.quantum_ns is not None:
