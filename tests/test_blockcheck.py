@@ -105,3 +105,27 @@ def test_compacting_verify_keeps_every_last_version_and_the_count(tmp_path):
         f.write(bc.content(b, now[b] - 1))
     rc, v = _run("verify", dev, log, "--blocks", 512, "--compact")
     assert rc == 1 and v["bad"] == 1, v
+
+
+def test_compacting_verify_at_the_log_s_edges(tmp_path):
+    """No log (a verify before any writer): nothing to compact, no traceback, no log made; a log of
+    its header alone keeps its count; a torn last line is a write, counted and kept as a whole line."""
+    dev = tmp_path / "dev"
+    with open(dev, "wb") as f:
+        f.truncate(64 * 4096)
+    rc, v = _run("verify", dev, tmp_path / "none.log", "--blocks", 64, "--compact")
+    assert rc == 0 and v["checked"] == 0 and v["compacted_from"] == 0, v
+    assert not (tmp_path / "none.log").exists()
+    header = tmp_path / "header.log"
+    header.write_text("#before=7\n")
+    rc, v = _run("verify", dev, header, "--blocks", 64, "--compact")
+    assert rc == 0 and header.read_text() == "#before=7\n", v
+    torn = tmp_path / "torn.log"
+    rc, run = _run("run", dev, torn, "--blocks", 64, "--seconds", 0.3)
+    assert rc == 0 and run["writes"] > 64, run
+    with open(torn, "a") as f:
+        f.write("3 1")                      # a line a power cut ended early: block 3, an old version
+    rc, v = _run("verify", dev, torn, "--blocks", 64, "--compact")
+    assert rc == 0 and v["compacted_from"] == run["writes"] + 1, v
+    lines = torn.read_text().splitlines()
+    assert lines[0] == "#before=%d" % (run["writes"] + 1 - (len(lines) - 1)) and torn.read_text().endswith("\n")

@@ -228,8 +228,11 @@ def logged(path):
 
 def compact(path, acked):
     """Rewrites the log at path as its last versions (acked, from load_log), whole or not at all;
-    the lines of writes the old one had."""
-    total, lines = logged(path)
+    the lines of writes the old one had (0, and no log written, when there is none: nothing was logged)."""
+    try:
+        total, lines = logged(path)
+    except FileNotFoundError:
+        return 0
     tmp = path + ".compact"
     with open(tmp, "w") as f:
         f.write("%s%d\n" % (BEFORE, total - len(acked)))
