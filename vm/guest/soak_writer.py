@@ -20,7 +20,7 @@ def _blockcheck():
     return mod
 
 
-BEFORE = _blockcheck().BEFORE.encode()      # a compacted log's first line: the writes its lines stand for
+HEADER = _blockcheck().HEADER.encode()      # a compacted log's first line: the writes its lines stand for
 DEADLINE = 300            # seconds any wait may take: stuck, not slow
 
 
@@ -70,7 +70,7 @@ class Writer:
             new = f.read()
         done = new.rfind(b"\n") + 1            # whole lines only: the rest is read again next time
         for line in new[:done].splitlines():
-            n += int(line[len(BEFORE):]) if line.startswith(BEFORE) else 1
+            n += int(line[len(HEADER):]) if line.startswith(HEADER) else 1
         self.seen = (ino, pos + done, n)
         return n
 
