@@ -121,6 +121,8 @@ class Writer:
         r = subprocess.run([sys.executable, BLOCKCHECK, "verify", self.device, self.log,
                             "--blocks", str(self.blocks), "--offset", "0"] + (["--compact"] if compact else []),
                            capture_output=True, text=True, timeout=4 * DEADLINE)
+        if compact:
+            self.seen = None        # the log may be new: counted from its start (its inode may be an old one's)
         try:
             return json.loads(r.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
