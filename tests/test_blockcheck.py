@@ -105,3 +105,54 @@ def test_compacting_verify_keeps_every_last_version_and_the_count(tmp_path):
         f.write(bc.content(b, now[b] - 1))
     rc, v = _run("verify", dev, log, "--blocks", 512, "--compact")
     assert rc == 1 and v["bad"] == 1, v
+
+
+def test_compacting_verify_at_the_log_s_edges(tmp_path):
+    """No log (a verify before any writer): nothing to compact, no traceback, no log made; a log of
+    its header alone keeps its count; a torn last line is a write, counted and kept as a whole line."""
+    dev = tmp_path / "dev"
+    with open(dev, "wb") as f:
+        f.truncate(64 * 4096)
+    rc, v = _run("verify", dev, tmp_path / "none.log", "--blocks", 64, "--compact")
+    assert rc == 0 and v["checked"] == 0 and v["compacted_from"] == 0, v
+    assert not (tmp_path / "none.log").exists()
+    header = tmp_path / "header.log"
+    header.write_text("#before=7\n")
+    rc, v = _run("verify", dev, header, "--blocks", 64, "--compact")
+    assert rc == 0 and header.read_text() == "#before=7\n", v
+    torn = tmp_path / "torn.log"
+    rc, run = _run("run", dev, torn, "--blocks", 64, "--seconds", 0.3)
+    assert rc == 0 and run["writes"] > 64, run
+    with open(torn, "a") as f:
+        f.write("3 1")                      # a line a power cut ended early: block 3, an old version
+    rc, v = _run("verify", dev, torn, "--blocks", 64, "--compact")
+    assert rc == 0 and v["compacted_from"] == run["writes"] + 1, v
+    lines = torn.read_text().splitlines()
+    assert lines[0] == "#before=%d" % (run["writes"] + 1 - (len(lines) - 1)) and torn.read_text().endswith("\n")
+
+
+def test_the_count_after_a_compaction_whose_log_reuses_an_inode(tmp_path, monkeypatch):
+    """Writer.acknowledged reads on from where it stopped while the log's inode is the same; a
+    compacted log is a new file, but its inode may be one freed by an earlier log (every inode the
+    same here): the compacting Writer counts the new log from its start, not from the old one's
+    end (a log of distinct blocks compacts to a longer file, so the old offset fell inside it)."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(BLOCKCHECK)))
+    sys.path.insert(0, os.path.dirname(BLOCKCHECK))
+    try:
+        import blockcheck
+        import soak_writer
+    finally:
+        del sys.path[:2]
+    dev, log = tmp_path / "dev", tmp_path / "ck.log"
+    with open(dev, "wb") as f:
+        for b in range(50):
+            f.write(blockcheck.content(b, b + 1))
+    log.write_text("".join("%d %d\n" % (b, b + 1) for b in range(50)))
+    real = os.fstat
+    monkeypatch.setattr(soak_writer.os, "fstat", lambda fd: os.stat_result((0, 7) + tuple(real(fd))[2:]))
+    w = soak_writer.Writer(str(dev), str(log), 50)
+    assert w.acknowledged() == 50
+    size = log.stat().st_size
+    v = w.verify(compact=True)
+    assert v["bad"] == 0 and v["compacted_from"] == 50 and log.stat().st_size > size, v
+    assert w.acknowledged() == 50

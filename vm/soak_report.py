@@ -18,16 +18,19 @@ def load(out_dir):
     """(state, host) of the soak in out_dir; an HblError naming the file when there is none."""
     soak_dir = os.path.join(os.path.abspath(out_dir), "soak")
     got = []
-    for name in ("state.json", "host.json"):
+    for name in ("host.json", "state.json"):
         path = os.path.join(soak_dir, name)
         try:
             with open(path) as f:
                 got.append(json.load(f))
         except FileNotFoundError:
+            if got:         # the host began it; the guest writes its state once it has set the device up
+                raise HblError("--report %s: the soak has not begun its first fault yet (no %s)"
+                               % (out_dir, path)) from None
             raise HblError("--report %s: no soak there (no %s)" % (out_dir, path)) from None
         except ValueError as exc:
             raise HblError("--report %s: %s is damaged: %s" % (out_dir, path, exc)) from None
-    return got[0], got[1]
+    return got[1], got[0]
 
 
 def figures(state, host):

@@ -20,7 +20,7 @@ def _blockcheck():
     return mod
 
 
-BEFORE = _blockcheck().BEFORE.encode()      # a compacted log's first line: the writes its lines stand for
+HEADER = _blockcheck().HEADER.encode()      # a compacted log's first line: the writes its lines stand for
 DEADLINE = 300            # seconds any wait may take: stuck, not slow
 
 
@@ -70,7 +70,7 @@ class Writer:
             new = f.read()
         done = new.rfind(b"\n") + 1            # whole lines only: the rest is read again next time
         for line in new[:done].splitlines():
-            n += int(line[len(BEFORE):]) if line.startswith(BEFORE) else 1
+            n += int(line[len(HEADER):]) if line.startswith(HEADER) else 1
         self.seen = (ino, pos + done, n)
         return n
 
@@ -121,6 +121,8 @@ class Writer:
         r = subprocess.run([sys.executable, BLOCKCHECK, "verify", self.device, self.log,
                             "--blocks", str(self.blocks), "--offset", "0"] + (["--compact"] if compact else []),
                            capture_output=True, text=True, timeout=4 * DEADLINE)
+        if compact:
+            self.seen = None        # the log may be new: counted from its start (its inode may be an old one's)
         try:
             return json.loads(r.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):

@@ -79,7 +79,7 @@ class Dev:
         return self.buf
 
 
-BEFORE = "#before="            # a compacted log's first line: acknowledged writes its lines stand for
+HEADER = "#before="            # a compacted log's first line: acknowledged writes its lines stand for
 
 
 def load_log(path):
@@ -219,8 +219,8 @@ def logged(path):
     before = lines = 0
     with open(path, "rb") as f:
         for line in f:
-            if line.startswith(BEFORE.encode()):
-                before = int(line[len(BEFORE):])
+            if line.startswith(HEADER.encode()):
+                before = int(line[len(HEADER):])
             else:
                 lines += 1
     return before + lines, lines
@@ -228,11 +228,14 @@ def logged(path):
 
 def compact(path, acked):
     """Rewrites the log at path as its last versions (acked, from load_log), whole or not at all;
-    the lines of writes the old one had."""
-    total, lines = logged(path)
+    the lines of writes the old one had (0, and no log written, when there is none: nothing was logged)."""
+    try:
+        total, lines = logged(path)
+    except FileNotFoundError:
+        return 0
     tmp = path + ".compact"
     with open(tmp, "w") as f:
-        f.write("%s%d\n" % (BEFORE, total - len(acked)))
+        f.write("%s%d\n" % (HEADER, total - len(acked)))
         f.writelines("%d %d\n" % (b, acked[b]) for b in sorted(acked))
         f.flush()
         os.fsync(f.fileno())
