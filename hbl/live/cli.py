@@ -158,16 +158,30 @@ def create(a, paths):
     return m
 
 
+def _size(text):
+    """A size option's bytes, None when not given (the layout module, and NumPy, only then)."""
+    if not text:
+        return None
+    from hbl.live.layout import parse_size
+    return parse_size(text)
+
+
+def _params(items):
+    """--param's dict, None when not given (the policy registry, and the C core, only then)."""
+    if not items:
+        return None
+    from hbl.sim.registry import parse_params
+    return parse_params(items)
+
+
 def cmd_up(a):
     # (imports where they are needed: the parent of a daemon, which only starts the controller and
     # waits for its status, loads neither NumPy nor the C core, seconds under TCG)
     from hbl.live.paths import controller_pid
-    if a.copy_limit or a.copy_rate:
-        from hbl.live import layout
-    copy_limit = layout.parse_size(a.copy_limit) if a.copy_limit else None     # before anything is written
+    copy_limit = _size(a.copy_limit)        # before anything is written
     if copy_limit is not None and copy_limit < 1 << 20:
         raise HblError("--copy-limit %s: at least 1M a second (one extent copy is up to 1 MiB)" % a.copy_limit)
-    copy_rate = layout.parse_size(a.copy_rate) if a.copy_rate else None
+    copy_rate = _size(a.copy_rate)
     if copy_rate is not None and copy_rate < 1 << 20:
         raise HblError("--copy-rate %s: at least 1M a second (one extent copy is up to 1 MiB)" % a.copy_rate)
     if copy_rate and copy_limit:
@@ -188,9 +202,7 @@ def cmd_up(a):
     pid = controller_pid(paths)
     if pid:
         raise HblError("%s is already up (controller pid %d)" % (a.name, pid))
-    if a.param:
-        from hbl.sim.registry import parse_params
-    params = parse_params(a.param) if a.param else None
+    params = _params(a.param)
     if a.foreground:
         from hbl.live.controller import Controller
         c = Controller(paths, Options(policy=a.policy, params=params, agent=a.agent, interval=a.interval,
