@@ -51,9 +51,11 @@ def test_set_params_writes_weights_and_syncs_the_deciding_network(tmp_path):
         dst[0].set_params(w, m1, m2[:-1])
     dst[0].set_params(w.reshape(1, -1))
     assert np.array_equal(dst[0].params(), w)
-    # init_seed is a whole seed or refused with a message
-    for bad in (-1, 1.5):
-        with pytest.raises(HblError, match="init_seed must be a whole number"):
+    # init_seed is a whole seed or refused with a message (a fraction by the parameter table's
+    # whole-number check, before the agent's own range check sees it)
+    for bad, message in ((-1, "init_seed must be a whole number from 0"),
+                         (1.5, "parameter 'init_seed' must be a whole number \\(got 1.5\\)")):
+        with pytest.raises(HblError, match=message):
             agents(1, {"init_seed": bad})
 
 
