@@ -13,6 +13,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 BLOCKCHECK = os.path.join(HERE, "tests", "blockcheck.py")
 
+
 def _blockcheck():
     spec = importlib.util.spec_from_file_location("blockcheck", BLOCKCHECK)
     mod = importlib.util.module_from_spec(spec)
