@@ -82,18 +82,31 @@ class Dev:
 HEADER = "#before="            # a compacted log's first line: acknowledged writes its lines stand for
 
 
-def load_log(path):
+def read_log(path):
+    """(each block's last acknowledged version, the acknowledged writes the log stands for, its lines
+    of writes): the second is N of a compacted log's "#before=N" line plus its lines of writes, a torn
+    last line counted (it was a write, cut short) though it names no version; (acked, None, None)
+    when there is no log."""
     acked = {}
+    before = lines = 0
     try:
         with open(path) as f:
             for line in f:
+                if line.startswith(HEADER):
+                    before = int(line[len(HEADER):])
+                    continue
+                lines += 1
                 parts = line.split()
                 if len(parts) == 2 and not line.startswith("#"):    # a torn last line is ignored
                     b, s = int(parts[0]), int(parts[1])
                     acked[b] = max(acked.get(b, -1), s)
     except FileNotFoundError:
-        pass
-    return acked
+        return acked, None, None
+    return acked, before + lines, lines
+
+
+def load_log(path):
+    return read_log(path)[0]
 
 
 def skewed(rng, n, theta=1.2):
@@ -189,7 +202,7 @@ def cmd_run(a):
 
 def cmd_verify(a):
     """Reads 1 MiB at a time (an HDD at 100 IOPS makes block-by-block reads slow)."""
-    acked = load_log(a.log)
+    acked, total, lines = read_log(a.log)
     fd = os.open(a.device, os.O_RDONLY | os.O_DIRECT)
     chunk = 256
     buf = mmap.mmap(-1, chunk * BS)
@@ -208,30 +221,16 @@ def cmd_verify(a):
     os.close(fd)
     report = {"checked": len(acked), "bad": len(bad), "errors": bad[:10]}
     if a.compact and not bad:
-        report["compacted_from"] = compact(a.log, acked)
+        report["compacted_from"] = compact(a.log, acked, total, lines)
     print(json.dumps(report))
     return 1 if bad else 0
 
 
-def logged(path):
-    """(acknowledged writes a log stands for, its lines of writes): N of its "#before=N" line
-    plus its lines of writes (a torn last line counted: it was a write, cut short)."""
-    before = lines = 0
-    with open(path, "rb") as f:
-        for line in f:
-            if line.startswith(HEADER.encode()):
-                before = int(line[len(HEADER):])
-            else:
-                lines += 1
-    return before + lines, lines
-
-
-def compact(path, acked):
-    """Rewrites the log at path as its last versions (acked, from load_log), whole or not at all;
-    the lines of writes the old one had (0, and no log written, when there is none: nothing was logged)."""
-    try:
-        total, lines = logged(path)
-    except FileNotFoundError:
+def compact(path, acked, total, lines):
+    """Rewrites the log at path as its last versions, whole or not at all (acked, total and lines as
+    read_log gave them); the lines of writes the old one had (0, and no log written, when there was
+    none: nothing was logged)."""
+    if total is None:
         return 0
     tmp = path + ".compact"
     with open(tmp, "w") as f:
