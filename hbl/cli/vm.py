@@ -122,12 +122,17 @@ def cmd_vm(a):
     return r.rc
 
 
+def soak_options_given(a):
+    """The options that begin a new soak given on this command line (--resume and --report take none)."""
+    return [o for o, v in (("--faults", a.faults), ("--seed", a.seed), ("--kinds", a.kinds), ("--out", a.out),
+                           ("--fast-mb", a.fast_mb != SOAK_FAST_MB), ("--slow-mb", a.slow_mb != SOAK_SLOW_MB),
+                           ("--extra", a.extra)) if v]
+
+
 def soak_report(a):
     """hbl vm soak --report OUT: the figures so far, read from OUT; nothing else may be given."""
     from hbl.vm import soak_report as report
-    given = [o for o, v in (("--faults", a.faults), ("--seed", a.seed), ("--kinds", a.kinds), ("--out", a.out),
-                            ("--resume", a.resume), ("--fast-mb", a.fast_mb != SOAK_FAST_MB),
-                            ("--slow-mb", a.slow_mb != SOAK_SLOW_MB), ("--extra", a.extra)) if v]
+    given = soak_options_given(a) + (["--resume"] if a.resume else [])
     if given:
         raise HblError("--report reads a soak's figures and runs nothing: %s cannot go with it" % ", ".join(given))
     f = report.figures(*report.load(a.report))
@@ -143,9 +148,7 @@ def soak(a, images, disks):
     from hbl.vm import soak as vmsoak
     say = (lambda m: None) if a.quiet or a.json else (lambda m: print("hbl vm soak: " + m, file=sys.stderr))
     if a.resume:
-        given = [o for o, v in (("--faults", a.faults), ("--seed", a.seed), ("--kinds", a.kinds), ("--out", a.out),
-                                ("--fast-mb", a.fast_mb != SOAK_FAST_MB), ("--slow-mb", a.slow_mb != SOAK_SLOW_MB),
-                                ("--extra", a.extra)) if v]
+        given = soak_options_given(a)
         if given:
             raise HblError("--resume goes on with the soak as it began: %s cannot change it" % ", ".join(given))
         say("going on with the soak in %s" % a.resume)
