@@ -132,6 +132,10 @@ int hbl_placement_agent_init(struct hbl_placement_agent *pa, struct hbl_sim *s, 
         c.atoms = (int32_t)hbl_param(p, "atoms", own->atoms);
     }
     pa->page_reward = (int)setting(p, S_reward, s);
+    if (pa->page_reward < 0 || pa->page_reward > 2) {
+        snprintf(err, errlen, "reward must be 0, 1 or 2 (`hbl policies` says what each rewards)");
+        return -1;
+    }
     if (pa->page_reward == 2) {
         /* hindsight rewards are each action's own, over a horizon: a contextual bandit, nothing
          * to bootstrap; they are differences, so they can be negative */
@@ -310,6 +314,10 @@ int hbl_migration_agent_init(struct hbl_migration_agent *ma, struct hbl_sim *s, 
     ma->reward_n = (int)setting(p, S_m_reward_n, s);
     ma->pingpong = setting(p, S_m_pingpong, s);
     ma->page_reward = (int)setting(p, S_m_reward, s);
+    if (ma->page_reward < 0 || ma->page_reward > 2) {
+        snprintf(err, errlen, "m_reward must be 0, 1 or 2 (`hbl policies` says what each rewards)");
+        return -1;
+    }
     ma->move_cost = setting(p, S_m_move_cost, s);
     if (ma->candidates < 2 || ma->candidates > HBL_MIG_MAX_CAND || ma->max_moves < 1 || ma->reward_n < 1) {
         snprintf(err, errlen, "m_candidates must be 2..%d, m_moves >= 1, m_reward_n >= 1", HBL_MIG_MAX_CAND);

@@ -259,6 +259,8 @@ def one_error_line(p):
     (["simulate", "--policy", "nhit", "--param", "occupancy=-5"], "occupancy"),
     (["simulate", "--policy", "harmonia", "--param", "gamma=nan"], "finite"),
     (["simulate", "--policy", "sibyl", "--param", "batch=2.5"], "parameter 'batch' must be a whole number (got 2.5)"),
+    (["simulate", "--policy", "sibyl", "--param", "reward=32"], "reward must be 0, 1 or 2"),   # ran as reward=1
+    (["simulate", "--policy", "harmonia", "--param", "m_reward=-1"], "m_reward must be 0, 1 or 2"),
     (["simulate", "--timeline", "/nonexistent/t.json"], "no such directory"),
     (["simulate", "--policy", "harmonia", "--agent", "tests"], "tests: is a directory, not an agent file"),
     (["compare", "--agents", "README.md"], "--agents README.md: a file, not a directory of agent files"),
