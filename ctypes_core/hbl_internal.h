@@ -8,7 +8,8 @@
  *   2. tracestats.c: trace footprint and reuse distances (pagetable)
  *   3. the learning agent (agent_internal.h): agent.c, agent_decide.c,
  *      agent_train.c, agent_bench.c, agent_file.c (nn)
- *   4. rl.c: state features, placement agent, migration agent (agent, hindsight, params)
+ *   4. teacher.c: a teacher's labels (pagetable); rl.c: state features, placement agent, migration
+ *      agent (agent, hindsight, params, teacher)
  *   5. policies/: one file per policy (rl, nn, cachelist, pagetable, params)
  *   6. registry.c: the policy table, by name (the policies' ops tables)
  *   7. the simulator (sim_internal.h): sim_device.c, sim_move.c, sim_stats.c,
@@ -134,6 +135,10 @@ struct hbl_policy_ops {
     int (*agents)(void *st, struct hbl_agent **out);
     /* Future knowledge (Oracle). */
     int (*set_future)(void *st, struct hbl_sim *s, const struct hbl_request *reqs, uint64_t n);
+    /* Demonstrations from a teacher (teacher.h): the name of a non-learning policy the simulator
+     * runs beside this one, fed the same requests (hbl_sim.teacher), or NULL for none.  Asked once,
+     * after init. */
+    const char *(*teacher)(void *st);
 };
 
 const struct hbl_policy_ops *hbl_policy_find(const char *name);
@@ -205,6 +210,8 @@ struct hbl_sim {
     double carried_moves[HBL_CARRIED_KEPT], carried_ns[HBL_CARRIED_KEPT]; uint32_t ncarried;
     struct hbl_trainer *trainer;         /* background training thread, or NULL */
     struct hbl_diag *diag;               /* diagnostics (sim_diag.c), or NULL */
+    struct hbl_sim *teacher;             /* the policy's teacher (ops->teacher), fed each request before this
+                                          * simulation serves it; NULL: none.  Policies only read its state */
 };
 
 /* Helpers policies may use. */

@@ -263,7 +263,8 @@ void hbl_placement_agent_place(struct hbl_placement_agent *pa, struct hbl_sim *s
     if (!write && !pa->act_on_reads) return;
     int a = hbl_agent_act(pa->ag, state);
     hbl_agent_tick(pa->ag);
-    pa->label = pa->demo ? (uint8_t)hbl_demos_place_label(pa->demos, s, n) : HBL_NO_LABEL;
+    pa->label = !pa->demo ? HBL_NO_LABEL   /* a teacher's labels where the policy runs one, else the oracle's */
+              : (uint8_t)(s->teacher ? hbl_teacher_place_label(s, slots, n) : hbl_demos_place_label(pa->demos, s, n));
     if (pa->follow && pa->label != HBL_NO_LABEL) a = pa->label;
     memcpy(pa->state, state, sizeof(state));
     pa->action = a;
@@ -445,7 +446,8 @@ int hbl_migration_agent_migrate(struct hbl_migration_agent *ma, struct hbl_sim *
         hbl_features_encode(&ma->feat, s, 0, 1, x, st);
         int a = hbl_agent_act(ma->ag, st);
         hbl_agent_tick(ma->ag);
-        int label = ma->demo ? hbl_demos_move_label(ma->demos, s, x) : HBL_NO_LABEL;
+        int label = !ma->demo ? HBL_NO_LABEL
+                  : s->teacher ? hbl_teacher_move_label(s, x) : hbl_demos_move_label(ma->demos, s, x);
         if (ma->follow && label != HBL_NO_LABEL) a = label;
         if (ma->fill) {   /* free space is free: fill it, do not empty it */
             if (i < nhot && hbl_free_pages(s, 0) > filled) { a = 0; filled++; }

@@ -8,6 +8,7 @@
 #define HBL_RL_H
 #include "hindsight.h"
 #include "demos.h"
+#include "teacher.h"
 
 /* The value support of a placement agent with hindsight rewards (reward=2), in units of one
  * read moved from the slowest device to the fastest (ours: a write absorbed and 3 hits). */

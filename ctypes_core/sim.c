@@ -258,6 +258,7 @@ static void account(struct hbl_sim *s, const struct hbl_request *r, uint32_t n, 
 
 static int serve(struct hbl_sim *s, const struct hbl_request *r)
 {
+    if (s->teacher && hbl_sim_feed(s->teacher, r, 1)) return -1;   /* the teacher serves it first (teacher.h) */
     uint64_t first;
     uint32_t n = hbl_req_pages(r, s->cfg.page_size, &first);
     if (!n) { s->st.skipped++; s->nreq++; return 0; }
@@ -303,6 +304,24 @@ static int serve(struct hbl_sim *s, const struct hbl_request *r)
 }
 
 /* ---- construction and feeding (public API) ---- */
+
+/* The teacher the policy asks for (ops->teacher, teacher.h): a second simulation of the same HSS
+ * running that non-learning policy with its defaults, no timeline; simulation only. */
+static int start_teacher(struct hbl_sim *s, char *err, int32_t errlen)
+{
+    const char *name = s->ops->teacher ? s->ops->teacher(s->pstate) : NULL;
+    if (!name) return 0;
+    const struct hbl_policy_ops *ops = hbl_policy_find(name);
+    if (s->live || !ops || (ops->flags & (HBL_POLICY_LEARNS | HBL_POLICY_NEEDS_FUTURE)) || ops->teacher) {
+        snprintf(err, errlen, "teacher %s: a non-learning policy without a teacher, in a simulation only", name);
+        return -1;
+    }
+    struct hbl_sim_config cfg = s->cfg;
+    struct hbl_params none = {0};
+    cfg.timeline_every = 0;
+    s->teacher = hbl_sim_create(&cfg, name, &none, NULL, 0, err, errlen);
+    return s->teacher ? 0 : -1;
+}
 
 /* live is set before the policy's init: policies may choose other defaults in live mode */
 struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *policy,
@@ -376,6 +395,10 @@ struct hbl_sim *hbl_sim_create(const struct hbl_sim_config *cfg, const char *pol
         hbl_sim_free(s);
         return NULL;
     }
+    if (start_teacher(s, err, errlen)) {
+        hbl_sim_free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -392,6 +415,7 @@ void hbl_sim_free(struct hbl_sim *s)
     hbl_sim_background_training(s, 0, 0, NULL, 0);
     if (s->ops && s->ops->free) s->ops->free(s->pstate);
     hbl_diag_free(s->diag);
+    hbl_sim_free(s->teacher);
     hbl_pt_free(&s->pt);
     free(s->slots); free(s->targets); free(s->mslots); free(s->mtargets);
     free(s->inflight); free(s->tl); free(s->mq); free(s->wq); free(s->bq); free(s->later);

@@ -22,6 +22,7 @@ struct state {
     struct hbl_placement_agent pa;
     struct hbl_migration_agent ma;
     struct hbl_demos demos;     /* the oracle's labels, when the simulation hands over the future */
+    const char *teacher;        /* demo_teacher: the policy whose labels replace the oracle's (teacher.h) */
 };
 
 static const struct hbl_param_doc params[] = {
@@ -34,6 +35,11 @@ static const struct hbl_param_doc params[] = {
                       "was accessed before within the fastest device's characteristic time (about the hit ratio of an LRU "
                       "fast device of its size), a running share over a round of migrate_every requests, in eighths "
                       "(a 9th feature; needs queue_feature=1) [ours, an experiment, results/pretrain/reuse.txt]"},
+    {"demo_teacher", "demonstrations (demo, demo_follow and their m_ forms) from a non-learning policy run beside the "
+                     "agents on the same requests instead of the oracle: the agents' action is labelled the fastest "
+                     "device when that policy's fastest device holds the pages (1 lru, 2 cde, 3 smq, 4 nhit, "
+                     "5 seqcutoff, 6 arc, 7 lirs, 8 s3fifo, 9 wtinylfu; ctypes_core/teacher.h); 0: the oracle's "
+                     "labels [ours, an experiment, results/pretrain/teacher.txt]", 1},
     {"read_admit", "reads the placement agent does not place: 0 stay where they are; 1 a read promotes its pages "
                    "to the fastest device (promote on miss); 2 as 1, but while that device is full only a page "
                    "accessed at least as often as its least recently used page; 3 promote or stay as learned "
@@ -160,6 +166,13 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     st->admit.resident = (int)resident;
     if (placement && migration && st->ma.page_reward == 2) st->pa.space = st->ma.space;
     st->pa.demos = st->ma.demos = &st->demos;
+    double teacher = hbl_param(p, "demo_teacher", 0);
+    int k = teacher >= 0 && teacher <= 64 && teacher == (int)teacher ? (int)teacher : -1;
+    if (k != 0 && !hbl_teacher_name(k)) {
+        snprintf(err, errlen, "demo_teacher must be 0 (the oracle) or 1..9 (ctypes_core/teacher.c)");
+        goto fail;
+    }
+    if ((placement && st->pa.demo) || (migration && st->ma.demo)) st->teacher = hbl_teacher_name(k);
     *out = st;
     return 0;
 fail:
@@ -179,7 +192,14 @@ static int set_future(void *v, struct hbl_sim *s, const struct hbl_request *reqs
 {
     struct state *st = v;
     if (!(st->use_placement && st->pa.demo) && !(st->use_migration && st->ma.demo)) return 0;
+    if (st->teacher) return 0;   /* the teacher labels instead */
     return hbl_demos_set_future(&st->demos, s, reqs, n);
+}
+
+/* The teacher the simulator runs beside the agents for their labels (demo_teacher), or NULL. */
+static const char *teacher(void *v)
+{
+    return ((struct state *)v)->teacher;
 }
 
 /* Read admission's pages the agents count as free (read_admit=9), as of now: before every call
@@ -249,7 +269,7 @@ static int agents(void *v, struct hbl_agent **out)
     const struct hbl_policy_ops var = { .name = nm, .doc = dc, \
         .flags = HBL_POLICY_LEARNS | HBL_POLICY_LIVE, .params = params, .init = in, \
         .free = destroy, .place = place, .observe = observe, .migrate = migrate, .agents = agents, \
-        .set_future = set_future, .on_move = on_move, .victim = victim }
+        .set_future = set_future, .teacher = teacher, .on_move = on_move, .victim = victim }
 
 HARMONIA(hbl_policy_harmonia, "harmonia",
          "Harmonia: RL placement agent + RL migration agent coordinating through shared state", init_both);
