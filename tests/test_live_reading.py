@@ -109,8 +109,9 @@ def test_member_latencies_in_a_few_calls_are_the_per_member_ewma():
     from hbl.live.observe import Observer
     rng = np.random.default_rng(3)
     o = Observer()
-    o.meta = types.SimpleNamespace(members=[{}, {}, {}])
-    o.member_dev = {7: 0, 8: 1, 9: 2}
+    o.meta = types.SimpleNamespace(members=[{}, {}, {}], extent_bytes=MiB, nextents=4, written=np.zeros(4, np.uint8))
+    o.member_dev, o.dm_dev, o.batch = {7: 0, 8: 1, 9: 2}, 99, None
+    o.open_writes = types.SimpleNamespace(bio=np.zeros(3, bool))
     o.lat, o.lat_n, o.reads = np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2))
     lat, lat_n, reads = o.lat.copy(), o.lat_n.copy(), o.reads.copy()
     for k in range(6):
@@ -119,7 +120,8 @@ def test_member_latencies_in_a_few_calls_are_the_per_member_ewma():
                    op=rng.choice([record.READ, record.WRITE, record.FLUSH], n))
         if k == 2:
             mem = mem[mem["device"] != 8]           # a member with nothing this time keeps its figures
-        o._note_latencies(mem)
+        o.note(mem)                                 # (no request: observing them is the latencies alone)
+        o.observe_pending()
         idx = np.array([o.member_dev.get(int(d), -1) for d in mem["device"]])
         for d in range(3):                          # the reference: per member and op
             for op in (0, 1):
