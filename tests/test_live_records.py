@@ -93,6 +93,15 @@ def polls(rng, n):
     return out
 
 
+def prepared(meta, moving):
+    """A batch's new mapping (Batch.prepare's): a Meta of its own, the moving extents on the other
+    member, its written flags copied now."""
+    new = types.SimpleNamespace(**vars(meta))
+    new.dev, new.slot, new.written = meta.dev.copy(), meta.slot.copy(), meta.written.copy()
+    new.dev[moving] = 1 - new.dev[moving]
+    return new
+
+
 def release(c):
     """Controller.release_held's way: the records read in the hold noted as one."""
     b, c.held = record.joined(c.held or []), None
@@ -130,16 +139,19 @@ def test_the_c_path_notes_observes_and_tracks_every_record_as_the_numpy_path_did
     batches = 0
     for i, (u, b) in enumerate(zip(steps, work)):
         for c in (new, ref):
-            if u < 0.05 and c.batch is None:                  # a batch begins
+            if u < 0.05 and c.batch is None:                  # a batch begins: its new mapping prepared
                 c.batch = FakeBatch(sorted({int(x) for x in b["offset"][:3] // MiB if x < NEXT}), int(b["time_ns"][0]))
+                c.batch.new = prepared(c.meta, c.batch.moving)
             elif u < 0.10 and c.batch is not None and c.held is None:      # its hold
                 c.track()
                 c.held = []
                 c.recent_holds.append((c.batch.moving, c.batch.t["hold"], c.batch.t["hold"] + 3 * 10**6))
             elif u < 0.15 and c.held is not None:             # the release, then the batch's end
-                c.track()
+                c.track()                                    # (Batch.finish's order)
+                mapping, c.batch = c.batch.new, None
                 release(c)
-                c.batch = None
+                mapping.written |= c.meta.written
+                c.meta = mapping                             # the new mapping in force, its own flags
             elif u < 0.20:
                 c.observe_pending()
             elif u < 0.25:
@@ -169,7 +181,7 @@ def test_page_accesses_count_every_extent_a_request_spans():
     r = record.empty(4)
     r["device"], r["length"] = DM, [4096, 4 * MiB + 4096, 4096, 2 * MiB]
     r["offset"], r["op"] = [0, 0, MiB, 2 * MiB], [record.READ, record.READ, record.WRITE, record.WRITE]
-    n.note(r, 1)
+    n.note(r, 1, meta.written)
     counts, newest = n.observe(np.array([0, 1, 0, 0, 1], np.int8), np.zeros((2, 2)), np.zeros(5, np.float32),
                                np.zeros((5, 2), np.uint32))
     assert {k: counts[k] for k in ("read_pages", "fast_read_pages", "write_pages", "fast_write_pages")} == \

@@ -96,7 +96,7 @@ class Observer:
         self.held.append(b)
         notes = self.notes()
         want = self._want_member_writes()
-        notes.note(b, HELD | (WRITES if want else 0))
+        notes.note(b, HELD | (WRITES if want else 0), self.meta.written)
         if want:
             self._note_member_writes(notes)
         self.batch.note_logical_writes(*notes.logical_writes())
@@ -163,7 +163,7 @@ class Observer:
         most of the controller's thread).  One C call over the records (Notes)."""
         notes = self.notes()
         want = self._want_member_writes()
-        notes.note(b, NOTE | (WRITES if want else 0))
+        notes.note(b, NOTE | (WRITES if want else 0), self.meta.written)
         if want:
             self._note_member_writes(notes)
         if notes.s.records >= OBSERVE_MAX:

@@ -25,12 +25,12 @@ def _pointer(a):
 
 
 class Notes:
-    """The records read by a controller, between the calls that use them: `log_device` the
-    logical device's number, `member_devices` {device number: member index}."""
+    """The records read by a controller, between the calls that use them: `meta` the device's
+    (its extents and members, which every mapping has alike), `log_device` the logical device's
+    number, `member_devices` {device number: member index}."""
 
     def __init__(self, meta, log_device, member_devices):
         s = self.s = ffi.new("struct hbl_rec_notes *")
-        self.meta = meta
         nd = len(meta.members)
         s.log_device, s.nmembers = log_device, nd
         for i in range(nd):
@@ -65,15 +65,17 @@ class Notes:
             self._set(name, np.zeros(cap, dtype))
         self.w_cap = cap
 
-    def note(self, b, what):
-        """What `what` (NOTE, WRITES, HELD, or'ed) asks of the records `b` (hbl_rec_note)."""
+    def note(self, b, what, written):
+        """What `what` (NOTE, WRITES, HELD, or'ed) asks of the records `b` (hbl_rec_note);
+        `written`: the written flags of the mapping in force (a batch's commit puts a new
+        mapping, with flags of its own, in force: they are passed at every call)."""
         n, s = len(b), self.s
         if s.p_n + n > self.p_cap:
             self._grow_pending(max(2 * self.p_cap, s.p_n + n))
         if n > self.w_cap:
             self._grow_per_call(max(2 * self.w_cap, n))
-        if self.written is not self.meta.written:
-            self.written = self.meta.written
+        if self.written is not written:
+            self.written = written
             s.written = ffi.cast("uint8_t *", ffi.from_buffer(self.written))
         ptr, keep = record.as_cdata(b)
         lib.hbl_rec_note(s, ptr, n, what)
