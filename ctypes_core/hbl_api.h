@@ -220,6 +220,14 @@ uint64_t hbl_tstats_pages(const struct hbl_tstats *t);
 /* counts[i] = reuses with distance in [2^i - 1, 2^(i+1) - 1); cold (first) accesses in *cold. */
 void hbl_tstats_reuse(const struct hbl_tstats *t, uint64_t *counts, int32_t nbins, uint64_t *cold);
 
+/* Multiset matching (ctypes_core/match.c): each row of b (nb rows of w int64) ends one equal
+ * row of a (na rows), the earliest by rank_a (NULL: index order), then by index, not ended
+ * yet; b's rows take theirs in index order.  a_left[i] = 0 for a's rows ended (1 for the
+ * others); b_hit[j] = 1 for b's rows that ended one (b_hit may be NULL).  The number matched,
+ * -1 if memory ran out. */
+int64_t hbl_match_rows(const int64_t *a, const int64_t *rank_a, uint64_t na, const int64_t *b, uint64_t nb,
+                       uint32_t w, uint8_t *a_left, uint8_t *b_hit);
+
 
 /* ---- The learning agent core (ctypes_core/agent.c, nn.c) ----
  * A small feed-forward network (swish hidden layers) with a DQN or categorical

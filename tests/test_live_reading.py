@@ -149,3 +149,43 @@ def test_the_cpu_ledger_sums_each_span_under_its_name():
     led.add("b", t2)
     assert led.spent["a"] == pytest.approx([t2[0] - t0[0], t2[1] - t0[1]])
     assert set(led.spent) == {"a", "b"}
+
+
+def reference_match(a, b, rank):
+    """match_rows as a loop: each row of b, in order, ends the earliest (by rank, then index) equal
+    row of a not ended yet."""
+    left, hit = [True] * len(a), [False] * len(b)
+    order = sorted(range(len(a)), key=lambda i: (rank[i], i))
+    for j, row in enumerate(b):
+        for i in order:
+            if left[i] and a[i] == row:
+                left[i], hit[j] = False, True
+                break
+    return left, hit
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_match_rows_ends_the_earliest_equal_row_once_per_row_as_a_loop_would(w):
+    """The C core's matching (the requests in flight ended by their completions, the copier's
+    own I/Os by theirs) against the loop it stands for, on rows drawn from few values so that
+    most have equals on both sides, with ranks that are not the rows' order."""
+    from hbl.live.in_flight import match_rows
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        na, nb = rng.integers(0, 12, 2)
+        a, b = rng.integers(0, 3, (na, w)), rng.integers(0, 3, (nb, w))
+        rank = rng.integers(0, 4, na)
+        for r in (rank, None):
+            left, hit = match_rows(a if w > 1 else a[:, 0], b if w > 1 else b[:, 0], rank=r)
+            want = reference_match([tuple(x) for x in a], [tuple(x) for x in b], rank if r is not None else range(na))
+            assert (left.tolist(), hit.tolist()) == want
+
+
+def test_a_completion_ends_the_oldest_request_in_flight_at_its_address():
+    from hbl.live.in_flight import InFlight
+    m = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": MiB}], dev=np.zeros(4, np.int8),
+                              slot=np.arange(4, dtype=np.int32))
+    f = InFlight(m, [False])
+    f.issued(m, np.array([30, 10, 20], np.int64), np.array([0, 0, 0], np.int64), np.array([0, 0, 0], np.int64))
+    f.completed(np.array([0, 0], np.int64), np.array([MiB, MiB], np.int64))
+    assert f.t.tolist() == [30]             # the two oldest of three at that address, whatever their order read

@@ -4,6 +4,7 @@ only searched for what the batch needs; and the requests in flight sorted out of
 import numpy as np
 
 from hbl import record
+from hbl.live.in_flight import match_rows
 from hbl.live.records import HELD, NOTE, WRITES, Notes
 
 OWN_KEPT = 64          # the copier's I/Os kept waiting for their records, at most
@@ -14,21 +15,8 @@ OBSERVE_MAX = 1 << 14  # records noted before they are observed, at most (else a
 def match_once(done, own):
     """Rows of `done` (completions) and `own` (the copier's I/Os), [member, offset, length]
     each: every own I/O ends the first completion alike not ended by one before it.  (which
-    completions are left, which own I/Os found theirs), as a loop over `own` in order would;
-    the few completions near an own I/O's address found first, in one pass (the packed key
-    may let others through, never keep one out)."""
-    key_done, key_own = ((x[:, 0] << 48) ^ x[:, 1] for x in (done, own))
-    cand = np.flatnonzero(np.isin(key_done, key_own))
-    alike = {}
-    for i, row in zip(cand.tolist(), done[cand].tolist()):
-        alike.setdefault(tuple(row), []).append(i)
-    keep, matched = np.ones(len(done), bool), np.zeros(len(own), bool)
-    for j, row in enumerate(own.tolist()):
-        left = alike.get(tuple(row))
-        if left:
-            keep[left.pop(0)] = False
-            matched[j] = True
-    return keep, matched
+    completions are left, which own I/Os found theirs), as a loop over `own` in order would."""
+    return match_rows(done, own)
 
 
 class Observer:
