@@ -121,12 +121,13 @@ def state(c):
 
 @pytest.mark.parametrize("bio", [[False, False], [False, True]])
 def test_the_c_path_notes_observes_and_tracks_every_record_as_the_numpy_path_did(monkeypatch, bio):
-    from hbl.live import observe
+    from hbl.live import observe, records
     from hbl.live.controller import Controller
     import live_old_reading as old
     for mod in (observe, old):                   # the limits reached often, as a long run reaches them
         monkeypatch.setattr(mod, "OBSERVE_MAX", 500)
         monkeypatch.setattr(mod, "TRACK_MAX", 700)
+    monkeypatch.setattr(records, "FIRST_CAP", 8)     # the arrays grown often, what was noted kept
 
     class Old(old.OldObserver, Controller):         # the old reading first in the order
         pass

@@ -14,6 +14,7 @@ PENDING = (("p_req", None), ("p_first", np.int64), ("p_last", np.int64), ("p_wri
            ("p_first_write", np.uint8))
 PER_CALL = (("w_dev", np.int64), ("w_off", np.int64), ("w_len", np.int64), ("w_done", np.int64),
             ("w_pid", np.int64), ("h_first", np.int64), ("h_last", np.int64))
+FIRST_CAP = 1024       # records the arrays are made for at first (grown to twice what a call needs)
 COUNTS = ("reads", "writes", "fast_hits", "read_pages", "fast_read_pages", "write_pages", "fast_write_pages")
 
 
@@ -43,8 +44,8 @@ class Notes:
         self.arrays = {}
         self.written = None
         self.p_cap = self.w_cap = 0
-        self._grow_pending(1024)
-        self._grow_per_call(1024)
+        self._grow_pending(FIRST_CAP)
+        self._grow_per_call(FIRST_CAP)
         self.tn = ffi.new("uint64_t[2]")
 
     def _set(self, name, a):
