@@ -25,6 +25,16 @@ def _pointer(a):
     return ffi.cast(C_TYPES[a.dtype], ffi.from_buffer(a))
 
 
+def _fits(a, dtype, n, name):
+    """`a`, which the C core writes or reads at indices below `n` as `dtype`: a ValueError when it
+    is not such an array (a wrong type or size there is memory overwritten, not an error)."""
+    if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous and a.size >= n
+            and a.flags.writeable):
+        raise ValueError("Notes: %s must be a writable contiguous %s array of %d entries at least"
+                         % (name, np.dtype(dtype).name, n))
+    return a
+
+
 class Notes:
     """The records read by a controller, between the calls that use them: `meta` the device's
     (its extents and members, which every mapping has alike), `log_device` the logical device's
@@ -76,7 +86,7 @@ class Notes:
         if n > self.w_cap:
             self._grow_per_call(max(2 * self.w_cap, n))
         if self.written is not written:
-            self.written = written
+            self.written = _fits(written, np.uint8, s.nextents, "written")
             s.written = ffi.cast("uint8_t *", ffi.from_buffer(self.written))
         ptr, keep = record.as_cdata(b)
         lib.hbl_rec_note(s, ptr, n, what)
@@ -101,8 +111,12 @@ class Notes:
     def observe(self, dev, lat, heat, rw):
         """The requests noted observed (hbl_rec_observe; lat: per member and op, C order): their
         counts, a dict, and the newest request's time."""
-        c = ffi.new("struct hbl_rec_counts *")
+        c, ne = ffi.new("struct hbl_rec_counts *"), self.s.nextents
         lat, dev = np.ascontiguousarray(lat, np.float64), np.ascontiguousarray(dev, np.int8)
+        if lat.size != 2 * self.s.nmembers or dev.size < ne:
+            raise ValueError("Notes.observe: %d latencies for %d members, %d devices for %d extents"
+                             % (lat.size, self.s.nmembers, dev.size, ne))
+        heat, rw = _fits(heat, np.float32, ne, "heat"), _fits(rw, np.uint32, 2 * ne, "rw")
         lib.hbl_rec_observe(self.s, ffi.cast("int8_t *", ffi.from_buffer(dev)),
                             ffi.cast("double *", ffi.from_buffer(lat)), ffi.cast("float *", ffi.from_buffer(heat)),
                             ffi.cast("uint32_t *", ffi.from_buffer(rw)), c)
