@@ -137,8 +137,9 @@ def test_the_c_path_notes_observes_and_tracks_every_record_as_the_numpy_path_did
     new, ref = reader(Controller, bio, own_seq), reader(Old, bio, own_seq)
     steps = rng.random(600)
     work = polls(rng, 600)
-    batches = 0
+    batches = ends = rollbacks = 0
     for i, (u, b) in enumerate(zip(steps, work)):
+        rollback, was_held = ends % 3 == 2, new.held is not None      # every third batch rolled back
         for c in (new, ref):
             if u < 0.05 and c.batch is None:                  # a batch begins: its new mapping prepared
                 c.batch = FakeBatch(sorted({int(x) for x in b["offset"][:3] // MiB if x < NEXT}), int(b["time_ns"][0]))
@@ -147,6 +148,10 @@ def test_the_c_path_notes_observes_and_tracks_every_record_as_the_numpy_path_did
                 c.track()
                 c.held = []
                 c.recent_holds.append((c.batch.moving, c.batch.t["hold"], c.batch.t["hold"] + 3 * 10**6))
+            elif u < 0.15 and c.held is not None and rollback:   # a rollback (Batch.rollback): the hold
+                c.batch = None                                    # released, the old mapping kept in force
+                release(c)
+                rollbacks += c is new
             elif u < 0.15 and c.held is not None:             # the release, then the batch's end
                 c.track()                                    # (Batch.finish's order)
                 mapping, c.batch = c.batch.new, None
@@ -159,6 +164,7 @@ def test_the_c_path_notes_observes_and_tracks_every_record_as_the_numpy_path_did
                 c.track()
             c.take(b)
         batches += new.batch is not None
+        ends += was_held and new.held is None
         assert state(new) == state(ref), "step %d" % i
         if new.batch is not None:
             assert new.batch.member == ref.batch.member and new.batch.logical == ref.batch.logical, "step %d" % i
@@ -168,7 +174,7 @@ def test_the_c_path_notes_observes_and_tracks_every_record_as_the_numpy_path_did
         c.track()
     assert state(new) == state(ref)
     # the comparison saw every kind of work
-    assert batches > 50 and sum(len(x) for x in new.decider.fed) > 3000 and new.decider.set and new.held_waits
+    assert batches > 50 and rollbacks and sum(len(x) for x in new.decider.fed) > 3000 and new.decider.set and new.held_waits
     assert new.count["fast_write_pages"] and len(new.in_flight.t) and (bio[1] or len(new.own_io) <= 64)
     assert bio[1] == bool(new.open_writes.cur or new.open_writes.prev)
 
@@ -188,3 +194,33 @@ def test_page_accesses_count_every_extent_a_request_spans():
     assert {k: counts[k] for k in ("read_pages", "fast_read_pages", "write_pages", "fast_write_pages")} == \
         {"read_pages": 6, "fast_read_pages": 4, "write_pages": 3, "fast_write_pages": 2}
     assert meta.written.tolist() == [0, 1, 1, 1, 0]
+
+
+def test_notes_keep_64_bit_offsets_and_times_and_refuse_arrays_the_c_core_would_overrun():
+    """Offsets past 4 GiB and capture times (ns since 1970, past 2^60) come out whole: the
+    written flags of extents past 4096 MiB, a member write's offset and completion, the
+    requests' times and offsets for InFlight; a request past the last extent is left out.  A
+    written array too small (a mapping of another size) or of another type is refused, not
+    overrun."""
+    from hbl.live.records import HELD, NOTE, WRITES, Notes
+    ne, t0 = 6 * 1024, 1_765_000_000 * 10**9
+    meta = types.SimpleNamespace(extent_bytes=MiB, nextents=ne, members=[{}, {}], written=np.zeros(ne, np.uint8))
+    n = Notes(meta, DM, MEMBERS)
+    r = record.empty(4)
+    r["device"], r["op"] = [DM, 8, DM, DM], record.WRITE
+    r["offset"] = [5 * 1024 * MiB + 4096, 9 * 1024 * MiB + 512, ne * MiB - 4096, ne * MiB]
+    r["length"] = [2 * MiB, 4096, 4096, 4096]
+    r["time_ns"], r["latency_ns"], r["pid"] = t0 + np.arange(4), 5 * 10**6, 100
+    n.note(r, NOTE | WRITES, meta.written)
+    assert np.flatnonzero(meta.written).tolist() == [5 * 1024, 5 * 1024 + 1, 5 * 1024 + 2, ne - 1]
+    dev, off, length, done, pid = n.member_writes()
+    assert (dev.tolist(), off.tolist(), done.tolist()) == ([1], [9 * 1024 * MiB + 512], [t0 + 1 + 5 * 10**6])
+    n.note(r, HELD, meta.written)
+    assert [x.tolist() for x in n.logical_writes()] == [[5 * 1024, ne - 1, ne], [5 * 1024 + 2, ne - 1, ne]]
+    (t, qoff, first), (cdev, coff, clen), others = n.track_parts([r])
+    assert (t.tolist(), qoff.tolist(), first.tolist()) == ([t0, t0 + 2, t0 + 3], r["offset"][[0, 2, 3]].tolist(),
+                                                           [5 * 1024, ne - 1, ne])
+    assert (cdev.tolist(), coff.tolist(), others) == ([1], [9 * 1024 * MiB + 512], 1)
+    for bad in (np.zeros(ne - 1, np.uint8), np.zeros(ne, bool), np.zeros(ne, np.int64)):
+        with pytest.raises(ValueError, match="written"):
+            n.note(r, NOTE, bad)
