@@ -17,9 +17,13 @@ def match_rows(a, b, rank=None):
     w = a.shape[1] if a.ndim == 2 else 1
     if b.ndim != a.ndim or (b.ndim == 2 and b.shape[1] != w):
         raise ValueError("match_rows: rows of %s against rows of %s" % (a.shape, b.shape))
+    if rank is not None:      # (kept in a name: a cast pointer does not keep a converted copy alive)
+        rank = np.ascontiguousarray(rank, np.int64)
+        if rank.shape != (len(a),):
+            raise ValueError("match_rows: %d ranks for %d rows" % (rank.size, len(a)))
     left, hit = np.ones(len(a), np.uint8), np.zeros(len(b), np.uint8)
     if len(a) and len(b):
-        r = ffi.NULL if rank is None else ffi.cast("int64_t *", ffi.from_buffer(np.ascontiguousarray(rank, np.int64)))
+        r = ffi.NULL if rank is None else ffi.cast("int64_t *", ffi.from_buffer(rank))
         n = lib.hbl_match_rows(ffi.cast("int64_t *", ffi.from_buffer(a)), r, len(a),
                                ffi.cast("int64_t *", ffi.from_buffer(b)), len(b), w,
                                ffi.cast("uint8_t *", ffi.from_buffer(left)), ffi.cast("uint8_t *", ffi.from_buffer(hit)))
