@@ -220,6 +220,14 @@ uint64_t hbl_tstats_pages(const struct hbl_tstats *t);
 /* counts[i] = reuses with distance in [2^i - 1, 2^(i+1) - 1); cold (first) accesses in *cold. */
 void hbl_tstats_reuse(const struct hbl_tstats *t, uint64_t *counts, int32_t nbins, uint64_t *cold);
 
+/* Multiset matching (ctypes_core/match.c): each row of b (nb rows of w int64) ends one equal
+ * row of a (na rows), the earliest by rank_a (NULL: index order), then by index, not ended
+ * yet; b's rows take theirs in index order.  a_left[i] = 0 for a's rows ended (1 for the
+ * others); b_hit[j] = 1 for b's rows that ended one (b_hit may be NULL).  The number matched,
+ * -1 if memory ran out. */
+int64_t hbl_match_rows(const int64_t *a, const int64_t *rank_a, uint64_t na, const int64_t *b, uint64_t nb,
+                       uint32_t w, uint8_t *a_left, uint8_t *b_hit);
+
 
 /* ---- The learning agent core (ctypes_core/agent.c, nn.c) ----
  * A small feed-forward network (swish hidden layers) with a DQN or categorical
@@ -479,6 +487,54 @@ uint64_t hbl_live_take_moves(struct hbl_sim *s, uint64_t *extents, uint64_t max)
  * taken again, so the controller drops the move.  -1 on a bad device, an extent never seen, or
  * out of memory (then none waits). */
 int32_t hbl_live_waiting(struct hbl_sim *s, const uint64_t *extents, const int8_t *devs, uint64_t n);
+
+/* ---- Live records: a poll's records sorted out in one pass (the live controller's reading) ----
+ * Records on log_device are requests (logical offsets, queued); on member_device[i], member i's I/O
+ * (completed, latency_ns > 0 when known); on any other device, nothing of either.  Every array is the
+ * caller's, sized for what it holds plus every record of the call; the counts say how much is used. */
+struct hbl_rec_notes {
+    uint32_t log_device;
+    int32_t nmembers;
+    uint32_t member_device[HBL_MAX_DEVICES];
+    uint64_t extent_bytes;
+    uint64_t nextents;
+    uint8_t *written;          /* per extent: 1 once written (a first write is one to an extent at 0) */
+    /* HBL_REC_WRITES: the member writes of the call: member, offset, length, completed ns, pid */
+    int64_t *w_dev, *w_off, *w_len, *w_done, *w_pid;
+    uint64_t w_n;
+    /* HBL_REC_HELD: the extents of the call's logical writes (length > 0): first, last */
+    int64_t *h_first, *h_last;
+    uint64_t h_n;
+    /* HBL_REC_NOTE, kept for hbl_rec_observe: the requests (read or write, length > 0, within the
+     * extents), their first and last extent, whether a write, whether a first write */
+    struct hbl_request *p_req;
+    int64_t *p_first, *p_last;
+    uint8_t *p_write, *p_first_write;
+    uint64_t p_n;
+    uint64_t records;          /* records noted since the counts were cleared, all of them */
+    uint64_t members;          /* of which not on log_device */
+    int64_t *lat_n, *lat_sum;  /* [member * 2 + op]: the members' completions with a latency, and its sum */
+};
+enum { HBL_REC_NOTE = 1, HBL_REC_WRITES = 2, HBL_REC_HELD = 4 };
+/* One call a poll: what `what` asks of the records r[0..n), appended (NOTE) or in place of the
+ * last call's (WRITES, HELD).  NOTE sets the written flags, first writes as before the call. */
+void hbl_rec_note(struct hbl_rec_notes *s, const struct hbl_request *r, uint64_t n, int32_t what);
+/* What the requests noted come to (NOTE), the counts cleared by the caller. */
+struct hbl_rec_counts {
+    int64_t reads, writes, fast_hits, read_pages, fast_read_pages, write_pages, fast_write_pages;
+    uint64_t newest_ns;
+};
+/* The requests noted observed: each one's latency_ns set to lat[dev[first] * 2 + op] (its member's
+ * now), heat[first] += 1, rw[first * 2 + write] += 1, the counts added to *out (a page read or
+ * written is fast on device 0, dev per extent). */
+void hbl_rec_observe(struct hbl_rec_notes *s, const int8_t *dev, const double *lat, float *heat, uint32_t *rw,
+                     struct hbl_rec_counts *out);
+/* The records' parts that requests in flight are tracked by: requests on log_device (read or
+ * write, length > 0): time, offset, first extent, appended at q[*qn]; member completions (latency
+ * > 0): member, offset, length, at c[*cn].  Returns how many records are not on log_device. */
+uint64_t hbl_rec_track(const struct hbl_rec_notes *s, const struct hbl_request *r, uint64_t n,
+                       int64_t *q_t, int64_t *q_off, int64_t *q_first, uint64_t *qn,
+                       int64_t *c_dev, int64_t *c_off, int64_t *c_len, uint64_t *cn);
 
 /* Python plugin policies (policy "python"): implemented in hbl/sim/plugin.py. */
 #if HBL_CDEF

@@ -22,7 +22,14 @@ whole process's (the training thread included); the thread's CPU ms per batch, i
 batches (Controller.execute), and outside them per 1000 records read (the loop's reading,
 observing and deciding).  A faster controller carries more batches in the same time, so
 its share of the wall time can stay put while each batch costs less: compare the
-per-batch and per-record figures.
+per-batch and per-record figures.  Beside them, the moves and the MiB the copier copied for
+them (copies and re-copies), and MiB per move: a move of a written extent copies it whole
+(1 MiB here), so a tree that copies far less per move than another at the same load has
+lost track of what was written (moves made remaps without copy: data lost in a real device).
+The device starts as `hbl create` makes one (clean, nothing written: a move copies only an
+extent written since); --unsure starts it as after a crash (every extent counted as written,
+every move copied, so the copies say nothing of the written flags; the runs recorded up to
+2026-12-06 were so).
 """
 import argparse
 import json
@@ -224,7 +231,7 @@ def scale_time(scale):
                 setattr(m, n, getattr(m, n) / scale)
 
 
-def one(seconds, policy, state, scale, profile=False):
+def one(seconds, policy, state, scale, profile=False, unsure=False):
     """One run in this process (the tree on sys.path): a JSON line of figures."""
     from dmsetup.ioctl import Control
     from hbl.live import layout
@@ -242,7 +249,7 @@ def one(seconds, policy, state, scale, profile=False):
     members = [{"path": "/dev/fake-nvme", "size": 512 * MiB, "slots": 511, "spares": 5, "data_start": MiB},
                {"path": "/dev/fake-hdd", "size": 1024 * MiB, "slots": 1023, "spares": 10, "data_start": MiB}]
     dev, slot, written = layout.initial_mapping(members)
-    Meta("hb", new_uuid(), MiB, members, dev, slot, written, policy=policy).save(paths.meta)
+    Meta("hb", new_uuid(), MiB, members, dev, slot, written, clean=not unsure, policy=policy).save(paths.meta)
     scale_time(scale)
     c = Controller(paths, Options(policy=policy, interval=Options.interval / scale))
     c.dm_dev, member_devs = 1000, [1001, 1002]
@@ -292,6 +299,7 @@ def one(seconds, policy, state, scale, profile=False):
             "ms_per_batch": 1e3 * box["batch_cpu"] / max(box["batches"], 1),
             "ms_per_1k_records": 1e6 * (own - box["batch_cpu"]) / max(box["records"], 1),
             "moves": c.count["promotions"] + c.count["evictions"], "stale": c.count["stale_moves"],
+            "copied_mib": c.copier.bytes / MiB,
             "asked": c.count["asked_moves"], "fake_pct": 100 * box["fake"] / box["wall"]}
 
 
@@ -303,35 +311,41 @@ def main():
     ap.add_argument("--policy", default="harmonia")
     ap.add_argument("--scale", type=float, default=SCALE, help="time runs this much faster than in the guest "
                     "(requests, latencies, copies, the controller's intervals): the host's CPU is that much faster")
+    ap.add_argument("--unsure", action="store_true", help="the device as after a crash: every extent counted as "
+                    "written, every move copied (as the runs recorded up to 2026-12-06)")
     ap.add_argument("--profile", action="store_true", help="one run of this tree, in this process, under cProfile")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one or a.profile:
         with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as state:
-            print(json.dumps(one(a.seconds, a.policy, state, a.scale, a.profile)))
+            print(json.dumps(one(a.seconds, a.policy, state, a.scale, a.profile, a.unsure)))
         return
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     trees = a.trees or [here]
-    print("# %s, %s, time scale %g, load %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), a.policy, a.scale,
-                                 " ".join("%.2f" % x for x in os.getloadavg())))
-    print("%-28s %5s %9s %9s %8s %8s %11s %6s %6s" % ("tree (commit)", "round", "thread %", "process %", "batches",
-                                                      "ms/batch", "ms/1k recs", "moves", "stale"))
-    print("#   (ms/batch: CPU inside each batch; ms/1k recs: CPU outside the batches per 1000 records read)")
+    print("# %s, %s, time scale %g, %s, load %s" % (
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), a.policy, a.scale,
+        "unsure (every extent written)" if a.unsure else "clean (nothing written at first)",
+        " ".join("%.2f" % x for x in os.getloadavg())))
+    print("%-28s %5s %9s %9s %8s %8s %11s %6s %6s %7s %8s" % ("tree (commit)", "round", "thread %", "process %",
+                                                              "batches", "ms/batch", "ms/1k recs", "moves", "stale",
+                                                              "MiB cp", "MiB/move"))
+    print("#   (ms/batch: CPU inside each batch; ms/1k recs: CPU outside the batches per 1000 records read;"
+          " MiB cp: copied and re-copied; a written extent's move copies its 1 MiB)")
     for r in range(a.rounds):
         for tree in trees:
             rev = subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True,
                                  text=True).stdout.strip()
             env = dict(os.environ, PYTHONPATH=tree)
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", "--seconds", str(a.seconds),
-                                  "--policy", a.policy, "--scale", str(a.scale)],
+                                  "--policy", a.policy, "--scale", str(a.scale)] + ["--unsure"] * a.unsure,
                                  cwd=tree, env=env, capture_output=True, text=True)
             if out.returncode:
                 sys.exit("%s: %s" % (tree, out.stderr.strip()[-2000:]))
             f = json.loads(out.stdout.strip().splitlines()[-1])
-            print("%-28s %5d %9.1f %9.1f %8d %8.2f %11.2f %6d %6d" % (
+            print("%-28s %5d %9.1f %9.1f %8d %8.2f %11.2f %6d %6d %7.0f %8.2f" % (
                 "%s (%s)" % (os.path.basename(tree.rstrip("/")), rev), r + 1, f["controller_thread_pct"],
-                f["process_pct"], f["batches"], f["ms_per_batch"], f["ms_per_1k_records"], f["moves"], f["stale"]),
-                flush=True)
+                f["process_pct"], f["batches"], f["ms_per_batch"], f["ms_per_1k_records"], f["moves"], f["stale"],
+                f["copied_mib"], f["copied_mib"] / max(f["moves"], 1)), flush=True)
     print("# load at the end %s" % " ".join("%.2f" % x for x in os.getloadavg()))
 
 

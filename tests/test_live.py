@@ -193,7 +193,7 @@ def test_the_read_hit_ratio_counts_page_reads_only_as_the_simulator_does():
     c.dm_dev, c.recent_holds, c.decide = 99, collections.deque(), lambda *a: None
     c.lat, c.heat, c.rw = np.zeros((2, 2)), np.zeros(8, np.float32), np.zeros((8, 2), np.uint32)
     c.count, c.win = collections.Counter(), [0, 0, 0, 0]
-    c.unobserved, c.unobserved_n = [], 0
+    c.member_dev, c.batch, c.open_writes = {}, None, types.SimpleNamespace(bio=np.zeros(2, bool))
     b = record.empty(7)
     b["device"], b["time_ns"] = 99, 1
     b["op"] = [record.WRITE] * 3 + [record.READ] * 4
@@ -208,15 +208,6 @@ def test_the_read_hit_ratio_counts_page_reads_only_as_the_simulator_does():
     assert c.win == [7, 4, 5, 1]       # the timeline's window: requests, fast ones, page reads, fast ones
     assert status.hit_figures(collections.Counter()) == {"read_hit_ratio": 0.0, "fast_write_share": 0.0,
                                                           "fast_request_share": 0.0}
-
-
-def test_page_accesses_count_every_extent_a_request_spans():
-    from hbl.live.observe import page_accesses
-    dev = np.array([0, 1, 0, 0, 1])
-    first, last = np.array([0, 0, 1, 2]), np.array([0, 4, 1, 3])
-    writes = np.array([False, False, True, True])
-    assert page_accesses(dev, first, last, writes) == {"read_pages": 6, "fast_read_pages": 4,
-                                                       "write_pages": 3, "fast_write_pages": 2}
 
 
 def test_a_long_holds_late_writes_have_no_time_when_their_completion_is_unknown():
@@ -250,7 +241,7 @@ def test_records_mark_their_extents_written_at_once_and_reach_the_decider_in_one
     c.decide = lambda log, last, first_writes: fed.append((len(log), first_writes.tolist()))
     c.lat, c.heat, c.rw = np.zeros((2, 2)), np.zeros(8, np.float32), np.zeros((8, 2), np.uint32)
     c.count, c.win = collections.Counter(), [0, 0, 0, 0]
-    c.unobserved, c.unobserved_n = [], 0
+    c.member_dev, c.batch, c.open_writes = {}, None, types.SimpleNamespace(bio=np.zeros(2, bool))
 
     def poll(op, extent):
         b = record.empty(1)
@@ -263,7 +254,7 @@ def test_records_mark_their_extents_written_at_once_and_reach_the_decider_in_one
     assert not fed and c.count["writes"] == 0
     c.observe_pending()
     assert fed == [(3, [True, False, False])]
-    assert (c.count["reads"], c.count["writes"]) == (1, 2) and c.unobserved == []
+    assert (c.count["reads"], c.count["writes"]) == (1, 2) and not c.notes().s.records
     c.observe_pending()                             # nothing noted since: nothing fed
     assert len(fed) == 1
 

@@ -167,7 +167,7 @@ def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_p
     c.reads = np.zeros((2, 2))
     c.idle_from = None
     c.check_members = lambda: None
-    c.unobserved, c.full_batch, c.options = [], None, Options(max_batch=8)
+    c.full_batch, c.options = None, Options(max_batch=8)
     c.cpu_ledger = CpuLedger()
     executed = []
     c.plan = lambda: [{"extent": 1}]

@@ -123,7 +123,7 @@ def test_a_full_batch_is_measured_from_its_start_to_the_next_tick():
     c = Controller.__new__(Controller)
     c.copier = types.SimpleNamespace(throttle=copier.Throttle(8 << 20, floor=8 << 20, ceiling=8 << 20))  # never idle
     c.reads, c.idle_from, c.check_members = np.zeros((2, 2)), None, lambda: None
-    c.unobserved, c.full_batch, c.options = [], None, Options(max_batch=2)
+    c.full_batch, c.options = None, Options(max_batch=2)
     c.cpu_ledger = CpuLedger()
     c.queue = MoveQueue(_queue_counts())
     sizes = iter([2, 2, 1, 2, 0])

@@ -109,8 +109,9 @@ def test_member_latencies_in_a_few_calls_are_the_per_member_ewma():
     from hbl.live.observe import Observer
     rng = np.random.default_rng(3)
     o = Observer()
-    o.meta = types.SimpleNamespace(members=[{}, {}, {}])
-    o.member_dev = {7: 0, 8: 1, 9: 2}
+    o.meta = types.SimpleNamespace(members=[{}, {}, {}], extent_bytes=MiB, nextents=4, written=np.zeros(4, np.uint8))
+    o.member_dev, o.dm_dev, o.batch = {7: 0, 8: 1, 9: 2}, 99, None
+    o.open_writes = types.SimpleNamespace(bio=np.zeros(3, bool))
     o.lat, o.lat_n, o.reads = np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2))
     lat, lat_n, reads = o.lat.copy(), o.lat_n.copy(), o.reads.copy()
     for k in range(6):
@@ -119,7 +120,8 @@ def test_member_latencies_in_a_few_calls_are_the_per_member_ewma():
                    op=rng.choice([record.READ, record.WRITE, record.FLUSH], n))
         if k == 2:
             mem = mem[mem["device"] != 8]           # a member with nothing this time keeps its figures
-        o._note_latencies(mem)
+        o.note(mem)                                 # (no request: observing them is the latencies alone)
+        o.observe_pending()
         idx = np.array([o.member_dev.get(int(d), -1) for d in mem["device"]])
         for d in range(3):                          # the reference: per member and op
             for op in (0, 1):
@@ -147,3 +149,43 @@ def test_the_cpu_ledger_sums_each_span_under_its_name():
     led.add("b", t2)
     assert led.spent["a"] == pytest.approx([t2[0] - t0[0], t2[1] - t0[1]])
     assert set(led.spent) == {"a", "b"}
+
+
+def reference_match(a, b, rank):
+    """match_rows as a loop: each row of b, in order, ends the earliest (by rank, then index) equal
+    row of a not ended yet."""
+    left, hit = [True] * len(a), [False] * len(b)
+    order = sorted(range(len(a)), key=lambda i: (rank[i], i))
+    for j, row in enumerate(b):
+        for i in order:
+            if left[i] and a[i] == row:
+                left[i], hit[j] = False, True
+                break
+    return left, hit
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_match_rows_ends_the_earliest_equal_row_once_per_row_as_a_loop_would(w):
+    """The C core's matching (the requests in flight ended by their completions, the copier's
+    own I/Os by theirs) against the loop it stands for, on rows drawn from few values so that
+    most have equals on both sides, with ranks that are not the rows' order."""
+    from hbl.live.in_flight import match_rows
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        na, nb = rng.integers(0, 12, 2)
+        a, b = rng.integers(0, 3, (na, w)), rng.integers(0, 3, (nb, w))
+        rank = rng.integers(0, 4, na)
+        for r in (rank, None):
+            left, hit = match_rows(a if w > 1 else a[:, 0], b if w > 1 else b[:, 0], rank=r)
+            want = reference_match([tuple(x) for x in a], [tuple(x) for x in b], rank if r is not None else range(na))
+            assert (left.tolist(), hit.tolist()) == want
+
+
+def test_a_completion_ends_the_oldest_request_in_flight_at_its_address():
+    from hbl.live.in_flight import InFlight
+    m = types.SimpleNamespace(extent_bytes=MiB, members=[{"data_start": MiB}], dev=np.zeros(4, np.int8),
+                              slot=np.arange(4, dtype=np.int32))
+    f = InFlight(m, [False])
+    f.issued(m, np.array([30, 10, 20], np.int64), np.array([0, 0, 0], np.int64), np.array([0, 0, 0], np.int64))
+    f.completed(np.array([0, 0], np.int64), np.array([MiB, MiB], np.int64))
+    assert f.t.tolist() == [30]             # the two oldest of three at that address, whatever their order read

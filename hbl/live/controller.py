@@ -128,7 +128,6 @@ class Controller(Observer, MemberFaults):
         self.last_stall = None
         self.held = None                                   # records read while extents are held, observed after
         self.unsorted, self.unsorted_n = [], 0             # records read, not yet given to self.in_flight
-        self.unobserved, self.unobserved_n = [], 0         # records noted, not yet observed (Observer.note)
         self.own_io = np.zeros((0, 3), np.int64)           # the copier's I/Os whose records are not read yet
 
     def foreground_latency(self):
