@@ -246,7 +246,8 @@ static void on_move(void *v, struct hbl_sim *s, uint32_t slot, int from, int to,
 static uint32_t victim(void *v, struct hbl_sim *s, int dev)
 {
     struct state *st = v;
-    return hbl_admit_victim(&st->admit, s, dev);
+    uint32_t x = hbl_admit_victim(&st->admit, s, dev);
+    return x != HBL_NONE ? x : s->lru_tail[dev];
 }
 
 static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max)
