@@ -10,7 +10,9 @@
  * leaves its list when it leaves the fastest device; a move off it undone before it is carried out
  * (batch_moves: an eviction refused, the page asked back) puts it back where it was, at the tail,
  * as admit_list.c does.  Out of memory, a page is not listed and goes only when both lists are
- * empty (the simulator's LRU). */
+ * empty (the simulator's LRU).  Order 2 (results/pretrain/victim.txt V3) protects a page only when
+ * it is read: a write of a probationary page moves it to that segment's head, so write-only
+ * traffic (an fsynced log, each page written twice by consecutive records) is ordered as by LRU. */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,8 +29,8 @@ int hbl_victim_init(struct hbl_victim *o, const struct hbl_sim *s, double order,
     memset(o, 0, sizeof(*o));
     hbl_list_init(&o->probe);
     hbl_list_init(&o->keep);
-    if (order != 0 && order != 1) {
-        snprintf(err, errlen, "victim must be 0 (LRU) or 1 (SLRU)");
+    if (order != 0 && order != 1 && order != 2) {
+        snprintf(err, errlen, "victim must be 0 (LRU), 1 (SLRU) or 2 (SLRU protecting on reads)");
         return -1;
     }
     o->order = (int)order;
@@ -92,7 +94,7 @@ static void bound(struct hbl_victim *o)
     }
 }
 
-void hbl_victim_touch(struct hbl_victim *o, const struct hbl_sim *s, const uint32_t *slots, int n)
+void hbl_victim_touch(struct hbl_victim *o, const struct hbl_sim *s, const uint32_t *slots, int n, int write)
 {
     o->serving = 0;
     if (!o->order) return;
@@ -101,8 +103,9 @@ void hbl_victim_touch(struct hbl_victim *o, const struct hbl_sim *s, const uint3
         uint32_t x = slots[i];
         if (x >= o->nflag || !(o->flag[x] & (PROBE | KEEP))) continue;
         if (o->arrived[x] == now) continue;   /* the access that brought it */
+        unsigned seg = write && o->order == 2 && (o->flag[x] & PROBE) ? PROBE : KEEP;
         unlist(o, x);
-        put(o, x, KEEP, 0);
+        put(o, x, seg, 0);
         bound(o);
     }
 }

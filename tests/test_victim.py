@@ -53,6 +53,16 @@ def test_a_scan_of_once_written_pages_does_not_push_off_a_page_accessed_again(li
         assert d.sim.stats().fallback_evictions >= 21
 
 
+def test_order_2_protects_a_page_read_again_but_not_one_written_again():
+    # an fsynced log writes each page twice (consecutive records) and never again: order 1 protects such
+    # a page, so a scan of once-written pages keeps it; order 2 protects only on a read, so it goes as
+    # under LRU, while a page read again is kept by both
+    for order, kept in ((0, False), (1, True), (2, False)):
+        assert _Pages("victim=%d" % order).write(0, 0).write(*range(100, 130)).hit(0) == kept
+    for order, kept in ((0, False), (1, True), (2, True)):
+        assert _Pages("victim=%d" % order).write(0).read(0).write(*range(100, 130)).hit(0) == kept
+
+
 def test_the_access_that_brings_a_page_is_not_its_second():
     # read admission (read_admit=1) promotes each read miss: the read that promotes a scan page is its
     # arrival, not a second access, so the scan stays probationary and 0 (written, read there) stays.
@@ -84,4 +94,4 @@ def test_the_default_is_lru_and_a_bad_order_is_refused():
     assert base["fallback_evictions"] > 0
     assert [slru[k] for k in figures[:2]] != [base[k] for k in figures[:2]]
     with pytest.raises(HblError, match="victim"):
-        simulate(trace, hss="perf", policy="harmonia", params={"victim": 2}, seed=1)
+        simulate(trace, hss="perf", policy="harmonia", params={"victim": 3}, seed=1)

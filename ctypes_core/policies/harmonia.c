@@ -56,7 +56,8 @@ static const struct hbl_param_doc params[] = {
     {"victim", "the page pushed off the full fastest device to make room (a forced eviction): 0 its least recently "
                "used page; 1 SLRU (Karedla, Love & Wherry, IEEE Computer 27(3), 1994): a page that arrived there and "
                "has not been accessed since goes first, least recently used first, and only when none is left the "
-               "least recently used of those accessed again (at most 80% of the device's pages are kept so). Read "
+               "least recently used of those accessed again (at most 80% of the device's pages are kept so); 2 as 1, "
+               "but only a read protects a page (write-only traffic is ordered as by LRU). Read "
                "admission's pages (read_admit 7-9) still go first; slower devices keep LRU (ctypes_core/victim.c) "
                "[Karedla et al. 1994; ours to try here, an experiment, results/pretrain/victim.txt]"},
     {"credit_clean", "1: the hindsight credit of read admission (read_admit 5, 6, 8, 9) and of m_reward=2 "
@@ -243,7 +244,7 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
     if (st->use_placement) hbl_placement_agent_observe(&st->pa, s, r, slots, n, lat);
     if (st->use_migration) hbl_migration_agent_observe(&st->ma, s, slots, n, r->op == HBL_OP_WRITE, lat);
     hbl_admit_served(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
-    hbl_victim_touch(&st->order, s, slots, n);
+    hbl_victim_touch(&st->order, s, slots, n, r->op == HBL_OP_WRITE);
 }
 
 /* Rules 7-9 of read admission keep a list of the pages they promoted (admit_list.c); with
