@@ -64,7 +64,7 @@ void hbl_admit_resident(struct hbl_admit *a, struct hbl_sim *s, uint32_t slot, i
  * page's move off it undone: listed again). */
 void hbl_admit_moved(struct hbl_admit *a, uint32_t slot, int from, int to, int undone);
 /* Which page leaves device dev for room (the policy's victim()): on the fastest device, the read
- * list's least recently used page while there is one; else the least recently used page. */
+ * list's least recently used page while there is one; else HBL_NONE (the policy's own order). */
 uint32_t hbl_admit_victim(struct hbl_admit *a, const struct hbl_sim *s, int dev);
 /* Pages of the fastest device the agents are to count as free: rule 9's read list (those pages
  * leave first whenever anything needs room); 0 under every other rule. */

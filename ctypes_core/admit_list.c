@@ -122,5 +122,5 @@ uint32_t hbl_admit_victim(struct hbl_admit *a, const struct hbl_sim *s, int dev)
         if (s->pt.dev[x] == 0) return x;
         unlist(a, x);   /* not on it any more (every move is told, so never): forgotten */
     }
-    return s->lru_tail[dev];
+    return HBL_NONE;
 }

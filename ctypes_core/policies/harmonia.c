@@ -15,10 +15,12 @@
 #include <stdlib.h>
 #include "../rl.h"
 #include "../admit.h"
+#include "../victim.h"
 
 struct state {
     int use_placement, use_migration;
     struct hbl_admit admit;     /* reads the placement agent leaves (read_admit) */
+    struct hbl_victim order;    /* which page a full fastest device pushes off (victim) */
     struct hbl_placement_agent pa;
     struct hbl_migration_agent ma;
     struct hbl_demos demos;     /* the oracle's labels, when the simulation hands over the future */
@@ -51,6 +53,13 @@ static const struct hbl_param_doc params[] = {
                    "the fastest device (ctypes_core/admit.c, admit_list.c) "
                    "[ours, an experiment, "
                    "results/pretrain/admit.txt]"},
+    {"victim", "the page pushed off the full fastest device to make room (a forced eviction): 0 its least recently "
+               "used page; 1 SLRU (Karedla, Love & Wherry, IEEE Computer 27(3), 1994): a page that arrived there and "
+               "has not been accessed since goes first, least recently used first, and only when none is left the "
+               "least recently used of those accessed again (at most 80% of the device's pages are kept so); 2 as 1, "
+               "but only a read protects a page (write-only traffic is ordered as by LRU). Read "
+               "admission's pages (read_admit 7-9) still go first; slower devices keep LRU (ctypes_core/victim.c) "
+               "[Karedla et al. 1994; ours to try here, an experiment, results/pretrain/victim.txt]"},
     {"credit_clean", "1: the hindsight credit of read admission (read_admit 5, 6, 8, 9) and of m_reward=2 "
                      "charges the copy down of the page a promotion pushes off only when that page is dirty "
                      "(a clean one, with a valid copy below, is evicted for free); 0 charges it always "
@@ -109,6 +118,7 @@ static void destroy(void *v)
     hbl_migration_agent_free(&st->ma);
     hbl_demos_free(&st->demos);
     hbl_admit_free(&st->admit);
+    hbl_victim_free(&st->order);
     free(st);
 }
 
@@ -121,6 +131,7 @@ static int init_variant(struct hbl_sim *s, void **out, const struct hbl_params *
     st->use_migration = migration;
     double admit = hbl_param(p, "read_admit", 0);
     if (hbl_admit_init(&st->admit, s, admit == (int)admit ? (int)admit : -1, err, errlen)) goto fail;
+    if (hbl_victim_init(&st->order, s, hbl_param(p, "victim", 0), err, errlen)) goto fail;
     double reuse = hbl_param(p, "reuse_feature", 0);
     if (reuse != 0 && reuse != 1) {
         snprintf(err, errlen, "reuse_feature must be 0 or 1");
@@ -214,6 +225,7 @@ static void place(void *v, struct hbl_sim *s, const struct hbl_request *r,
 {
     struct state *st = v;
     hbl_admit_observe(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
+    hbl_victim_begin(&st->order);
     see_spare(st);
     if (st->use_placement) {
         hbl_placement_agent_place(&st->pa, s, r, slots, n, targets);
@@ -232,21 +244,25 @@ static void observe(void *v, struct hbl_sim *s, const struct hbl_request *r,
     if (st->use_placement) hbl_placement_agent_observe(&st->pa, s, r, slots, n, lat);
     if (st->use_migration) hbl_migration_agent_observe(&st->ma, s, slots, n, r->op == HBL_OP_WRITE, lat);
     hbl_admit_served(&st->admit, s, slots, n, r->op == HBL_OP_WRITE);
+    hbl_victim_touch(&st->order, s, slots, n, r->op == HBL_OP_WRITE);
 }
 
 /* Rules 7-9 of read admission keep a list of the pages they promoted (admit_list.c); with
- * credit_resident its credit of a promotion ends when the page leaves (admit.c). */
+ * credit_resident its credit of a promotion ends when the page leaves (admit.c); the victim
+ * order keeps its segments (victim.c). */
 static void on_move(void *v, struct hbl_sim *s, uint32_t slot, int from, int to, int undone)
 {
     struct state *st = v;
     hbl_admit_moved(&st->admit, slot, from, to, undone);
     hbl_admit_resident(&st->admit, s, slot, from, to, undone);
+    hbl_victim_moved(&st->order, s, slot, from, to, undone);
 }
 
 static uint32_t victim(void *v, struct hbl_sim *s, int dev)
 {
     struct state *st = v;
-    return hbl_admit_victim(&st->admit, s, dev);
+    uint32_t x = hbl_admit_victim(&st->admit, s, dev);
+    return x != HBL_NONE ? x : hbl_victim_pick(&st->order, s, dev);
 }
 
 static int migrate(void *v, struct hbl_sim *s, uint32_t *slots, int8_t *targets, int max)
