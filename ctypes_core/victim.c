@@ -12,7 +12,14 @@
  * as admit_list.c does.  Out of memory, a page is not listed and goes only when both lists are
  * empty (the simulator's LRU).  Order 2 (results/pretrain/victim.txt V3) protects a page only when
  * it is read: a write of a probationary page moves it to that segment's head, so write-only
- * traffic (an fsynced log, each page written twice by consecutive records) is ordered as by LRU. */
+ * traffic (an fsynced log, each page written twice by consecutive records) is ordered as by LRU.
+ * Order 3 is 2Q's full version (Johnson & Shasha, VLDB 1994; results/pretrain/victim.txt V5), on
+ * the same lists: probationary is A1in (a FIFO: an access there is correlated and moves nothing),
+ * protected is Am (LRU, unbounded), and a third list, A1out, remembers the pages that left the
+ * device from A1in (page numbers only, at most KOUT_SHARE of the device's pages).  A page accessed
+ * while in A1out enters Am when it is on the device again (at once if that access brings it); the
+ * victim is A1in's oldest while A1in holds more than KIN_SHARE of the device's pages, else Am's
+ * least recently used. */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,24 +29,31 @@
 #define KEEP 2u     /* on the protected list */
 #define LEFT_PROBE 4u   /* was probationary when it left: back there if that move is undone */
 #define LEFT_KEEP 8u    /* was protected when it left */
+#define GHOST 16u   /* order 3: on A1out (off the fastest device) */
+#define REUSED 32u  /* order 3: accessed while on A1out; enters Am when it arrives */
 #define PROTECT_SHARE 0.8   /* SLRU's usual split (as Caffeine's W-TinyLFU main region) */
+#define KIN_SHARE 0.25      /* 2Q's Kin and Kout as Johnson & Shasha recommend (25% and 50% of the buffer) */
+#define KOUT_SHARE 0.5
 
 int hbl_victim_init(struct hbl_victim *o, const struct hbl_sim *s, double order, char *err, int errlen)
 {
     memset(o, 0, sizeof(*o));
     hbl_list_init(&o->probe);
     hbl_list_init(&o->keep);
-    if (order != 0 && order != 1 && order != 2) {
-        snprintf(err, errlen, "victim must be 0 (LRU), 1 (SLRU) or 2 (SLRU protecting on reads)");
+    hbl_list_init(&o->ghost);
+    if (order != 0 && order != 1 && order != 2 && order != 3) {
+        snprintf(err, errlen, "victim must be 0 (LRU), 1 (SLRU), 2 (SLRU protecting on reads) or 3 (2Q)");
         return -1;
     }
     o->order = (int)order;
     int64_t cap = s->cfg.dev[0].capacity_pages;
     if (o->order && cap < 1) {
-        snprintf(err, errlen, "victim=1 needs a fastest device of at least one page");
+        snprintf(err, errlen, "victim=%d needs a fastest device of at least one page", o->order);
         return -1;
     }
     o->protect_max = (int64_t)(PROTECT_SHARE * (double)cap);
+    o->kin = (int64_t)(KIN_SHARE * (double)cap);
+    o->kout = (int64_t)(KOUT_SHARE * (double)cap);
     return 0;
 }
 
@@ -74,7 +88,27 @@ static void unlist(struct hbl_victim *o, uint32_t x)
 {
     if (o->flag[x] & PROBE) hbl_list_unlink(&o->links, &o->probe, x);
     if (o->flag[x] & KEEP) hbl_list_unlink(&o->links, &o->keep, x);
-    o->flag[x] &= (uint8_t)~(PROBE | KEEP);
+    if (o->flag[x] & GHOST) hbl_list_unlink(&o->links, &o->ghost, x);
+    o->flag[x] &= (uint8_t)~(PROBE | KEEP | GHOST | REUSED);
+}
+
+/* Order 3: x left the device from A1in; A1out remembers it, its oldest forgotten past Kout. */
+static void remember(struct hbl_victim *o, uint32_t x)
+{
+    hbl_list_push(&o->links, &o->ghost, x);
+    o->flag[x] |= (uint8_t)GHOST;
+    while ((int64_t)o->ghost.n > o->kout) unlist(o, o->ghost.tail);
+}
+
+/* Order 3's access of x: in A1in, correlated (nothing moves); in Am, to its head; on A1out, marked. */
+static void touch_2q(struct hbl_victim *o, uint32_t x)
+{
+    if (o->flag[x] & KEEP) {
+        hbl_list_unlink(&o->links, &o->keep, x);
+        hbl_list_push(&o->links, &o->keep, x);
+    } else if (o->flag[x] & GHOST) {
+        o->flag[x] |= (uint8_t)REUSED;
+    }
 }
 
 static void put(struct hbl_victim *o, uint32_t x, unsigned seg, int at_tail)
@@ -101,8 +135,12 @@ void hbl_victim_touch(struct hbl_victim *o, const struct hbl_sim *s, const uint3
     uint32_t now = (uint32_t)(s->nreq + 1);
     for (int i = 0; i < n; i++) {
         uint32_t x = slots[i];
-        if (x >= o->nflag || !(o->flag[x] & (PROBE | KEEP))) continue;
-        if (o->arrived[x] == now) continue;   /* the access that brought it */
+        if (x >= o->nflag || !(o->flag[x] & (PROBE | KEEP | GHOST))) continue;
+        if (o->arrived[x] == now && !(o->flag[x] & GHOST)) continue;   /* the access that brought it */
+        if (o->order == 3) {
+            touch_2q(o, x);
+            continue;
+        }
         unsigned seg = write && o->order == 2 && (o->flag[x] & PROBE) ? PROBE : KEEP;
         unlist(o, x);
         put(o, x, seg, 0);
@@ -118,11 +156,13 @@ void hbl_victim_moved(struct hbl_victim *o, const struct hbl_sim *s, uint32_t x,
         unsigned was = o->flag[x] & KEEP ? LEFT_KEEP : o->flag[x] & PROBE ? LEFT_PROBE : 0;
         unlist(o, x);
         o->flag[x] = (uint8_t)((o->flag[x] & ~(LEFT_PROBE | LEFT_KEEP)) | was);
+        if (o->order == 3 && was == LEFT_PROBE) remember(o, x);
         return;
     }
     if (to != 0 || from == 0) return;
     if (room_for(o, x)) return;   /* out of memory: not listed */
     unsigned left = o->flag[x] & (LEFT_PROBE | LEFT_KEEP);
+    int reused = (o->flag[x] & GHOST) && (o->serving || (o->flag[x] & REUSED));
     o->flag[x] &= (uint8_t)~(LEFT_PROBE | LEFT_KEEP);
     unlist(o, x);
     if (undone && left) {         /* as if it never left: where it was, the next to go */
@@ -130,13 +170,14 @@ void hbl_victim_moved(struct hbl_victim *o, const struct hbl_sim *s, uint32_t x,
         return;
     }
     o->arrived[x] = o->serving ? (uint32_t)(s->nreq + 1) : 0;
-    put(o, x, PROBE, 0);
+    put(o, x, o->order == 3 && reused ? KEEP : PROBE, 0);
 }
 
 uint32_t hbl_victim_pick(struct hbl_victim *o, const struct hbl_sim *s, int dev)
 {
     while (o->order && dev == 0) {
         struct hbl_list *q = o->probe.tail != HBL_NONE ? &o->probe : &o->keep;
+        if (o->order == 3 && (int64_t)o->probe.n <= o->kin && o->keep.tail != HBL_NONE) q = &o->keep;
         uint32_t x = q->tail;
         if (x == HBL_NONE) break;
         if (s->pt.dev[x] == 0) return x;

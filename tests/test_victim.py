@@ -63,6 +63,27 @@ def test_order_2_protects_a_page_read_again_but_not_one_written_again():
         assert _Pages("victim=%d" % order).write(0).read(0).write(*range(100, 130)).hit(0) == kept
 
 
+@pytest.mark.parametrize("live", [False, True])
+def test_2q_does_not_protect_a_page_written_twice_in_a_row_against_one_reused_after_a1in(live):
+    # page 0 written, pushed off by a scan (it leaves from A1in: A1out remembers it), written again: a
+    # reference after its correlated period, so it enters Am.  Page 5 is written twice in a row (an
+    # fsynced log's page: the second write is correlated) and stays in A1in.  A scan of once-written
+    # pages then takes A1in's oldest while A1in holds more than Kin (2 of 10 pages): 5 goes, 0 stays.
+    # SLRU (order 1) does the opposite: 5's second write protects it, 0 arrived anew and is probationary
+    for order, kept0, kept5 in ((0, False, False), (1, False, True), (3, True, False)):
+        d = _Pages("victim=%d" % order, live=live).write(0).write(*range(100, 110)).write(0).write(5, 5)
+        d.write(*range(200, 230))
+        assert (d.hit(0), d.hit(5)) == (kept0, kept5), order
+        assert d.hit(229) and not d.hit(200)
+
+
+def test_2q_counts_no_access_while_a_page_is_in_a1in():
+    # page 7 written and read twice while still in A1in: correlated references, so a scan of
+    # once-written pages pushes it off as under LRU; SLRU protects it
+    for order, kept in ((0, False), (1, True), (3, False)):
+        assert _Pages("victim=%d" % order).write(7).read(7, 7).write(*range(200, 230)).hit(7) == kept
+
+
 def test_the_access_that_brings_a_page_is_not_its_second():
     # read admission (read_admit=1) promotes each read miss: the read that promotes a scan page is its
     # arrival, not a second access, so the scan stays probationary and 0 (written, read there) stays.
@@ -93,5 +114,8 @@ def test_the_default_is_lru_and_a_bad_order_is_refused():
     assert [base[k] for k in figures] == [same[k] for k in figures]
     assert base["fallback_evictions"] > 0
     assert [slru[k] for k in figures[:2]] != [base[k] for k in figures[:2]]
-    with pytest.raises(HblError, match="victim"):
-        simulate(trace, hss="perf", policy="harmonia", params={"victim": 3}, seed=1)
+    twoq = simulate(trace, hss="perf", policy="harmonia", params={"victim": 3}, seed=1)
+    assert [twoq[k] for k in figures[:2]] != [base[k] for k in figures[:2]]
+    for bad in (4, 1.5, -1):
+        with pytest.raises(HblError, match="victim"):
+            simulate(trace, hss="perf", policy="harmonia", params={"victim": bad}, seed=1)

@@ -57,9 +57,14 @@ static const struct hbl_param_doc params[] = {
                "used page; 1 SLRU (Karedla, Love & Wherry, IEEE Computer 27(3), 1994): a page that arrived there and "
                "has not been accessed since goes first, least recently used first, and only when none is left the "
                "least recently used of those accessed again (at most 80% of the device's pages are kept so); 2 as 1, "
-               "but only a read protects a page (write-only traffic is ordered as by LRU). Read "
+               "but only a read protects a page (write-only traffic is ordered as by LRU); 3 2Q's full version "
+               "(Johnson & Shasha, VLDB 1994): an access soon after arrival (while in the A1in FIFO) counts for "
+               "nothing, a page accessed after it left A1in (remembered in A1out, 50% of the device's pages) "
+               "enters the LRU list Am; A1in's oldest goes while A1in holds more than 25% of the device's pages, "
+               "else Am's least recently used. Read "
                "admission's pages (read_admit 7-9) still go first; slower devices keep LRU (ctypes_core/victim.c) "
-               "[Karedla et al. 1994; ours to try here, an experiment, results/pretrain/victim.txt]"},
+               "[Karedla et al. 1994, Johnson & Shasha 1994; ours to try here, an experiment, "
+               "results/pretrain/victim.txt]"},
     {"credit_clean", "1: the hindsight credit of read admission (read_admit 5, 6, 8, 9) and of m_reward=2 "
                      "charges the copy down of the page a promotion pushes off only when that page is dirty "
                      "(a clean one, with a valid copy below, is evicted for free); 0 charges it always "
