@@ -209,12 +209,12 @@ def test_the_copy_throttle_measures_its_idle_level_even_when_the_policy_always_p
 
 
 def test_each_copier_io_ends_one_completion_alike_the_first_not_ended_yet():
-    """match_once: an own I/O ends the first completion with its member, offset and length
+    """match_rows (the observer's matching of the copier's own I/Os): an own I/O ends the first completion with its member, offset and length
     that no own I/O before it ended; one that finds none is left (for the next call)."""
-    from hbl.live.observe import match_once
+    from hbl.live.in_flight import match_rows
     done = np.array([[0, 4096, 4096], [1, 0, 4096], [0, 4096, 4096], [0, 4096, 8192], [0, 4096, 4096]], np.int64)
     own = np.array([[0, 4096, 4096], [1, 8192, 4096], [0, 4096, 4096], [1, 0, 4096], [1, 0, 4096]], np.int64)
-    keep, matched = match_once(done, own)
+    keep, matched = match_rows(done, own)
     assert keep.tolist() == [False, False, False, True, True]
     assert matched.tolist() == [True, False, True, True, False]
 

@@ -12,13 +12,6 @@ TRACK_MAX = 1 << 16    # records read before they are sorted out for InFlight, a
 OBSERVE_MAX = 1 << 14  # records noted before they are observed, at most (else at the next tick)
 
 
-def match_once(done, own):
-    """Rows of `done` (completions) and `own` (the copier's I/Os), [member, offset, length]
-    each: every own I/O ends the first completion alike not ended by one before it.  (which
-    completions are left, which own I/Os found theirs), as a loop over `own` in order would."""
-    return match_rows(done, own)
-
-
 class Observer:
     """The Controller's reading of the records (a base class of it, over its state: meta, options, cap,
     decider, batch, held, in_flight, open_writes and the counters, which the controller sets up)."""
@@ -113,7 +106,9 @@ class Observer:
             # and length; one whose record is not read yet waits for the next call, a while)
             own = np.concatenate([self.own_io, self.copier.own_io()])
             if len(own) and len(dev):
-                keep, matched = match_once(np.stack([dev, moff, length], 1), own)
+                # rows [member, offset, length]: every own I/O ends the first completion alike
+                # not ended by one before it, as a loop over `own` in order would
+                keep, matched = match_rows(np.stack([dev, moff, length], 1), own)
                 self.own_io = own[~matched][-OWN_KEPT:]
                 dev, moff = dev[keep], moff[keep]
             self.in_flight.completed(dev, moff)
