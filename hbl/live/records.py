@@ -18,7 +18,9 @@ FIRST_CAP = 1024       # records the arrays are made for at first (grown to twic
 COUNTS = ("reads", "writes", "fast_hits", "read_pages", "fast_read_pages", "write_pages", "fast_write_pages")
 
 
-C_TYPES = {np.dtype(np.int64): "int64_t *", np.dtype(np.uint8): "uint8_t *", record.REQUEST: "struct hbl_request *"}
+C_TYPES = {np.dtype(np.int64): "int64_t *", np.dtype(np.uint8): "uint8_t *", np.dtype(np.int8): "int8_t *",
+           np.dtype(np.uint32): "uint32_t *", np.dtype(np.float32): "float *", np.dtype(np.float64): "double *",
+           record.REQUEST: "struct hbl_request *"}
 
 
 def _pointer(a):
@@ -87,7 +89,7 @@ class Notes:
             self._grow_per_call(max(2 * self.w_cap, n))
         if self.written is not written:
             self.written = _fits(written, np.uint8, s.nextents, "written")
-            s.written = ffi.cast("uint8_t *", ffi.from_buffer(self.written))
+            s.written = _pointer(self.written)
         ptr, keep = record.as_cdata(b)
         lib.hbl_rec_note(s, ptr, n, what)
 
@@ -117,9 +119,7 @@ class Notes:
             raise ValueError("Notes.observe: %d latencies for %d members, %d devices for %d extents"
                              % (lat.size, self.s.nmembers, dev.size, ne))
         heat, rw = _fits(heat, np.float32, ne, "heat"), _fits(rw, np.uint32, 2 * ne, "rw")
-        lib.hbl_rec_observe(self.s, ffi.cast("int8_t *", ffi.from_buffer(dev)),
-                            ffi.cast("double *", ffi.from_buffer(lat)), ffi.cast("float *", ffi.from_buffer(heat)),
-                            ffi.cast("uint32_t *", ffi.from_buffer(rw)), c)
+        lib.hbl_rec_observe(self.s, _pointer(dev), _pointer(lat), _pointer(heat), _pointer(rw), c)
         return {k: getattr(c, k) for k in COUNTS}, int(c.newest_ns)
 
     def clear(self):
