@@ -76,25 +76,40 @@ def targets(norm, workloads, policies, harmonia, beaten):
             "geo_gap": geo_gap, "geo": geo}
 
 
-def report(name, t, n):
+def span(values, fmt):
+    """' [each seed: lo to hi]' of per-seed figures in fmt (one value where they print alike), '' for one seed."""
+    if len(values) < 2:
+        return ""
+    lo, hi = fmt % min(values), fmt % max(values)
+    return " [each seed: %s]" % (lo if lo == hi else lo + " to " + hi)
+
+
+def report(name, t, n, seeds=()):
+    """The three figures of one run; seeds: the same figures with each seed's harmonia alone (targets() of
+    each), their range in brackets."""
     prior = t["prior"]
     mean = sum(prior.values()) / len(prior) if prior else float("nan")
-    print("  %s, %d workloads: harmonia %.3f (geomean of latency / Fast-Only)" % (name, n, t["harmonia"]))
-    print("    1. over the prior set: mean %+.1f%% (target %+.0f%%): %s" % (
-        100 * mean, 100 * TARGET_PRIOR, ", ".join("%s %+.1f%%" % (p, 100 * x) for p, x in prior.items())))
+    each = lambda f, fmt: span([f(x) for x in seeds], fmt)
+    print("  %s, %d workloads: harmonia %.3f%s (geomean of latency / Fast-Only)" % (
+        name, n, t["harmonia"], each(lambda x: x["harmonia"], "%.3f")))
+    print("    1. over the prior set: mean %+.1f%%%s (target %+.0f%%): %s" % (
+        100 * mean, each(lambda x: 100 * sum(x["prior"].values()) / len(x["prior"]), "%+.1f%%"), 100 * TARGET_PRIOR,
+        ", ".join("%s %+.1f%%" % (p, 100 * x) for p, x in prior.items())))
     worst = sorted(t["behind"], key=lambda x: -x[1])
-    print("    2. more than %.0f%% behind the best non-learning policy on %d of %d workloads%s" % (
-        100 * TARGET_BEHIND, len(worst), n,
+    print("    2. more than %.0f%% behind the best non-learning policy on %d of %d workloads%s%s" % (
+        100 * TARGET_BEHIND, len(worst), n, each(lambda x: len(x["behind"]), "%d"),
         (": " + ", ".join("%s %+.0f%% (%s)" % (w, 100 * x, b) for w, x, b in worst)) if worst else ""))
     g = t["gaps"]
-    print("    3. gap to the oracle closed (target %.0f%%): of the geomeans' gap from %s, %s; median over %d workloads "
-          "of each one's gap from its best, %s" % (
+    print("    3. gap to the oracle closed (target %.0f%%): of the geomeans' gap from %s, %s%s; median over %d "
+          "workloads of each one's gap from its best, %s%s" % (
               100 * TARGET_GAP, t["best"], "-" if t["geo_gap"] is None else "%.0f%%" % (100 * t["geo_gap"]),
-              len(g), "%.0f%%" % (100 * median(g)) if g else "-"))
+              each(lambda x: 100 * x["geo_gap"], "%.0f%%") if t["geo_gap"] is not None else "",
+              len(g), "%.0f%%" % (100 * median(g)) if g else "-", each(lambda x: 100 * median(x["gaps"]), "%.0f%%")
+              if g else ""))
 
 
 def guard_lines(path):
-    """(trace, hss, the guard's mean latency in us) of each run in a file: scripts/guard_study.py's JSON
+    """(trace, hss, the guard's mean latency in us, seed) of each run in a file: scripts/guard_study.py's JSON
     lines, or a comparison's --output (hbl compare --policies ...,harmonia-guard: its harmonia-guard runs)."""
     try:
         with open(path) as f:
@@ -104,29 +119,31 @@ def guard_lines(path):
         except ValueError:
             whole = None
         if isinstance(whole, dict) and "results" in whole:
-            rows = [(r["trace"], r["hss"], r["avg_latency_us"]) for r in whole["results"]
+            rows = [(r["trace"], r["hss"], r["avg_latency_us"], r.get("seed", 1)) for r in whole["results"]
                     if r["policy"] == "harmonia-guard"]
             if not rows:
                 sys.exit("quality_targets: %s: a comparison without harmonia-guard runs" % path)
             return rows
-        return [(r["trace"], r["hss"], r["guard_us"]) for r in (json.loads(x) for x in text.splitlines() if x.strip())]
+        return [(r["trace"], r["hss"], r["guard_us"], r.get("seed", 1))
+                for r in (json.loads(x) for x in text.splitlines() if x.strip())]
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit("quality_targets: cannot read %s: %s" % (path, e))
 
 
 def guard_runs(paths, s):
-    """HSS -> workload -> the guard's latency / Fast-Only (mean over its seeds), from guard_lines(); a
-    run's trace names the workload as the comparison's runs do (less a request range)."""
+    """HSS -> workload -> {seed: the guard's latency / Fast-Only} (the mean of a seed's runs), from
+    guard_lines(); a run's trace names the workload as the comparison's runs do (less a request range)."""
     label = {(r["hss"], r["trace"]): r["workload"] for r in s["results"]}
     fast = {(r["hss"], r["workload"]): r["avg_latency_us"] for r in s["results"] if r["policy"] == "fast-only"}
     runs = {}
     for path in paths:
-        for trace, hss, us in guard_lines(path):
+        for trace, hss, us, seed in guard_lines(path):
             w = label.get((hss, trace.split("@")[0]))
             if w is None:
                 sys.exit("quality_targets: %s: %s on %s is not a workload of the comparison" % (path, trace, hss))
-            runs.setdefault(hss, {}).setdefault(w, []).append(us / fast[(hss, w)])
-    return {h: {w: sum(v) / len(v) for w, v in ws.items()} for h, ws in runs.items()}
+            runs.setdefault(hss, {}).setdefault(w, {}).setdefault(seed, []).append(us / fast[(hss, w)])
+    return {h: {w: {s: sum(v) / len(v) for s, v in by_seed.items()} for w, by_seed in ws.items()}
+            for h, ws in runs.items()}
 
 
 def behind_causes(path):
@@ -354,25 +371,29 @@ def main(argv=None):
         return 0
     wl, long_wl = s["workloads"], [w for w in s["workloads"] if w in set(s.get("long_workloads", []))]
     print("issue 26's targets from %s%s (%s); latency / Fast-Only; the best non-learning policy is the best of "
-          "%d per workload" % (a.held_out, " and " + a.untrained if u else "", ", ".join(s["hss"]),
-                              len(non_learning(s["policies"]))))
+          "%d per workload; [each seed: ...]: the figure with each seed's harmonia alone (the others as they are)" % (
+              a.held_out, " and " + a.untrained if u else "", ", ".join(s["hss"]), len(non_learning(s["policies"]))))
+    held_s, online_s = seed_values(s), seed_values(u) if u else {}
     for h in s["hss"]:
         norm = s["normalized_avg_latency"][h]
         beaten = {b["workload"] for b in s.get("beats_oracle", []) if b["hss"] == h}
         print("\nHSS %s%s" % (h, "  (the oracle is beaten on %s: no gap counted there)" % ", ".join(sorted(beaten))
                                if beaten else ""))
-        runs = [("held-out", {w: norm[w]["harmonia"] for w in wl})]
+        runs = [("held-out", {w: norm[w]["harmonia"] for w in wl}, held_s.get(h, {}))]
         if u and h in u["normalized_avg_latency"]:
             un = u["normalized_avg_latency"][h]
-            runs.append(("online from scratch", {w: un[w]["harmonia"] for w in wl if w in un}))
+            runs.append(("online from scratch", {w: un[w]["harmonia"] for w in wl if w in un}, online_s.get(h, {})))
         if h in guard:
-            runs.append(("held-out, the guard (results/diagnosis/guard.txt)", guard[h]))
-        for proto, harm in runs:
+            runs.append(("held-out, the guard (results/diagnosis/guard.txt)",
+                         {w: sum(v.values()) / len(v) for w, v in guard[h].items()}, guard[h]))
+        for proto, harm, by_seed in runs:
             done = None
             for name, ws in (("100k+ requests", long_wl), ("every workload", wl)):
                 ws = [w for w in ws if w in harm]
                 if ws and ws != done:   # a run of the long workloads alone (the guard's) is reported once
-                    report("%s, %s" % (proto, name), targets(norm, ws, s["policies"], harm, beaten), len(ws))
+                    each = [targets(norm, ws, s["policies"], {w: by_seed[w][k] for w in ws}, beaten)
+                            for k in seed_geomeans(by_seed, ws)]
+                    report("%s, %s" % (proto, name), targets(norm, ws, s["policies"], harm, beaten), len(ws), each)
                 done = ws
     return 0
 

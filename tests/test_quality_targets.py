@@ -72,11 +72,11 @@ def test_the_guard_in_harmonias_place_on_the_long_workloads(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     guard = out.stdout.split("the guard")[1]
-    assert "1 workloads: harmonia 3.000" in guard and "from lru, 50%" in guard
+    assert "1 workloads: harmonia 3.000 [each seed: 2.500 to 3.500]" in guard and "from lru, 50%" in guard
     assert guard.count("workloads:") == 1            # the long workload alone: reported once
     # the same runs from a comparison with harmonia-guard (hbl compare --output): the same figures
-    comp = {"results": [{"hss": "h", "trace": "workload:long@0-250000", "policy": p, "avg_latency_us": us}
-                        for p, us in (("harmonia-guard", 25), ("harmonia-guard", 35), ("lru", 99))]}
+    comp = {"results": [{"hss": "h", "trace": "workload:long@0-250000", "policy": p, "seed": s, "avg_latency_us": us}
+                        for p, s, us in (("harmonia-guard", 1, 25), ("harmonia-guard", 2, 35), ("lru", 1, 99))]}
     (tmp_path / "c.json").write_text(json.dumps(comp))
     out2 = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "q.json"), "--guard", str(tmp_path / "c.json")],
                           capture_output=True, text=True)
@@ -175,3 +175,19 @@ def test_explain_what_pretraining_adds(tmp_path):
 def test_explain_bad_behind_file_is_a_clear_error(tmp_path):
     out, _ = explain_text(tmp_path, behind="not behind.py's output\n")
     assert out.returncode != 0 and "behind.txt" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_each_seeds_figures_beside_the_mean(tmp_path):
+    # harmonia's seeds on "a" 2.8 and 3.2, on "b" 4.2 and 4.6 (EXPLAIN below: their means 3.0 and 4.4)
+    (tmp_path / "q.json").write_text(json.dumps(comparison(EXPLAIN, {"a": {1: 28, 2: 32}, "b": {1: 42, 2: 46}})))
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "q.json")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    # geomeans: seed 1 sqrt(2.8 * 4.2) 3.429, seed 2 sqrt(3.2 * 4.6) 3.837; the prior set at sqrt(3.3 * 4.4) 3.811:
+    # +11.1% and -0.7%; behind lru (3 and 4) by more than 3%: seed 1 on b, seed 2 on both; the geomeans' gap from
+    # lru sqrt(12) to the oracle sqrt(2): +2% and -18%; per workload seed 1 +10% and -10% (median 0%), seed 2
+    # -10% and -30% (median -20%)
+    assert "harmonia 3.633 [each seed: 3.429 to 3.837]" in out.stdout
+    assert "mean +4.9% [each seed: -0.7% to +11.1%]" in out.stdout
+    assert "on 1 of 2 workloads [each seed: 1 to 2]" in out.stdout
+    assert "from lru, -8% [each seed: -18% to 2%]" in out.stdout
+    assert "its best, -10% [each seed: -20% to 0%]" in out.stdout
