@@ -242,13 +242,19 @@ def format_workloads(c, title):
                                                   per[v]["mean"] == top else " ") if v in per else "- "
                            for v in vs])
     rows.append(["geomean"] + [num(c["geomean"][v]) + " " if v in c["geomean"] else "- " for v in vs])
+    return _layout("%s: average latency / Fast-Only per workload" % title, vs, rows)
+
+
+def _layout(title, vs, rows):
+    """A table of text cells under its title: rows [name, a cell per column of vs], the columns named by
+    vs, cut into as many blocks as it takes for no line to pass WIDTH columns."""
     lw = max(len(r[0]) for r in rows) + 1
     cols = []
     for i, v in enumerate(vs, 1):
         cw = max(len(r[i]) for r in rows)
         head = _fold(v, max([cw] + [min(len(x), 16) for x in v.replace("-", "- ").split()]))
         cols.append((max([cw] + [len(h) for h in head]) + 2, head, [r[i] for r in rows]))
-    lines = wrap("%s: average latency / Fast-Only per workload" % title)
+    lines = wrap(title)
     for block in _blocks(cols, WIDTH - lw):
         depth = max(len(h) for _, h, _ in block)
         lines.append("")
