@@ -172,3 +172,13 @@ def test_harmonias_seeds_beside_its_geomean_on_the_long_workloads():
     assert (e["seeds"], e["harmonia_min"], e["harmonia_max"]) == (
         2, pytest.approx(geo([1.6, 2.5, 1.4])), pytest.approx(geo([1.8, 2.9, 1.2])))
     assert "harmonia 1.81 (geomean; 1.78-1.84 over 2 seeds)" in " ".join(format_text(s).split())
+
+
+def test_a_saved_comparison_reprinted_keeps_its_capture_cut(tmp_path):
+    import json
+    from hbl.experiments.compare import format_text, from_results
+    saved = {"results": [dict(r, requests=200000, trace=r["workload"]) for r in runs(LAT, "perf")],
+             "workloads": ["a", "b", "c"], "hss": ["perf"], "policies": list(LAT), "capture_requests": 250000}
+    (tmp_path / "s.json").write_text(json.dumps(saved))
+    s = from_results(str(tmp_path / "s.json"))
+    assert s["capture_requests"] == 250000 and "its first 250000 requests" in format_text(s)

@@ -194,11 +194,15 @@ def from_results(path):
     try:
         with open(path) as f:
             saved = json.load(f)
-        return summarize(saved["results"], saved["workloads"], saved["hss"], saved["policies"])
+        summary = summarize(saved["results"], saved["workloads"], saved["hss"], saved["policies"])
     except OSError as exc:
         raise HblError("%s: %s" % (path, exc.strerror)) from None
     except (ValueError, KeyError, TypeError) as exc:
         raise HblError("%s: not a comparison saved by hbl compare --output (%s)" % (path, exc)) from None
+    for key in ("capture_requests", "bad_lines_skipped"):    # facts of the run the runs do not carry
+        if key in saved:
+            summary[key] = saved[key]
+    return summary
 
 
 def summarize(results, workloads, hss_list, pols):
