@@ -147,3 +147,38 @@ def test_the_summary_counts_its_workloads_in_words():
     assert "h, 1 workload: geomean" in tables.format_summary(c, "h")[0]
     (c,) = tables.summarize(runs())
     assert "h, 3 workloads: geomean" in tables.format_summary(c, "h")[0]
+
+
+def test_learning_policies_min_max_per_workload():
+    (c,) = tables.summarize(runs())
+    text = tables.format_seed_spread(c, "HSS h")
+    rows = {x.split()[0]: x.split()[1:] for x in text if x.split() and x.split()[0] in ("a", "b", "c", "geomean")}
+    # harmonia's two seeds: a 16 and 18 us, b 25 and 29, c 14 and 12, over Fast-Only's 10; the foot: each
+    # seed's geomean, as the summary's min-max; the policies of one run (lru, smq) have no column
+    assert rows == {"a": ["1.60-1.80"], "b": ["2.50-2.90"], "c": ["1.20-1.40"],
+                    "geomean": ["%.2f-%.2f" % (geo([1.6, 2.5, 1.4]), geo([1.8, 2.9, 1.2]))]}
+    assert "harmonia" in text[-5] and "lru" not in " ".join(text)
+    # in the tables hbl compare prints, after the per-workload table; none where no policy has two seeds
+    assert "\n".join(text) in "\n".join(tables.format_tables([c], lambda c: "HSS h"))
+    (one,) = tables.summarize(runs(dict(LAT, harmonia={"a": [16], "b": [25], "c": [14]})))
+    assert tables.format_seed_spread(one, "HSS h") == []
+
+
+def test_harmonias_seeds_beside_its_geomean_on_the_long_workloads():
+    from hbl.experiments.compare import format_text, summarize
+    s = summarize([dict(r, requests=200000, trace=r["workload"]) for r in runs(LAT, "perf")], ["a", "b", "c"],
+                  ["perf"], list(LAT))
+    e = s["harmonia_summary"]["perf"]["long"]
+    assert (e["seeds"], e["harmonia_min"], e["harmonia_max"]) == (
+        2, pytest.approx(geo([1.6, 2.5, 1.4])), pytest.approx(geo([1.8, 2.9, 1.2])))
+    assert "harmonia 1.81 (geomean; 1.78-1.84 over 2 seeds)" in " ".join(format_text(s).split())
+
+
+def test_a_saved_comparison_reprinted_keeps_its_capture_cut(tmp_path):
+    import json
+    from hbl.experiments.compare import format_text, from_results
+    saved = {"results": [dict(r, requests=200000, trace=r["workload"]) for r in runs(LAT, "perf")],
+             "workloads": ["a", "b", "c"], "hss": ["perf"], "policies": list(LAT), "capture_requests": 250000}
+    (tmp_path / "s.json").write_text(json.dumps(saved))
+    s = from_results(str(tmp_path / "s.json"))
+    assert s["capture_requests"] == 250000 and "its first 250000 requests" in format_text(s)

@@ -177,17 +177,32 @@ def _harmonia_standing(score, beaten=()):
     return entry
 
 
+def _seed_range(c, workloads):
+    """{seeds, harmonia_min, harmonia_max}: the min-max of harmonia's geomean over the workloads, a seed at a
+    time (the seeds it ran on all of them); {} for fewer than two."""
+    runs = [c["per_seed"][w].get("harmonia", {}) for w in workloads]
+    seeds = set.intersection(*(set(r) for r in runs)) if runs else set()
+    if len(seeds) < 2:
+        return {}
+    g = [geomean([r[s] for r in runs]) for s in seeds]
+    return {"seeds": len(g), "harmonia_min": min(g), "harmonia_max": max(g)}
+
+
 def from_results(path):
     """A summary rebuilt from the runs of a comparison saved with --output."""
     import json
     try:
         with open(path) as f:
             saved = json.load(f)
-        return summarize(saved["results"], saved["workloads"], saved["hss"], saved["policies"])
+        summary = summarize(saved["results"], saved["workloads"], saved["hss"], saved["policies"])
     except OSError as exc:
         raise HblError("%s: %s" % (path, exc.strerror)) from None
     except (ValueError, KeyError, TypeError) as exc:
         raise HblError("%s: not a comparison saved by hbl compare --output (%s)" % (path, exc)) from None
+    for key in ("capture_requests", "bad_lines_skipped"):    # facts of the run the runs do not carry
+        if key in saved:
+            summary[key] = saved[key]
+    return summary
 
 
 def summarize(results, workloads, hss_list, pols):
@@ -213,11 +228,12 @@ def summarize(results, workloads, hss_list, pols):
         standing = _harmonia_standing(geo[h], {p for _, p in beaten})
         if standing:
             harmonia[h] = {"all": standing}
+            harmonia[h]["all"].update(_seed_range(c, c["workloads"]))
             if long_wl:
                 harmonia[h]["long"] = dict(_harmonia_standing({p: geomean([norm[h][w][p] for w in long_wl])
                                                                for p in geo[h]},
                                                               {p for w, p in beaten if w in long_wl}),
-                                           workloads=long_wl)
+                                           workloads=long_wl, **_seed_range(c, long_wl))
     order = {p: i for i, p in enumerate(pols)}
     results.sort(key=lambda r: (hss_list.index(r["hss"]), workloads.index(r["workload"]), order[r["policy"]],
                                 r.get("seed", 1)))
@@ -295,7 +311,8 @@ def _faster(improvement):
 
 def _standing_line(h, scope, e):
     label = "all workloads" if scope == "all" else "workloads of %d+ requests" % LONG
-    parts = ["HSS %s, %s: harmonia %s (geomean)" % (h, label, num(e["harmonia"]))]
+    parts = ["HSS %s, %s: harmonia %s (geomean%s)" % (h, label, num(e["harmonia"]), "; %s-%s over %d seeds" % (
+        num(e["harmonia_min"]), num(e["harmonia_max"]), e["seeds"]) if e.get("seeds") else "")]
     if "best_heuristic" in e:
         parts.append("%s than the best non-learning policy (%s, %s)" % (
             _faster(e["improvement_over_best_heuristic"]), e["best_heuristic"], num(e["best_heuristic_value"])))

@@ -90,7 +90,8 @@ def _order(v, policy):
 def summarize(runs, workloads=None, configs=None, variants=None):
     """Per HSS (in the order of configs, default as first seen): a dict of
     workloads (those with a Fast-Only run; no_baseline: the others), variants,
-    normalized {workload: {variant: mean, min, max, n over seeds}}, geomean and mean over the
+    normalized {workload: {variant: mean, min, max, n over seeds}}, per_seed {workload: {variant: {seed:
+    latency / Fast-Only}}}, geomean and mean over the
     workloads (of the means over seeds) of every variant that ran on all of them, seed_geomeans
     {variant: {seed: geomean}}, beats (every run faster than the oracle, which is then no bound),
     best (the best non-learning policy by geomean), and rows: the summary, sorted by geomean."""
@@ -131,8 +132,8 @@ def _config(h, lat, workloads, variants, policy_of):
     rows = [_row(v, policy_of[v], geo, mean, seed_geo, stats, wl, best, beats) for v in sorted(complete, key=geo.get)]
     return dict(config=h, workloads=wl, no_baseline=[w for w in order if w not in wl], variants=vs,
                 policies={v: policy_of[v] for v in vs},
-                incomplete=[v for v in vs if v not in complete], normalized=stats, geomean=geo, mean=mean,
-                seed_geomeans=seed_geo, beats=beats, best=best, rows=rows)
+                incomplete=[v for v in vs if v not in complete], normalized=stats, per_seed=norm, geomean=geo,
+                mean=mean, seed_geomeans=seed_geo, beats=beats, best=best, rows=rows)
 
 
 def _row(v, policy, geo, mean, seed_geo, stats, wl, best, beats):
@@ -242,13 +243,40 @@ def format_workloads(c, title):
                                                   per[v]["mean"] == top else " ") if v in per else "- "
                            for v in vs])
     rows.append(["geomean"] + [num(c["geomean"][v]) + " " if v in c["geomean"] else "- " for v in vs])
+    return _layout("%s: average latency / Fast-Only per workload" % title, vs, rows)
+
+
+def format_seed_spread(c, title):
+    """The learning policies run over several seeds: per workload the min-max over the seeds of latency /
+    Fast-Only, and at the foot the min-max of each seed's geomean (the summary's), as format_workloads lays
+    out its table; nothing where no policy has two seeds."""
+    rows_of = {r["variant"]: r for r in c["rows"]}
+    order = [r["variant"] for r in c["rows"]] + c["incomplete"]
+    vs = [v for v in order if c["policies"][v] in LEARNING and
+          any(c["normalized"][w].get(v, {}).get("n", 0) > 1 for w in c["workloads"])]
+    if not vs:
+        return []
+
+    def cell(s):
+        return "%s-%s" % (num(s["min"]), num(s["max"])) if s["n"] > 1 else num(s["mean"])
+    rows = [[w] + [cell(c["normalized"][w][v]) + " " if v in c["normalized"][w] else "- " for v in vs]
+            for w in c["workloads"]]
+    rows.append(["geomean"] + ["%s-%s " % (num(rows_of[v]["geomean_min"]), num(rows_of[v]["geomean_max"]))
+                               if v in rows_of and rows_of[v]["seeds"] > 1 else "- " for v in vs])
+    return _layout("%s: learning policies, min-max over their seeds of latency / Fast-Only per workload (geomean: "
+                   "of each seed's geomean)" % title, vs, rows)
+
+
+def _layout(title, vs, rows):
+    """A table of text cells under its title: rows [name, a cell per column of vs], the columns named by
+    vs, cut into as many blocks as it takes for no line to pass WIDTH columns."""
     lw = max(len(r[0]) for r in rows) + 1
     cols = []
     for i, v in enumerate(vs, 1):
         cw = max(len(r[i]) for r in rows)
         head = _fold(v, max([cw] + [min(len(x), 16) for x in v.replace("-", "- ").split()]))
         cols.append((max([cw] + [len(h) for h in head]) + 2, head, [r[i] for r in rows]))
-    lines = wrap("%s: average latency / Fast-Only per workload" % title)
+    lines = wrap(title)
     for block in _blocks(cols, WIDTH - lw):
         depth = max(len(h) for _, h, _ in block)
         lines.append("")
@@ -261,7 +289,8 @@ def format_workloads(c, title):
 
 
 WORKLOADS_NOTE = ("< the best policy of the workload (other than the oracle); ! faster than the oracle, which "
-                  "is then no bound there; learning policies: mean over their seeds.")
+                  "is then no bound there; learning policies: mean over their seeds (their min-max per workload in "
+                  "the table after each).")
 
 
 def format_tables(configs, title, under_summary=None, workloads_note=WORKLOADS_NOTE):
@@ -278,6 +307,8 @@ def format_tables(configs, title, under_summary=None, workloads_note=WORKLOADS_N
     for c in configs:
         lines.append("")
         lines += format_workloads(c, title(c))
+        spread = format_seed_spread(c, title(c))
+        lines += [""] + spread if spread else []
     if configs:
         lines += [""] + wrap(workloads_note)
     return lines
