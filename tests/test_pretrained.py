@@ -120,6 +120,22 @@ def test_pretrain_writes_agents_that_load(tmp_path, capsys):
     assert not list(tmp_path.glob("*.part"))
 
 
+def test_pretraining_writes_the_same_agents_whatever_the_jobs(tmp_path, capsys):
+    """A seed's agents depend on the seed and the recipe, not on how many trainings ran at once (a
+    shared random state or a result taken from the wrong worker would show here)."""
+    files = {}
+    for jobs in (1, 2):
+        out = tmp_path / ("j%d" % jobs)
+        assert main(["pretrain", "--out", str(out), "--policies", "harmonia", "--hss", "cost", "--seeds", "2",
+                     "--passes", "1", "--jobs", str(jobs), "--trace", "synth:zipf:requests=4000,pages=2000",
+                     "--trace", "synth:log:requests=4000", "--quiet"]) == 0
+        files[jobs] = {p.name: p.read_bytes() for p in sorted(out.glob("*.agent"))}
+    capsys.readouterr()
+    assert sorted(files[1]) == ["harmonia-cost-s1.agent", "harmonia-cost-s2.agent"]
+    assert files[1] == files[2]
+    assert files[1]["harmonia-cost-s1.agent"] != files[1]["harmonia-cost-s2.agent"]
+
+
 def test_compare_agents_dir_starts_each_seed_from_its_pretraining_seed(tmp_path, capsys):
     """hbl compare --agents DIR: without a chosen file, online seed N starts from pretraining seed N's
     agents; with one (--select's POLICY-HSS.agent), every seed from it; a missing file is named before
