@@ -100,12 +100,15 @@ class _Cells:
     def score(self, session, cs):
         """Geometric mean of latency / Fast-Only over the cells (as the agents are chosen and validated,
         hbl/sim/pretrained.py: an arithmetic mean is the traces of the largest ratios alone, on cost
-        7 to 415 over the regimes set), or the first error."""
+        7 to 415 over the regimes set), or the first error: a run whose parameters kept the shipped agents
+        from loading (it started untrained) is one, not a trial of those parameters."""
         logs = []
         for c in cs:
             rec = session.records[c["key"]]
             if rec["status"] != "ok":
                 return None, rec["error"]
+            if rec["result"].get("agents_not_loaded"):  # a parameter that changes the agents' shape (gamma's vmax)
+                return None, rec["result"]["agents_not_loaded"]
             logs.append(math.log(rec["result"]["avg_latency_us"] / self.base_latency[(c["trace"], c["hss"], c["seed"])]))
         return math.exp(sum(logs) / len(logs)), None
 
