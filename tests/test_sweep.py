@@ -226,6 +226,34 @@ def test_tune_refuses_a_parameter_the_policy_does_not_take(tmp_path):
     assert "trial" not in p.stdout and not (tmp_path / "tune").exists()
 
 
+def test_tune_scores_a_trial_by_the_geomean_over_its_cells():
+    """The arithmetic mean of latency / Fast-Only was the traces of the largest ratios alone (on cost
+    7 to 415 over the regimes set); the agents are chosen and validated by the geomean."""
+    from types import SimpleNamespace
+    from hbl.experiments import sweep_tune
+    cells = sweep_tune._Cells("harmonia", {}, ["cost"], [1], {}, {})
+    cells.base_latency = {("a", "cost", 1): 10.0, ("b", "cost", 1): 10.0}
+    cs = [dict(key="ka", trace="a", hss="cost", seed=1), dict(key="kb", trace="b", hss="cost", seed=1)]
+    session = SimpleNamespace(records={"ka": dict(status="ok", result=dict(avg_latency_us=10.0)),
+                                       "kb": dict(status="ok", result=dict(avg_latency_us=1000.0))})
+    value, error = cells.score(session, cs)
+    assert error is None and value == pytest.approx(10.0)     # ratios 1 and 100; their mean would be 50.5
+
+
+def test_tune_fails_a_trial_whose_runs_did_not_start_from_the_shipped_agents():
+    """A parameter that changes the agents' shape (placement gamma sets vmax) kept the shipped agents from
+    loading: the run started untrained, silently, and scored as a trial of that parameter."""
+    from types import SimpleNamespace
+    from hbl.experiments import sweep_tune
+    cells = sweep_tune._Cells("harmonia", {}, ["cost"], [1], {}, {})
+    cells.base_latency = {("a", "cost", 1): 10.0}
+    cs = [dict(key="ka", trace="a", hss="cost", seed=1)]
+    note = "the shipped agents of harmonia on cost could not be loaded with these parameters"
+    session = SimpleNamespace(records={"ka": dict(status="ok", result=dict(avg_latency_us=5.0,
+                                                                           agents_not_loaded=note))})
+    assert cells.score(session, cs) == (None, note)
+
+
 def test_tune_checks_a_space_named_as_param_takes_it_and_for_policies_without_parameters():
     """--space smq.promote=1:8 (POLICY.NAME, as --param and --param-grid take it) runs as promote: the
     up-front check refused it; and a space for lru (which takes no parameter) passed it, every trial failing."""
