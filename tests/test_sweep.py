@@ -217,6 +217,18 @@ def test_tune_searches_on_training_workloads_only(tmp_path):
     assert p.returncode == 2 and "bundled:hm_0 is an evaluation workload" in p.stderr
 
 
+def test_tune_sampler_seed_decides_the_trials_and_is_recorded(tmp_path):
+    pytest.importorskip("optuna", reason="hbl sweep tune needs the tune extra: pip install -e '.[tune]'")
+    def run(seed, name):
+        return json.loads(hbl("sweep", "tune", "--trace", TRAIN, "--policies", "sibyl", "--space",
+                              "lr=1e-4:1e-1:log", "--trials", "2", "--out", str(tmp_path / name), "--workers", "1",
+                              "--sampler-seed", str(seed), "--json", "--quiet").stdout)
+    a, b, c = run(1, "a"), run(2, "b"), run(2, "c")
+    assert (a["sampler_seed"], b["sampler_seed"]) == (1, 2)
+    assert [t["params"] for t in b["trials"]] == [t["params"] for t in c["trials"]]
+    assert [t["params"] for t in a["trials"]] != [t["params"] for t in b["trials"]]
+
+
 def test_tune_refuses_a_parameter_the_policy_does_not_take(tmp_path):
     """Every trial of it once ran, and failed, before the error."""
     pytest.importorskip("optuna", reason="hbl sweep tune needs the tune extra: pip install -e '.[tune]'")

@@ -123,6 +123,9 @@ def _add_sweep(sub):
     sw.add_argument("--space", action="append", metavar="NAME=LOW:HIGH[:log|:int]",
                     help="tune: a parameter's search range (repeatable)")
     sw.add_argument("--trials", type=int, default=20, help="tune: trials (default 20)")
+    sw.add_argument("--sampler-seed", type=int, default=1, metavar="N",
+                    help="tune: the seed of Optuna's TPE sampler, which decides the trials' parameters (default 1; "
+                         "--seed is the simulations' first seed)")
     sw.add_argument("--test", action="append", metavar="TRACE",
                     help="tune: a held-out workload (repeatable), simulated with the best and the default parameters")
     trace_args(sw, many=True, default="none: here or as traces in SPEC.toml")
@@ -203,7 +206,7 @@ def cmd_sweep(a):
                             a.out, hss=[h.strip() for h in (a.hss or "cost").split(",") if h.strip()],
                             seeds=list(range(a.seed, a.seed + (a.seeds or 1))), test=a.test or [],
                             options={k: v for k, v in options.items() if v is not None}, workers=a.workers,
-                            address=a.address, progress=None if a.quiet else
+                            address=a.address, sampler_seed=a.sampler_seed, progress=None if a.quiet else
                             lambda line: print(line, file=sys.stderr, flush=True))
         if a.json:
             print_json(r)

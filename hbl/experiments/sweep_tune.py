@@ -162,6 +162,7 @@ def tune(train, policy, space, trials, out_dir, hss=("cost",), seeds=(1,), test=
             raise HblError("every trial failed; the first: %s" % history[0]["error"])
         best = min(done, key=lambda h: h["value"])
         result = dict(policy=policy, train=list(train), test=list(test), hss=list(hss), seeds=list(seeds),
+                      sampler_seed=sampler_seed,
                       space=[dict(name=n, low=lo, high=hi, kind=k) for n, lo, hi, k in space],
                       trials=history, best_params=best["params"], best_train_value=best["value"])
         if test:
