@@ -7,7 +7,7 @@ synthetic) and together, apart from the short slices (all under 100k requests), 
 the min-max of the per-seed geomeans), against the best non-learning policy and the oracle of the
 --baselines run (the first row's by default; they do not learn, so every run gives them alike).
 
-    scripts/ablation.py shipped=shipped.json single=base.json untrained=untrained.json [--per-workload]
+    scripts/ablation.py shipped=shipped.json single=base.json untrained=untrained.json [--per-workload] [--hss perf,cost]
 """
 import argparse
 import json
@@ -68,6 +68,8 @@ def main():
     ap.add_argument("--policy", default="harmonia")
     ap.add_argument("--per-workload", action="store_true", help="also each row's figure per workload")
     ap.add_argument("--per-seed", action="store_true", help="also each row's geomean per seed (seed 1, 2, ...)")
+    ap.add_argument("--hss", metavar="LIST", help="comma-separated HSS presets to print (default: every one of the "
+                    "baselines' run)")
     a = ap.parse_args()
     rows = []
     for r in a.row:
@@ -82,6 +84,12 @@ def main():
     if "oracle" not in {k[2] for k in base}:
         ap.error("the baselines' run has no oracle (run it with the non-learning policies and the oracle)")
     hss = sorted({k[0] for k in base}, key=["perf", "cost", "tri", "quad"].index)
+    if a.hss:
+        wanted = [h.strip() for h in a.hss.split(",") if h.strip()]
+        missing = [h for h in wanted if h not in hss]
+        if missing or not wanted:
+            ap.error("--hss %s: not in the baselines' run (it has %s)" % (a.hss, ", ".join(hss)))
+        hss = [h for h in hss if h in wanted]
     print(textwrap.fill("geomean of average latency / Fast-Only, lower is better; a row: the mean over its seeds "
                         "(min-max of the per-seed geomeans); vs: against the best non-learning policy (+ = "
                         "slower); gap: share of the gap from it to the oracle closed", 100) + "\n")
