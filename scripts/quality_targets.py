@@ -30,7 +30,7 @@ import math
 import sys
 from statistics import median
 
-from hbl.experiments.tables import LEARNING, REFERENCES, geomean, normalized
+from hbl.experiments.tables import LEARNING, REFERENCES, geomean, normalized, seed_geomeans
 
 PRIOR = ("cde", "hps", "archivist", "rnn-hss", "sibyl")         # the papers' prior set
 TARGET_PRIOR, TARGET_BEHIND, TARGET_GAP = 0.29, 0.03, 0.50
@@ -284,14 +284,6 @@ def seed_values(summary):
         if r["policy"] == "harmonia" and x is not None:
             out.setdefault(r["hss"], {}).setdefault(r.get("workload", r["trace"]), {})[r.get("seed", 1)] = x
     return out
-
-
-def seed_geomeans(by_workload, ws):
-    """{seed: geomean over ws} of seed_values' workload -> {seed: value}, on the seeds every workload has."""
-    if not all(w in by_workload for w in ws):
-        return {}
-    seeds = set.intersection(*(set(by_workload[w]) for w in ws))
-    return {s: geomean([by_workload[w][s] for w in ws]) for s in sorted(seeds)}
 
 
 def explain(s, u, causes):

@@ -180,11 +180,9 @@ def _harmonia_standing(score, beaten=()):
 def _seed_range(c, workloads):
     """{seeds, harmonia_min, harmonia_max}: the min-max of harmonia's geomean over the workloads, a seed at a
     time (the seeds it ran on all of them); {} for fewer than two."""
-    runs = [c["per_seed"][w].get("harmonia", {}) for w in workloads]
-    seeds = set.intersection(*(set(r) for r in runs)) if runs else set()
-    if len(seeds) < 2:
+    g = list(tables.seed_geomeans({w: c["per_seed"][w].get("harmonia", {}) for w in workloads}, workloads).values())
+    if len(g) < 2:
         return {}
-    g = [geomean([r[s] for r in runs]) for s in seeds]
     return {"seeds": len(g), "harmonia_min": min(g), "harmonia_max": max(g)}
 
 

@@ -105,6 +105,15 @@ def summarize(runs, workloads=None, configs=None, variants=None):
     return [_config(h, lat.get(h, {}), workloads, variants, policy_of) for h in configs]
 
 
+def seed_geomeans(by_workload, workloads):
+    """{seed: geomean over workloads} of by_workload's {workload: {seed: latency / Fast-Only}}, on the seeds
+    every one of the workloads has, in seed order; {} when there are none or a workload is missing."""
+    if not workloads or any(w not in by_workload for w in workloads):
+        return {}
+    seeds = sorted(set.intersection(*(set(by_workload[w]) for w in workloads)))
+    return {s: geomean([by_workload[w][s] for w in workloads]) for s in seeds}
+
+
 def _config(h, lat, workloads, variants, policy_of):
     order = workloads or sorted(lat)
     present = {v for by_var in lat.values() for v in by_var}
@@ -117,8 +126,7 @@ def _config(h, lat, workloads, variants, policy_of):
     for v in complete:
         means = [stats[w][v]["mean"] for w in wl]
         geo[v], mean[v] = geomean(means), sum(means) / len(means)
-        seeds = sorted(set.intersection(*(set(norm[w][v]) for w in wl)))
-        seed_geo[v] = {s: geomean([norm[w][v][s] for w in wl]) for s in seeds}
+        seed_geo[v] = seed_geomeans({w: norm[w][v] for w in wl}, wl)
     beats = []
     contenders = [v for v in vs if policy_of[v] not in REFERENCES]
     for w in [w for w in wl if ORACLE in lat[w]]:
