@@ -88,3 +88,25 @@ def test_the_live_decider_starts_from_an_eight_feature_file(wide):
     with pytest.raises(HblError, match="wide.agent"):
         Decider("harmonia", 1 << 20, [8, 100], params={"queue_feature": 0}, agents=str(wide))
     assert Decider("lru", 1 << 20, [8, 100], agents=str(wide)).agents_from is None
+
+
+def test_the_perf_agents_shipped_before_issue_26s_run_from_the_command_line(tmp_path):
+    """`--agent` keeps loading the agents shipped before 1f9da19 (7 placement features, while today's
+    perf agent has 8): the file decides the run's width, as a user who kept an older file expects."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    from hbl.sim import agent_files
+    old = Path(__file__).parent / "data" / "agents" / "harmonia-perf-7f.agent"   # git show 1f9da19^:...
+    assert run_params(old, "harmonia", {}) == {}                                  # 7 wide: no queue feature
+    assert run_params(agent_files.shipped("harmonia", "perf"), "harmonia", {}) == {"queue_feature": 1.0}
+    out = subprocess.run([sys.executable, "-m", "hbl.cli", "simulate", "--hss", "perf", "--policy", "harmonia",
+                          "--agent", str(old), "--trace", TRACE, "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    r = json.loads(out)
+    assert r["agents_from"] == str(old) and "queue_feature" not in r["params"]
+    assert r["agents"][0]["decisions"] > 0
+    today = simulate(TRACE, hss="perf", policy="harmonia")
+    assert today["avg_latency_us"] != r["avg_latency_us"]   # the older file, not today's, decided
+
