@@ -11,13 +11,14 @@ PY = "/usr/bin/python3"
 DIRS, FILES = 1200, 120_000
 IMAGE_MIB = 64
 
-#: argv: root, make | change, random seed (change: the day, so each day changes other files)
+#: argv: root, make | change, random seed (change: the day, so each day changes other files), files,
+#: directories, MiB of the image
 TREE = r'''import os, random, sys
 root, role, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
-DIRS, FILES, IMAGE = %d, %d, %d << 20
+FILES, DIRS, IMAGE = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]) << 20
 rnd = random.Random(seed)
 noise = random.Random(0).randbytes(1 << 24)
-words = ["%%x" %% (w * 2654435761 %% 999983) for w in range(4096)]
+words = ["%x" % (w * 2654435761 % 999983) for w in range(4096)]
 text = (" ".join(random.Random(1).choices(words, k=1 << 19)) + "\n").encode()
 
 
@@ -32,12 +33,12 @@ def size():
 
 
 def path(i):
-    return os.path.join(root, "d%%03d" %% (i %% DIRS), "f%%06d" %% i)
+    return os.path.join(root, "d%03d" % (i % DIRS), "f%06d" % i)
 
 
 if role == "make":
     for d in range(DIRS):
-        os.makedirs(os.path.join(root, "d%%03d" %% d))
+        os.makedirs(os.path.join(root, "d%03d" % d))
     for i in range(FILES):
         with open(path(i), "wb") as f:
             f.write(content(size()))
@@ -48,7 +49,7 @@ if role == "make":
     sys.exit()
 changed = set()
 for _ in range(FILES // 20):                    # a power law over the files: rank r is file (r * 7919) mod FILES
-    changed.add(min(int(FILES * rnd.random() ** 4), FILES - 1) * 7919 %% FILES)
+    changed.add(min(int(FILES * rnd.random() ** 4), FILES - 1) * 7919 % FILES)
 for i in changed:
     p = path(i)
     if not os.path.exists(p) or rnd.random() < 0.4:
@@ -72,4 +73,6 @@ with open(os.path.join(root, "disk.img"), "r+b") as f:   # a guest's writes to i
         f.write(content(4096))
 os.sync()
 print("day", seed, "changed", len(changed), "files")
-''' % (DIRS, FILES, IMAGE_MIB)
+'''
+#: TREE's arguments after the seed
+SHAPE = [str(FILES), str(DIRS), str(IMAGE_MIB)]

@@ -12,7 +12,7 @@ day of use would; every third day `prune --keep-last 7` and `compact`; every sev
 --repository-only` (every segment read back and its checksums verified). Log-structured storage
 with a cleaner, which restic-backup's write-once pack files are not.
 """
-from hbl.trace.recipes.backup_tree import PY, TREE
+from hbl.trace.recipes.backup_tree import PY, SHAPE, TREE
 from hbl.trace.recipes.base import Recipe
 
 BORG = "/usr/bin/borg"
@@ -24,10 +24,10 @@ FIRST = "set -eu\n" + ENV + """{borg} init --encryption repokey
 {borg} create ::day-0 {home}
 """
 
-#: the days, until the capture stops them
+#: the days, until the capture stops them (argv: the last day, for a bounded run)
 DAYS = "set -eu\n" + ENV + """day=1
-while :; do
-    {py} {tree} {home} change $day
+while [ -z "${{1:-}}" ] || [ $day -le "${{1:-}}" ]; do
+    {py} {tree} {home} change $day {shape}
     sync; echo 3 > /proc/sys/vm/drop_caches
     {borg} create ::day-$day {home}
     if [ $((day % 3)) = 0 ]; then {borg} prune --keep-last 7; {borg} compact; fi
@@ -51,10 +51,10 @@ class BorgBackup(Recipe):
 
     def _script(self, sc, template):
         return template.format(repo=sc.path("repo"), base=sc.path("borg"), borg=BORG, py=PY,
-                               tree=sc.write_tmp("backup-tree.py", TREE), home=sc.path("home"))
+                               tree=sc.write_tmp("backup-tree.py", TREE), home=sc.path("home"), shape=" ".join(SHAPE))
 
     def prepare(self, sc):
-        sc.run([PY, sc.write_tmp("backup-tree.py", TREE), sc.path("home"), "make", "0"])
+        sc.run([PY, sc.write_tmp("backup-tree.py", TREE), sc.path("home"), "make", "0"] + SHAPE)
         sc.run(["/bin/sh", sc.write_tmp("borg-first.sh", self._script(sc, FIRST))])
         sc.cold_cache()
 

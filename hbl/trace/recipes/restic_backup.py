@@ -11,7 +11,7 @@ changes between backups as a day of use would. The disk sees a whole-tree metada
 the changed files, write-once pack files, and the repository's older data read back by prune and
 check: backup software's regime, which neither side has.
 """
-from hbl.trace.recipes.backup_tree import PY, TREE
+from hbl.trace.recipes.backup_tree import PY, SHAPE, TREE
 from hbl.trace.recipes.base import Recipe
 
 RESTIC = "/usr/bin/restic"
@@ -23,10 +23,10 @@ FIRST = "set -eu\n" + ENV + """{restic} init
 {restic} backup --quiet --host home {home}
 """
 
-#: the days, until the capture stops them
+#: the days, until the capture stops them (argv: the last day, for a bounded run)
 DAYS = "set -eu\n" + ENV + """day=1
-while :; do
-    {py} {tree} {home} change $day
+while [ -z "${{1:-}}" ] || [ $day -le "${{1:-}}" ]; do
+    {py} {tree} {home} change $day {shape}
     sync; echo 3 > /proc/sys/vm/drop_caches
     {restic} backup --quiet --host home {home}
     if [ $((day % 3)) = 0 ]; then {restic} forget --quiet --keep-last 7 --prune; fi
@@ -50,10 +50,10 @@ class ResticBackup(Recipe):
 
     def _script(self, sc, template):
         return template.format(repo=sc.path("repo"), cache=sc.path("cache"), restic=RESTIC, py=PY,
-                               tree=sc.write_tmp("backup-tree.py", TREE), home=sc.path("home"))
+                               tree=sc.write_tmp("backup-tree.py", TREE), home=sc.path("home"), shape=" ".join(SHAPE))
 
     def prepare(self, sc):
-        sc.run([PY, sc.write_tmp("backup-tree.py", TREE), sc.path("home"), "make", "0"])
+        sc.run([PY, sc.write_tmp("backup-tree.py", TREE), sc.path("home"), "make", "0"] + SHAPE)
         sc.run(["/bin/sh", sc.write_tmp("restic-first.sh", self._script(sc, FIRST))])
         sc.cold_cache()
 
