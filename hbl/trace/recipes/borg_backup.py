@@ -39,10 +39,10 @@ done
 
 class BorgBackup(Recipe):
     name, application, package = "borg-backup", "BorgBackup", "borgbackup"
-    runs = ("borg backing up a changing home directory (the tree of restic-backup: 40,000 files, median 8 KiB, "
-            "and a 256 MiB disk image; 1.4 GiB) once a day, lz4 and repokey encryption: between backups 2% of "
-            "the files by a power law appended to or rewritten, 100 new, up to 100 deleted, 400 blocks of the "
-            "image rewritten; prune --keep-last 7 and compact every third day, check --repository-only every seventh")
+    runs = ("borg backing up a changing home directory (restic-backup's tree: 120,000 files, median 4 KiB, and a "
+            "64 MiB disk image; about 1.5 GiB) once a day, lz4 and repokey encryption: between backups about 4,600 "
+            "files appended to or rewritten, 300 new, up to 300 deleted, 400 blocks of the image rewritten, then the "
+            "page cache dropped; prune --keep-last 7 and compact every third day, check --repository-only every seventh")
     expected = "not measured yet"
     cache_bound = "memory cgroup of 256 MiB around borg and the tree's changes: tree and repository 10x it"
     memory_mib = 256
