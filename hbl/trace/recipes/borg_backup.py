@@ -46,7 +46,7 @@ class BorgBackup(Recipe):
     expected = "not measured yet"
     cache_bound = "memory cgroup of 256 MiB around borg and the tree's changes: tree and repository 10x it"
     memory_mib = 256
-    fs_gib = 6
+    fs_gib = 12
     binaries = ((PY, "python3"), (BORG, "borgbackup"))
 
     def _script(self, sc, template):
