@@ -43,7 +43,8 @@ class ResticBackup(Recipe):
             "(6,000 draws by a power law) appended to or rewritten, 300 new, up to 300 deleted, 400 blocks of the "
             "image rewritten, then the page cache dropped (the rest of the day's use); forget --keep-last 7 --prune "
             "every third day, check --read-data-subset of a tenth every fifth")
-    expected = "not measured yet"
+    expected = ("0.6 M requests in 15 minutes here (0.68 k/s at load 7-9; --duration 15m), after about 2.5 minutes "
+                "making the tree and the first backup")
     cache_bound = "memory cgroup of 256 MiB around restic and the tree's changes: tree and repository 10x it"
     memory_mib = 256
     fs_gib = 6
