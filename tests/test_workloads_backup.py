@@ -85,9 +85,12 @@ def test_a_backup_recipe_backs_up_prunes_and_checks(name, tmp_path, monkeypatch)
                else ["/usr/bin/borg", "list", "--short"])
     r = subprocess.run(listing, capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    # days 0-6 kept by day 6's prune (the last seven), and day 7's
+    # days 0-6 kept by day 6's prune (the last seven), and day 7's; borg's --keep-last is --keep-secondly, so of
+    # archives made within one second (this small tree's days take less) it keeps the last
     if name == "borg-backup":
-        assert r.stdout.split() == ["day-%d" % d for d in range(8)]
+        kept = r.stdout.split()
+        assert kept[-1] == "day-7" and 2 <= len(kept) <= 8 and kept == [d for d in ["day-%d" % d for d in range(8)]
+                                                                         if d in kept], kept
     else:
         assert len(json.loads(r.stdout)) == 8
     assert pathlib.Path(sc.path("home", "disk.img")).stat().st_size == 4 << 20

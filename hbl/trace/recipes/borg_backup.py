@@ -8,7 +8,8 @@ only writes delete entries; `borg compact` later reads the segments that hold mo
 appends what is still used to new segments and removes the old ones. Borg's own files cache (which
 files are unchanged since the last backup) and chunks cache are read and written whole by every run.
 Here: a backup a day of the tree of hbl/trace/recipes/backup_tree.py, changed between backups as a
-day of use would; every third day `prune --keep-last 7` and `compact`; every seventh `check
+day of use would; every third day `prune --keep-last 7` (borg's --keep-secondly: the last archive of
+each of the last seven seconds that have one; a day here takes seconds, so the last seven days) and `compact`; every seventh `check
 --repository-only` (every segment read back and its checksums verified). Log-structured storage
 with a cleaner, which restic-backup's write-once pack files are not.
 """
