@@ -5,7 +5,7 @@
 # Re-running it does nothing when nothing changed. Quiet unless it has work to do.
 # --workloads also installs the applications of `hbl workloads capture` (PostgreSQL,
 # MariaDB, sysbench, RocksDB's tools, Redis, nginx and wrk, rsync, the Linux source tree
-# and what builds it, git, Squid, beanstalkd). Debian starts the redis-server, nginx, squid
+# and what builds it, git, Squid, beanstalkd, restic, BorgBackup). Debian starts the redis-server, nginx, squid
 # and beanstalkd services it installs where an init system runs; the recipes run their own.
 set -euo pipefail
 WORKLOADS=0
@@ -44,7 +44,8 @@ done
 # their recipes, so a fresh machine skips none of them
 wl=(sqlite3 python3-lmdb python3-rrdtool python3-kyotocabinet dovecot-core)
 ((WORKLOADS)) && wl+=(postgresql mariadb-server sysbench rocksdb-tools linux-source xz-utils make bc flex bison
-                     libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git squid beanstalkd)
+                     libelf-dev libssl-dev redis-server redis-tools nginx-light wrk rsync git squid beanstalkd
+                     restic borgbackup)
 for p in "${wl[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done

@@ -43,7 +43,8 @@ def main():
     ap.add_argument("--set", default="families", metavar="NAME",
                     help="the named validation set (hbl/sim/pretrained.py VALIDATION_SETS; default families, "
                          "the five training families; regimes adds synth:burst, synth:log and the redis-aof and "
-                         "file-server captures' later parts; apps adds lmdb-kv's, rrd-metrics' and kyoto-hash's)")
+                         "file-server captures' later parts; apps adds lmdb-kv's, rrd-metrics' and kyoto-hash's; fresh "
+                         "is restic-backup's and borg-backup's alone, captures no decision had touched)")
     ap.add_argument("--selected", action="store_true",
                     help="run each candidate's chosen agents (DIR/POLICY-HSS.agent, hbl pretrain --select's "
                          "choice) for every online seed, not pretraining seed K's for online seed K")
@@ -84,7 +85,8 @@ def run(a, hss_list, named):
     traces = [t for _, t in named] + pretrained.validation_traces(a.requests, a.family, a.trace_seed) + a.trace
     label_of = dict((t, lb) for lb, t in named)
     default = pretrained.validation_traces(a.requests, seed=a.trace_seed)
-    extra = len(traces) != len(default)
+    # a set without the default families (fresh) has no second column of them alone
+    extra = len(traces) != len(default) and set(default) <= set(traces)
     jobs = [(p, t, h, p, False, None, 1) for p in BASELINES for t in traces for h in hss_list]
     labels = list(BASELINES)
     for c in a.candidate:
@@ -122,6 +124,7 @@ def run(a, hss_list, named):
         if extra:
             print("  (first column: all %d validation traces; second: the %d default families alone)"
                   % (len(traces), len(default)))
+        if traces != default:
             print("  per trace (learning: mean over seeds):")
             for t in traces:
                 print("    %-30s %s" % (label_of.get(t, t).rsplit("requests=", 1)[0].rstrip(":,"), ", ".join(

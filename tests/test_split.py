@@ -40,6 +40,7 @@ def test_a_family_stands_for_all_its_traces():
     assert split.side("workload:lmdb-kv") == split.side("workload:file-server") == "training"
     assert split.side("workload:rrd-metrics") == split.side("workload:kyoto-hash@500000-750000") == "training"
     assert split.side("apps:maildir-lda") == "training"
+    assert split.side("workload:restic-backup") == split.side("workload:borg-backup@0-1000") == "training"
 
 
 def test_the_evaluation_suite_is_evaluation_only():
@@ -102,7 +103,8 @@ def test_the_apps_set_is_regimes_and_the_training_captures_parts(tmp_path):
     assert apps[:len(regimes)] == regimes and [split.families(t)[0] for t in apps[len(regimes):]] == [
         "app:lmdb-kv", "app:rrd-metrics", "app:kyoto-hash"]
     assert pretrained.CAPTURE_PARTS[2][0] >= 500_000 and pretrained.CAPTURE_PARTS[2][1] <= pretrained.CAPTURE_PARTS[3][0]
-    long = sorted(t for t in split.TRAINING if t.startswith("app:")
+    fresh = ["app:" + c for c in pretrained.VALIDATION_SETS["fresh"]["captures"]]
+    long = sorted(t for t in split.TRAINING if t.startswith("app:") and t not in fresh
                   and open_trace(workloads.resolve("workload:" + t[4:])).count >= pretrained.CAPTURE_PARTS[3][1])
     assert sorted("app:" + c for c in pretrained.VALIDATION_SETS["apps"]["captures"]) == long   # every one long enough
     assert "app:maildir-lda" in split.TRAINING and "app:maildir-lda" not in long           # 719,304 records
@@ -156,3 +158,39 @@ def test_pretraining_on_a_validation_part_is_refused(tmp_path):
             pretrained.pretrain_all(["harmonia"], ["perf"], 1, tmp_path, traces=["synth:src", t])
     assert not list(tmp_path.iterdir())
     pretrained.check_not_validation(["workload:lmdb-kv@0-500000", "workload:maildir-lda", "synth:src"], "x")
+
+
+def test_the_fresh_set_is_the_untouched_captures_parts(tmp_path):
+    """fresh: the later parts of the captures no decision had touched, no family and no capture another set uses;
+    a short capture's parts are the same shares of what it holds (half to train, a quarter to choose, a quarter
+    to check), inside it and apart."""
+    from hbl.trace import open_trace, workloads
+    fresh = pretrained.VALIDATION_SETS["fresh"]
+    assert not fresh["families"] and fresh["captures"]
+    others = {c for n, v in pretrained.VALIDATION_SETS.items() if n != "fresh" for c in v["captures"]}
+    assert not set(fresh["captures"]) & others
+    for c in fresh["captures"]:
+        assert split.side("workload:" + c) == "training" and c in workloads.shipped()
+        n = open_trace(workloads.resolve("workload:" + c)).count
+        parts = pretrained.capture_parts(c)
+        (a, b), (b2, e) = parts[2], parts[3]
+        assert n >= e and b <= b2 and a >= n // 2 - 1000 and e >= n - 1000, (c, n, parts)
+        assert pretrained.SHORT_CAPTURES.get(c, 1_000_000) <= n
+    assert pretrained.capture_parts("lmdb-kv") == pretrained.CAPTURE_PARTS      # the other sets' parts as they were
+    pretrained.SHORT_CAPTURES["x"] = 719_304
+    try:
+        assert pretrained.capture_parts("x") == {2: (359_000, 539_000), 3: (539_000, 719_000)}
+    finally:
+        del pretrained.SHORT_CAPTURES["x"]
+    for seed in (2, 3):
+        labels = [lb for lb, _ in pretrained.validation_set("fresh", 1000, seed, tmp_path)]
+        assert labels == ["workload:%s@%d-%d" % ((c,) + pretrained.capture_parts(c)[seed]) for c in fresh["captures"]]
+
+
+def test_training_on_a_fresh_capture_past_its_first_half_is_refused():
+    for c in pretrained.VALIDATION_SETS["fresh"]["captures"]:
+        first = pretrained.capture_parts(c)[2][0]
+        for t in ("workload:" + c, "workload:%s@0-%d" % (c, first + 1), "workload:lmdb-kv@0-1000+%s" % c):
+            with pytest.raises(HblError, match="train on workload:%s@0-%d" % (c, first)):
+                pretrained.check_not_validation(["synth:src", t], "x")
+        pretrained.check_not_validation(["workload:%s@0-%d" % (c, first)], "x")

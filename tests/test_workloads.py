@@ -28,7 +28,7 @@ def test_list_json_has_the_recipes():
     names = {r["name"] for r in rows}
     assert {"pgbench", "sysbench-mariadb", "rocksdb", "sqlite", "build-linux", "fio-zipf", "redis-aof",
             "nginx-static", "file-server", "pg-analytics", "git-checkout", "squid-cache", "beanstalkd", "lmdb-kv",
-            "rrd-metrics", "kyoto-hash", "maildir-lda"} <= names
+            "rrd-metrics", "kyoto-hash", "maildir-lda", "restic-backup", "borg-backup"} <= names
     for r in rows:
         assert r["application"] and r["runs"] and r["page_cache_bound"] and r["expected"]
         assert r["synthetic"] == (r["name"] == "fio-zipf")
@@ -74,8 +74,11 @@ def test_shipped_captures_read_on_any_machine(name, monkeypatch, tmp_path):
     monkeypatch.setattr(workloads, "CACHE_DIR", tmp_path)
     assert name in workloads.RECIPES
     reader = open_trace("workload:" + name)
-    # 1 M a capture; maildir-lda's capture ended at its time limit with 719,304
-    assert reader.name == "packed" and reader.count >= (700_000 if name == "maildir-lda" else 1_000_000)
+    # 1 M a capture; maildir-lda's capture ended at its time limit with 719,304, and the short ones of the
+    # fresh validation set (hbl/sim/pretrained.py SHORT_CAPTURES) at theirs
+    from hbl.sim.pretrained import SHORT_CAPTURES
+    least = 700_000 if name == "maildir-lda" else SHORT_CAPTURES.get(name, 1_000_000)
+    assert reader.name == "packed" and reader.count >= least
     n = last = 0
     for chunk in reader:
         n += len(chunk)
@@ -85,11 +88,12 @@ def test_shipped_captures_read_on_any_machine(name, monkeypatch, tmp_path):
 
 
 def test_the_shipped_corpus_fits_its_budget():
-    """At most 50 MB in git for the whole corpus, at most 4 bytes a request on average."""
+    """At most 56 MB in git for the whole corpus, at most 4 bytes a request on average (50 MB until the two
+    fresh backup captures, results/workloads/shipped.txt)."""
     names = workloads.shipped()
     sizes = [os.path.getsize(workloads.shipped_path(n)) for n in names]
     counts = [open_trace(str(workloads.shipped_path(n))).count for n in names]
-    assert sum(sizes) <= 50e6
+    assert sum(sizes) <= 56e6
     assert not names or sum(sizes) / sum(counts) <= 4.0
 
 

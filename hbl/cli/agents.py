@@ -39,14 +39,15 @@ def _add_pretrain(sub):
                     help="the validation set --select chooses on (hbl/sim/pretrained.py VALIDATION_SETS): "
                          "families (default: the five training families), regimes (those, synth:burst, "
                          "synth:log and the redis-aof and file-server captures' later parts), apps (regimes "
-                         "and the later parts of lmdb-kv, rrd-metrics and kyoto-hash)")
+                         "and the later parts of lmdb-kv, rrd-metrics and kyoto-hash), fresh (the later halves of "
+                         "restic-backup and borg-backup alone, captures no decision had touched)")
     pt.add_argument("--list", action="store_true", help="list the shipped pretrained agents instead")
     pt.add_argument("--json", action="store_true", help="print the agents trained (or listed) as JSON")
     pt.add_argument("--quiet", action="store_true", help="no progress on stderr")
     pt.add_argument("--trace", action="append", metavar="TRACE",
                     help="training trace (repeatable; default: the training suite): a training workload of "
                          "hbl/trace/split.py or a file of yours; a capture a validation set uses only "
-                         "by its first part, e.g. workload:lmdb-kv@0-500000")
+                         "by its first part, e.g. workload:lmdb-kv@0-500000 (a short one by its first half)")
     pt.add_argument("--param", action="append", metavar="NAME=VALUE",
                     help="policy parameter for the training runs (repeatable; see `hbl policies`)")
     pt.set_defaults(func=cmd_pretrain)

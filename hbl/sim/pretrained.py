@@ -63,15 +63,33 @@ def validation_traces(requests=None, families=TRAINING_SUITE, seed=2):
 #:   apps      regimes and the later parts of the three other training captures (lmdb-kv, rrd-metrics,
 #:             kyoto-hash): five real applications beside the seven families, so that a choice is also
 #:             made on real I/O (results/pretrain/apps-set.txt)
+#:   fresh     the later parts of the training captures no decision had touched when they were made
+#:             (restic-backup, borg-backup: results/workloads/), alone: no family, so a change tuned on
+#:             the others is judged on workloads it was not tuned on
 VALIDATION_SETS = {
     "families": dict(families=TRAINING_SUITE, captures=()),
     "regimes": dict(families=TRAINING_SUITE + split.NAMED_ONLY, captures=("redis-aof", "file-server")),
     "apps": dict(families=TRAINING_SUITE + split.NAMED_ONLY,
                  captures=("redis-aof", "file-server", "lmdb-kv", "rrd-metrics", "kyoto-hash")),
+    "fresh": dict(families=(), captures=("restic-backup", "borg-backup")),
 }
 #: A capture has no generator seed: the part of it that stands for the families' seed-2 (validation)
 #: and seed-3 (check) traces; requests 0-500,000 are left for training (scripts/migration_diag.py --cut).
 CAPTURE_PARTS = {2: (500_000, 750_000), 3: (750_000, 1_000_000)}
+#: Captures a time limit stopped short of 1 M requests, with the records they hold: their parts are the
+#: same shares of what they hold (the first half for training, the next quarter to choose, the last to
+#: check), each bound rounded down to a thousand.
+SHORT_CAPTURES = {"restic-backup": 611_151}
+
+
+def capture_parts(capture):
+    """{generator seed: (start, end)} of the capture NAME's validation parts (CAPTURE_PARTS, scaled for a
+    SHORT_CAPTURES one)."""
+    n = SHORT_CAPTURES.get(capture)
+    if n is None:
+        return CAPTURE_PARTS
+    return {s: (lo * n // 1_000_000 // 1000 * 1000, hi * n // 1_000_000 // 1000 * 1000)
+            for s, (lo, hi) in CAPTURE_PARTS.items()}
 
 
 def validation_set(name="families", requests=None, seed=2, workdir=None):
@@ -88,8 +106,8 @@ def validation_set(name="families", requests=None, seed=2, workdir=None):
                            % (name, ", ".join(map(str, CAPTURE_PARTS))))
         if workdir is None:
             raise HblError("validation set %s: its capture parts need a directory to be written to" % name)
-        start, end = CAPTURE_PARTS[seed]
         for c in v["captures"]:
+            start, end = capture_parts(c)[seed]
             label = "workload:%s@%d-%d" % (c, start, end)
             out.append((label, _capture_part("workload:" + c, start, end, Path(workdir) / (label.replace(":", "_")
                                                                                             + ".hbltrace"))))
@@ -98,19 +116,23 @@ def validation_set(name="families", requests=None, seed=2, workdir=None):
 
 def check_not_validation(traces, what):
     """HblError naming the first trace that holds requests of a validation set's capture parts
-    (CAPTURE_PARTS): a capture a validation set uses is trained on by its first part only,
-    workload:NAME@0-500000, never whole."""
+    (capture_parts): a capture a validation set uses is trained on by its first part only,
+    workload:NAME@0-500000 (of a short capture, its first half), never whole."""
     from hbl.trace import mix, part
     held = {c for v in VALIDATION_SETS.values() for c in v["captures"]}
-    first = min(start for start, _ in CAPTURE_PARTS.values())
     for t in traces:
         for one in mix.tenants(t) if mix.is_mix(t) else [t]:
             p = part.parse(one)
             capture = p[0] if p else one
-            if capture.startswith("workload:") and capture.split(":", 1)[1] in held and (p is None or p[2] > first):
+            name = capture[len("workload:"):]
+            if not capture.startswith("workload:") or name not in held:
+                continue
+            parts = capture_parts(name)
+            first = min(start for start, _ in parts.values())
+            if p is None or p[2] > first:
                 raise HblError("%s: %s holds requests that validation sets choose and check on (requests %s of "
                                "%s, hbl/sim/pretrained.py CAPTURE_PARTS); train on %s@0-%d" % (
-                                   what, t, ", ".join("%d-%d" % r for r in CAPTURE_PARTS.values()), capture,
+                                   what, t, ", ".join("%d-%d" % r for r in parts.values()), capture,
                                    capture, first))
 
 

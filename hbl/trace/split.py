@@ -11,12 +11,14 @@ or other keys), and an application stands for both its shipped slice and its ful
 (`apps:pgbench` is the first 20,000 requests of `workload:pgbench`, so they cannot sit on
 different sides). A mix (`workload:A+B`) is evaluation if any tenant is.
 
-The MSR slices and eleven of the applications are for evaluation. Six real applications are on
+The MSR slices and eleven of the applications are for evaluation. Eight real applications are on
 the training side (redis-aof, an fsync-per-write log; file-server, a metadata-heavy source tree;
 lmdb-kv, a memory-mapped key-value store read by popularity, skewed re-reads of data 11x the cache;
 rrd-metrics, RRDtool's round-robin files updated in place in a cycle larger than the cache;
 kyoto-hash, a hash store of skewed in-place updates in synced transactions; maildir-lda, a mail
-store's small files delivered with a sync, read once and deleted):
+store's small files delivered with a sync, read once and deleted; restic-backup and borg-backup,
+nightly backups of a changing home directory to a write-once and a log-structured repository, kept
+as the validation set "fresh" of hbl/sim/pretrained.py):
 real traces to pretrain and tune on, of kinds unlike the evaluation's databases and servers. The shipped agents were pretrained before they were captured, on five synthetic families
 disjoint from the four of the evaluation (results/pretrain/ chose the recipe on these families'
 seed-2 traces).
@@ -26,7 +28,9 @@ from hbl.errors import HblError
 TRAINING = ("synth:src", "synth:usr", "synth:mixed", "synth:phases", "synth:zipf", "synth:burst", "synth:log",
             # real applications for training (workload:NAME; never in hbl compare's default suite)
             "app:redis-aof", "app:file-server", "app:lmdb-kv", "app:rrd-metrics", "app:kyoto-hash",
-            "app:maildir-lda")
+            "app:maildir-lda",
+            # captured for the validation set "fresh" (hbl/sim/pretrained.py): no decision had touched them
+            "app:restic-backup", "app:borg-backup")
 #: Training families that no default run uses: pretraining and validation take them only when named
 #: (hbl pretrain --trace, scripts/validate_agents.py --family), so the shipped agents' recipe stays
 #: the five families above (synth:burst: write bursts that fill the background queue,
