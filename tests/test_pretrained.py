@@ -202,7 +202,7 @@ def test_pretrain_select_on_a_named_validation_set(tmp_path, capsys, monkeypatch
     monkeypatch.setattr(pretrained, "VALIDATION_REQUESTS", 3000)
     assert main(["pretrain", "--out", str(tmp_path), "--policies", "sibyl", "--hss", "perf", "--select",
                  "--validation", "nope"]) == 2
-    assert "no such validation set (have: families, regimes, apps)" in capsys.readouterr().err
+    assert "no such validation set (have: families, regimes, apps, fresh)" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
     rc = main(["pretrain", "--out", str(tmp_path), "--policies", "sibyl", "--hss", "perf", "--seeds", "1",
                "--passes", "1", "--trace", "synth:zipf:requests=4000,pages=2000", "--select", "--validation",
